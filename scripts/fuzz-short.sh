@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Runs every fuzz target in the root module for FUZZTIME (default 4s) each.
+# Corpora under testdata/fuzz are replayed by the ordinary `go test` run too.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+fuzztime="${FUZZTIME:-4s}"
+status=0
+while IFS= read -r file; do
+	dir="./$(dirname "$file")"
+	for target in $(grep -oE '^func (Fuzz[A-Za-z0-9_]+)\(' "$file" | sed -E 's/^func (Fuzz[A-Za-z0-9_]+)\(/\1/'); do
+		echo "fuzz $dir $target ($fuzztime)"
+		if ! go test -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzztime" "$dir" >/tmp/fuzz-$$.log 2>&1; then
+			cat /tmp/fuzz-$$.log
+			status=1
+		fi
+	done
+done < <(grep -rlE '^func Fuzz' --include='*_test.go' . | grep -v '^./infra/' | grep -v '/_' | sort)
+rm -f /tmp/fuzz-$$.log
+exit $status
