@@ -66,9 +66,9 @@ func milli(specific, total *float64) int64 {
 
 // Result is what Measure observed.
 type Result struct {
-	N         int
-	P50, P99  time.Duration
-	OpsPerSec float64
+	N                              int
+	P50, P99                       time.Duration
+	OpsPerSec                      float64
 	CallsPerOp, WCUPerOp, RCUPerOp float64
 }
 

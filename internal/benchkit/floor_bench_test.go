@@ -8,7 +8,6 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
 )
 
-
 // BenchmarkFloor prints the two floors every later benchmark is compared
 // with: a bare conditional UpdateItem (ADD with a condition, ALL_NEW) and a
 // 2-item TransactWriteItems, on DynamoDB Local.
