@@ -1,0 +1,290 @@
+// Package showcase is what `make run` runs: it brings up DynamoDB Local (or
+// uses the endpoint it is given), creates the limiter table from the schema
+// definition and walks through what the product does so far, printing each
+// step. Every capability the project adds shows up here.
+package showcase
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
+	"github.com/zae-limiter/zae-limiter-go/internal/ddblocal"
+)
+
+// Options configure Run.
+type Options struct {
+	// Endpoint of a running DynamoDB Local; empty starts one for the run and
+	// stops it on return.
+	Endpoint string
+	// Table to create; empty picks a fresh name.
+	Table string
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// demo holds one run's clients and table.
+type demo struct {
+	out     io.Writer
+	db      *dynamodb.Client
+	streams *dynamodbstreams.Client
+	table   string
+	stream  string
+	ns      string
+	now     time.Time
+}
+
+// Run performs the walk-through, writing a human-readable account to out.
+func Run(ctx context.Context, out io.Writer, o Options) error {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	endpoint := o.Endpoint
+	if endpoint == "" {
+		dir, err := ddblocal.DefaultDir()
+		if err != nil {
+			return err
+		}
+		if err := ddblocal.Install(ctx, dir); err != nil {
+			return err
+		}
+		srv, err := ddblocal.Start(ctx, ddblocal.Options{Dir: dir})
+		if err != nil {
+			return err
+		}
+		defer func() {
+			_ = srv.Stop()
+			fmt.Fprintf(out, "\nDynamoDB Local (pid %d) stopped.\n", srv.PID)
+		}()
+		endpoint = srv.Endpoint
+		fmt.Fprintf(out, "DynamoDB Local started at %s (pid %d, log %s)\n", endpoint, srv.PID, srv.LogFile)
+	} else {
+		fmt.Fprintf(out, "Using DynamoDB Local at %s\n", endpoint)
+	}
+	d := &demo{
+		out:     out,
+		db:      ddblocal.DynamoDB(endpoint),
+		streams: ddblocal.Streams(endpoint),
+		table:   o.Table,
+		now:     o.Now().UTC(),
+	}
+	if d.table == "" {
+		d.table = fmt.Sprintf("zae-limiter-local-%d", d.now.Unix())
+	}
+	steps := []struct {
+		title string
+		run   func(context.Context) error
+	}{
+		{"Create the table", d.createTable},
+		{"Register a namespace", d.registerNamespace},
+		{"Write one record of each kind through the key builders", d.writeRecords},
+		{"Query the indexes as the limiter uses them", d.queryIndexes},
+		{"Validation refuses bad input with typed errors", d.validation},
+	}
+	for i, s := range steps {
+		fmt.Fprintf(out, "\n== %d. %s\n", i+1, s.title)
+		if err := s.run(ctx); err != nil {
+			return fmt.Errorf("%s: %w", s.title, err)
+		}
+	}
+	return nil
+}
+
+func (d *demo) createTable(ctx context.Context) error {
+	def := schema.Definition()
+	desc, err := def.CreateTable(ctx, d.db, d.table, time.Minute)
+	if err != nil {
+		return err
+	}
+	d.stream = aws.ToString(desc.LatestStreamArn)
+	fmt.Fprintf(d.out, "table %s: key PK/SK, TTL on %q, stream %s, billing %s\n",
+		d.table, def.TTLAttribute, def.StreamView, def.BillingMode)
+	for _, ix := range def.GlobalIndexes {
+		fmt.Fprintf(d.out, "  %s  %s/%s  %s\n", ix.Name, ix.PartitionKey, ix.SortKey, ix.Projection)
+	}
+	for _, ix := range def.LocalIndexes {
+		fmt.Fprintf(d.out, "  %s  PK/%s  %s (reserved)\n", ix.Name, ix.SortKey, ix.Projection)
+	}
+	return nil
+}
+
+// registerNamespace writes R1 and R2 in one transaction, each under
+// attribute_not_exists(PK), as SPEC §1.5 describes.
+func (d *demo) registerNamespace(ctx context.Context) error {
+	ns, err := schema.NewNamespaceID(rand.Reader)
+	if err != nil {
+		return err
+	}
+	d.ns = ns
+	created := d.now.Format("2006-01-02T15:04:05Z")
+	put := func(k schema.ItemKeys) types.TransactWriteItem {
+		item := k.Item()
+		item[schema.AttrNamespaceID] = s(ns)
+		item[schema.AttrNamespaceName] = s("demo")
+		item[schema.AttrStatus] = s("active")
+		item[schema.AttrCreatedAt] = s(created)
+		return types.TransactWriteItem{Put: &types.Put{
+			TableName: aws.String(d.table), Item: item,
+			ConditionExpression: aws.String("attribute_not_exists(PK)"),
+		}}
+	}
+	_, err = d.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		put(schema.NamespaceForwardItemKeys("demo")), put(schema.NamespaceReverseItemKeys(ns)),
+	}})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(d.out, "namespace %q registered as id %s (R1 %s, R2 %s)\n", "demo", ns,
+		schema.NamespaceForwardKey("demo").SK, schema.NamespaceReverseKey(ns).SK)
+	return nil
+}
+
+// writeRecords writes entities, configs and buckets of a small org: a root
+// entity org-acme with two child API keys, limits at system, resource and
+// entity level, and bucket shards.
+func (d *demo) writeRecords(ctx context.Context) error {
+	ns := d.ns
+	created := d.now.Format("2006-01-02T15:04:05Z")
+	var items []map[string]types.AttributeValue
+	add := func(k schema.ItemKeys, attrs map[string]types.AttributeValue) {
+		item := k.Item()
+		for a, v := range attrs {
+			item[a] = v
+		}
+		items = append(items, item)
+	}
+	add(schema.VersionItemKeys(), map[string]types.AttributeValue{
+		schema.AttrSchemaVersion: s("0.17.0"), schema.AttrClientMinVersion: s("0.0.0"),
+		schema.AttrLambdaVersion: &types.AttributeValueMemberNULL{Value: true}, schema.AttrUpdatedAt: s(created),
+	})
+	add(schema.EntityMetaItemKeys(ns, "org-acme", ""), map[string]types.AttributeValue{
+		schema.AttrEntityID: s("org-acme"), schema.AttrName: s("Acme Corp"), schema.AttrCreatedAt: s(created),
+		schema.AttrParentID: &types.AttributeValueMemberNULL{Value: true}, schema.AttrCascade: b(false),
+	})
+	for _, key := range []string{"key-1", "key-2"} {
+		add(schema.EntityMetaItemKeys(ns, key, "org-acme"), map[string]types.AttributeValue{
+			schema.AttrEntityID: s(key), schema.AttrName: s(key), schema.AttrCreatedAt: s(created),
+			schema.AttrParentID: s("org-acme"), schema.AttrCascade: b(true),
+		})
+	}
+	limit := func(attrs map[string]types.AttributeValue, name string, cp, ra, rp int64) map[string]types.AttributeValue {
+		attrs[schema.ConfigAttr(name, schema.LimitCapacity)] = n(cp)
+		attrs[schema.ConfigAttr(name, schema.LimitRefillAmount)] = n(ra)
+		attrs[schema.ConfigAttr(name, schema.LimitRefillPeriod)] = n(rp)
+		return attrs
+	}
+	add(schema.SystemConfigItemKeys(ns), limit(map[string]types.AttributeValue{
+		schema.AttrConfigVersion: n(1), schema.AttrOnUnavailable: s("block"),
+	}, "rpm", 60, 60, 60))
+	add(schema.ResourceConfigItemKeys(ns, "openai/gpt-4"), limit(map[string]types.AttributeValue{
+		schema.AttrConfigVersion: n(1), schema.AttrResource: s("openai/gpt-4"),
+	}, "tpm", 100_000, 100_000, 60))
+	add(schema.EntityConfigItemKeys(ns, "key-1", "openai/gpt-4"), limit(map[string]types.AttributeValue{
+		schema.AttrConfigVersion: n(1), schema.AttrEntityID: s("key-1"), schema.AttrResource: s("openai/gpt-4"),
+	}, "tpm", 10_000, 10_000, 60))
+	for _, bk := range []struct {
+		entity string
+		shard  int
+	}{{"key-1", 0}, {"key-1", 1}, {"key-2", 0}, {"org-acme", 0}} {
+		attrs := map[string]types.AttributeValue{
+			schema.AttrEntityID: s(bk.entity), schema.AttrResource: s("openai/gpt-4"),
+			schema.AttrRF: n(d.now.UnixMilli()), schema.AttrShardCount: n(2),
+		}
+		for name, v := range map[string]int64{"tpm": 5_000_000, "wcu": 1_000_000} {
+			attrs[schema.BucketAttr(name, schema.LimitTokens)] = n(v)
+			attrs[schema.BucketAttr(name, schema.LimitCapacity)] = n(v * 2)
+			attrs[schema.BucketAttr(name, schema.LimitRefillAmount)] = n(v * 2)
+			attrs[schema.BucketAttr(name, schema.LimitRefillPeriod)] = n(60_000)
+			attrs[schema.BucketAttr(name, schema.LimitConsumed)] = n(0)
+		}
+		add(schema.BucketItemKeys(ns, bk.entity, "openai/gpt-4", bk.shard), attrs)
+	}
+	window := d.now.Truncate(time.Hour).Format("2006-01-02T15:00:00Z")
+	add(schema.UsageItemKeys(ns, "key-1", "openai/gpt-4", window), map[string]types.AttributeValue{
+		schema.AttrEntityID: s("key-1"), schema.AttrResource: s("openai/gpt-4"), schema.AttrWindow: s("hourly"),
+		schema.AttrWindowStart: s(window), "tpm": n(1200), schema.AttrTotalEvents: n(3),
+	})
+	for _, item := range items {
+		if _, err := d.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(d.table), Item: item}); err != nil {
+			return err
+		}
+		pk, sk := item[schema.AttrPK].(*types.AttributeValueMemberS).Value, item[schema.AttrSK].(*types.AttributeValueMemberS).Value
+		fmt.Fprintf(d.out, "  %-4s %-44s %s\n", kindLabel(schema.ClassifyKey(pk, sk).Kind), pk, sk)
+	}
+	return nil
+}
+
+func kindLabel(k schema.RecordKind) string { return "R" + strconv.Itoa(int(k)) }
+
+func (d *demo) queryIndexes(ctx context.Context) error {
+	ns := d.ns
+	queries := []struct {
+		what, index, pk, prefix string
+		pkAttr, skAttr          string
+	}{
+		{"GSI1 children of org-acme", schema.GSI1, schema.ParentGSI1PK(ns, "org-acme"), "", schema.AttrGSI1PK, schema.AttrGSI1SK},
+		{"GSI2 buckets of openai/gpt-4", schema.GSI2, schema.ResourcePK(ns, "openai/gpt-4"), schema.PrefixBucket, schema.AttrGSI2PK, schema.AttrGSI2SK},
+		{"GSI2 usage of openai/gpt-4", schema.GSI2, schema.ResourcePK(ns, "openai/gpt-4"), schema.PrefixUsage, schema.AttrGSI2PK, schema.AttrGSI2SK},
+		{"GSI3 entities with their own openai/gpt-4 limits", schema.GSI3, schema.EntityConfigGSI3PK(ns, "openai/gpt-4"), "", schema.AttrGSI3PK, schema.AttrGSI3SK},
+		{"GSI3 buckets of key-1 on openai/gpt-4", schema.GSI3, schema.EntityPK(ns, "key-1"), schema.BucketGSI3SKPrefix("openai/gpt-4"), schema.AttrGSI3PK, schema.AttrGSI3SK},
+		{"GSI4 everything in the namespace (purge)", schema.GSI4, ns, "", schema.AttrGSI4PK, schema.AttrGSI4SK},
+	}
+	for _, q := range queries {
+		in := &dynamodb.QueryInput{
+			TableName: aws.String(d.table), IndexName: aws.String(q.index),
+			KeyConditionExpression:    aws.String("#pk = :pk"),
+			ExpressionAttributeNames:  map[string]string{"#pk": q.pkAttr},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": s(q.pk)},
+		}
+		if q.prefix != "" {
+			in.KeyConditionExpression = aws.String("#pk = :pk AND begins_with(#sk, :p)")
+			in.ExpressionAttributeNames["#sk"] = q.skAttr
+			in.ExpressionAttributeValues[":p"] = s(q.prefix)
+		}
+		out, err := d.db.Query(ctx, in)
+		if err != nil {
+			return fmt.Errorf("%s: %w", q.what, err)
+		}
+		fmt.Fprintf(d.out, "%s: %d\n", q.what, len(out.Items))
+		for _, it := range out.Items {
+			if v, ok := it[q.skAttr].(*types.AttributeValueMemberS); ok {
+				fmt.Fprintf(d.out, "    %s\n", v.Value)
+			}
+		}
+	}
+	return nil
+}
+
+func (d *demo) validation(context.Context) error {
+	checks := []struct {
+		what string
+		err  error
+	}{
+		{"entity id with '#'", schema.ValidateEntityID("user#1")},
+		{"reserved limit name wcu", schema.ValidateLimitName("wcu")},
+		{"limit name ttl (D6)", schema.ValidateLimitName("ttl")},
+		{"resource _default_", schema.ValidateResource("_default_")},
+		{"resource openai/gpt-4", schema.ValidateResource("openai/gpt-4")},
+	}
+	for _, c := range checks {
+		if c.err == nil {
+			fmt.Fprintf(d.out, "  %-28s accepted\n", c.what)
+		} else {
+			fmt.Fprintf(d.out, "  %-28s %T: %v\n", c.what, c.err, c.err)
+		}
+	}
+	return nil
+}
+
+func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+func n(v int64) types.AttributeValue  { return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)} }
+func b(v bool) types.AttributeValue   { return &types.AttributeValueMemberBOOL{Value: v} }
