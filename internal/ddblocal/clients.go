@@ -36,10 +36,10 @@ func DynamoDB(endpoint string, optFns ...func(*dynamodb.Options)) *dynamodb.Clie
 }
 
 // Streams returns a DynamoDB Streams client for the emulator at endpoint
-// (DynamoDB Local serves both APIs on one port).
+// (DynamoDB Local serves both APIs on one port), with FixEmptyMaps applied.
 func Streams(endpoint string, optFns ...func(*dynamodbstreams.Options)) *dynamodbstreams.Client {
 	opts := append([]func(*dynamodbstreams.Options){func(o *dynamodbstreams.Options) {
 		o.BaseEndpoint = aws.String(endpoint)
-	}}, optFns...)
+	}, FixEmptyMaps}, optFns...)
 	return dynamodbstreams.NewFromConfig(Config(), opts...)
 }

@@ -157,7 +157,11 @@ func unpackLib(tgz, dest string) error {
 		if err != nil {
 			return fmt.Errorf("ddblocal: %s: %w", tgz, err)
 		}
-		parts := strings.Split(filepath.ToSlash(filepath.Clean(h.Name)), "/")
+		clean := filepath.ToSlash(filepath.Clean(h.Name))
+		if strings.HasPrefix(h.Name, "package/lib/") && !strings.HasPrefix(clean, "package/lib/") {
+			return fmt.Errorf("ddblocal: unsafe path %q in %s", h.Name, tgz)
+		}
+		parts := strings.Split(clean, "/")
 		if len(parts) < 4 || parts[0] != "package" || parts[1] != "lib" {
 			continue
 		}
