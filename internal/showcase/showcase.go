@@ -9,15 +9,19 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
+	"log/slog"
 	"strconv"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
+	"github.com/zae-limiter/zae-limiter-go/core/streamimage"
+	"github.com/zae-limiter/zae-limiter-go/core/streampoll"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddblocal"
 )
 
@@ -34,13 +38,13 @@ type Options struct {
 
 // demo holds one run's clients and table.
 type demo struct {
-	out     io.Writer
-	db      *dynamodb.Client
-	streams *dynamodbstreams.Client
-	table   string
-	stream  string
-	ns      string
-	now     time.Time
+	out       io.Writer
+	db        *dynamodb.Client
+	streams   *dynamodbstreams.Client
+	table     string
+	streamARN string
+	ns        string
+	now       time.Time
 }
 
 // Run performs the walk-through, writing a human-readable account to out.
@@ -88,6 +92,7 @@ func Run(ctx context.Context, out io.Writer, o Options) error {
 		{"Register a namespace", d.registerNamespace},
 		{"Write one record of each kind through the key builders", d.writeRecords},
 		{"Query the indexes as the limiter uses them", d.queryIndexes},
+		{"The stream, delivered as Lambda DynamoDB events", d.stream},
 		{"Validation refuses bad input with typed errors", d.validation},
 	}
 	for i, s := range steps {
@@ -105,7 +110,7 @@ func (d *demo) createTable(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.stream = aws.ToString(desc.LatestStreamArn)
+	d.streamARN = aws.ToString(desc.LatestStreamArn)
 	fmt.Fprintf(d.out, "table %s: key PK/SK, TTL on %q, stream %s, billing %s\n",
 		d.table, def.TTLAttribute, def.StreamView, def.BillingMode)
 	for _, ix := range def.GlobalIndexes {
@@ -264,6 +269,91 @@ func (d *demo) queryIndexes(ctx context.Context) error {
 	return nil
 }
 
+// stream makes one MODIFY (a consumption ADDed to a bucket, the shape the
+// fast path writes) and one REMOVE, then drains the table's stream through
+// the poller into a handler of the Lambda signature. The handler reports the
+// MODIFY as a batch item failure once, as the aggregator does when a
+// snapshot write fails, and the poller re-delivers from that record.
+func (d *demo) stream(ctx context.Context) error {
+	bucket := schema.BucketKey(d.ns, "key-1", "openai/gpt-4", 0)
+	_, err := d.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(d.table), Key: bucket.AttributeValues(),
+		UpdateExpression:    aws.String("ADD #t0 :n0, #c0 :p0, #wt :nw, #wc :pw"),
+		ConditionExpression: aws.String("attribute_exists(PK) AND #t0 >= :p0 AND #wt >= :pw"),
+		ExpressionAttributeNames: map[string]string{
+			"#t0": schema.BucketAttr("tpm", schema.LimitTokens), "#c0": schema.BucketAttr("tpm", schema.LimitConsumed),
+			"#wt": schema.BucketAttr("wcu", schema.LimitTokens), "#wc": schema.BucketAttr("wcu", schema.LimitConsumed),
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":n0": n(-1_500_000), ":p0": n(1_500_000), ":nw": n(-1000), ":pw": n(1000),
+		},
+	})
+	if err != nil {
+		return err
+	}
+	usage := schema.UsageKey(d.ns, "key-1", "openai/gpt-4", d.now.Truncate(time.Hour).Format("2006-01-02T15:00:00Z"))
+	if _, err := d.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(d.table), Key: usage.AttributeValues()}); err != nil {
+		return err
+	}
+	failedOnce := false
+	handler := func(_ context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		fmt.Fprintf(d.out, "batch of %d records\n", len(ev.Records))
+		var resp events.DynamoDBEventResponse
+		for _, rec := range ev.Records {
+			pk := rec.Change.Keys[schema.AttrPK].String()
+			sk := rec.Change.Keys[schema.AttrSK].String()
+			line := fmt.Sprintf("  %-6s seq %s  R%d %s %s", rec.EventName, rec.Change.SequenceNumber,
+				schema.ClassifyKey(pk, sk).Kind, pk, sk)
+			if rec.EventName == "MODIFY" {
+				line += tcChange(rec)
+				if !failedOnce {
+					failedOnce = true
+					resp.BatchItemFailures = append(resp.BatchItemFailures,
+						events.DynamoDBBatchItemFailure{ItemIdentifier: rec.Change.SequenceNumber})
+					line += "  -> reported as a batch item failure"
+				}
+			}
+			fmt.Fprintln(d.out, line)
+		}
+		return resp, nil
+	}
+	p, err := streampoll.New(d.streams, d.streamARN, streampoll.Options{
+		Handler: handler, MaxRetries: 3,
+		Logger: slog.New(slog.DiscardHandler), // the handler above narrates the failure itself
+	})
+	if err != nil {
+		return err
+	}
+	st, err := p.DrainOnce(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(d.out, "delivered %d records in %d batches, %d re-delivery after the reported failure\n",
+		st.Records, st.Batches, st.Redeliveries)
+	return nil
+}
+
+// tcChange describes the consumption counter change of a bucket MODIFY,
+// read through the SDK attribute types the aggregator will use.
+func tcChange(rec events.DynamoDBEventRecord) string {
+	newImg, err := streamimage.ImageToDynamoDB(rec.Change.NewImage)
+	if err != nil {
+		return " (unreadable image)"
+	}
+	oldImg, err := streamimage.ImageToDynamoDB(rec.Change.OldImage)
+	if err != nil {
+		return " (unreadable image)"
+	}
+	attr := schema.BucketAttr("tpm", schema.LimitConsumed)
+	num := func(img map[string]types.AttributeValue) string {
+		if v, ok := img[attr].(*types.AttributeValueMemberN); ok {
+			return v.Value
+		}
+		return "-"
+	}
+	return fmt.Sprintf("  %s %s -> %s millitokens", attr, num(oldImg), num(newImg))
+}
+
 func (d *demo) validation(context.Context) error {
 	checks := []struct {
 		what string
@@ -286,5 +376,7 @@ func (d *demo) validation(context.Context) error {
 }
 
 func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
-func n(v int64) types.AttributeValue  { return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)} }
-func b(v bool) types.AttributeValue   { return &types.AttributeValueMemberBOOL{Value: v} }
+func n(v int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+}
+func b(v bool) types.AttributeValue { return &types.AttributeValueMemberBOOL{Value: v} }

@@ -37,6 +37,8 @@ func TestRunShowsEachStep(t *testing.T) {
 		"GSI4 everything in the namespace (purge): 11",
 		"USAGE#2026-11-29T19:00:00Z#key-1",
 		"*schema.InvalidNameError",
+		"b_tpm_tc 0 -> 1500000 millitokens  -> reported as a batch item failure",
+		"delivered 18 records in 2 batches, 1 re-delivery after the reported failure",
 		"resource openai/gpt-4        accepted",
 	} {
 		if !strings.Contains(text, want) {
