@@ -1,0 +1,566 @@
+package bucket
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
+)
+
+// Stamp is a soft or bypass stamp as an item carries it (DECISIONS D4,
+// SPEC §8.4): an N epoch-ms deadline, live while it is after now. A stamp of
+// another type (a design-era BOOL) is present but never live: the fast path's
+// `> :now` comparison is false on it, so the request takes the slow path,
+// which re-stamps from config.
+type Stamp struct {
+	// Deadline is the stored deadline, epoch ms; meaningful only when Numeric.
+	Deadline int64
+	// Present reports that the attribute exists.
+	Present bool
+	// Numeric reports that the attribute is an N (Present is then true).
+	Numeric bool
+}
+
+// Live reports whether the stamp is honoured at now: a numeric deadline
+// strictly after now.
+func (s Stamp) Live(now int64) bool { return s.Numeric && s.Deadline > now }
+
+// Expired reports whether the stamp is present but not live at now
+// (deadline passed, or not a number).
+func (s Stamp) Expired(now int64) bool { return s.Present && !s.Live(now) }
+
+// LimitFields is a set of per-limit attributes (SPEC §2.2) found on an item.
+type LimitFields uint16
+
+// The per-limit attributes, one bit each.
+const (
+	FieldTokens         LimitFields = 1 << iota // b_{n}_tk
+	FieldCapacity                               // b_{n}_cp
+	FieldRefillAmount                           // b_{n}_ra
+	FieldRefillPeriod                           // b_{n}_rp
+	FieldConsumed                               // b_{n}_tc
+	FieldGrantShards                            // b_{n}_gc (phase 2)
+	FieldTopUp                                  // b_{n}_tu (phase 2)
+	FieldWindowStart                            // b_{n}_ws (phase 2)
+	FieldResetAfter                             // b_{n}_rsa (phase 2)
+	FieldWindowAnchor                           // b_{n}_wa (phase 2)
+	FieldWindowConsumed                         // b_{n}_wtc (phase 2)
+	FieldSchedule                               // b_{n}_sched (phase 2)
+	FieldResetSchedule                          // b_{n}_rsched (phase 2)
+	FieldSoft                                   // b_{n}_soft
+)
+
+// Phase2Fields are the per-limit attributes that mark a quota, a window or
+// a schedule (DECISIONS D2: the aggregator abstains on an item carrying any).
+const Phase2Fields = FieldGrantShards | FieldTopUp | FieldWindowStart | FieldResetAfter |
+	FieldWindowAnchor | FieldWindowConsumed | FieldSchedule | FieldResetSchedule
+
+// Has reports whether every field of f is in s.
+func (s LimitFields) Has(f LimitFields) bool { return s&f == f }
+
+// LimitImage is one limit's attributes on a bucket item. A field's value is
+// meaningful only when its bit is in Fields (an absent field is zero).
+type LimitImage struct {
+	// Name is the limit name, {n} of b_{n}_*.
+	Name string
+	// Fields are the attributes found.
+	Fields LimitFields
+
+	Tokens       int64 // b_{n}_tk: stored balance, millitokens (may be negative)
+	Capacity     int64 // b_{n}_cp: millitokens, undivided
+	RefillAmount int64 // b_{n}_ra: millitokens per period, undivided; 0 for a quota
+	RefillPeriod int64 // b_{n}_rp: ms
+	Consumed     int64 // b_{n}_tc: net consumption counter, millitokens
+
+	GrantShards    int64  // b_{n}_gc: quota grant shard count
+	TopUp          int64  // b_{n}_tu: quota top-up this period, millitokens
+	WindowStart    int64  // b_{n}_ws: session window start, epoch ms
+	ResetAfter     int64  // b_{n}_rsa: session window length, s
+	WindowAnchor   int64  // b_{n}_wa: window start the balance reflects, epoch ms
+	WindowConsumed int64  // b_{n}_wtc: tc snapshot at rollover, millitokens
+	Schedule       string // b_{n}_sched
+	ResetSchedule  string // b_{n}_rsched
+
+	// Soft is the b_{n}_soft stamp.
+	Soft Stamp
+}
+
+// Present reports the discovery rule of SPEC §2.2: the limit exists on the
+// bucket iff both b_{n}_tk and b_{n}_cp do.
+func (l *LimitImage) Present() bool { return l.Fields.Has(FieldTokens | FieldCapacity) }
+
+// Params returns the stored parameters. GrantShards and TopUp are zero when
+// absent, which is how [Effective] reads "absent".
+func (l *LimitImage) Params() Params {
+	return Params{
+		Capacity:     l.Capacity,
+		RefillAmount: l.RefillAmount,
+		RefillPeriod: l.RefillPeriod,
+		GrantShards:  l.GrantShards,
+		TopUp:        l.TopUp,
+	}
+}
+
+// ImageLimit returns the limit as [WouldRefillSatisfy] takes it, for a
+// request of amount whole tokens; soft says whether to skip it (the caller's
+// policy: a live soft stamp for SPEC §4.7, any stamp for the rejection
+// cache). The quota fields ResetPending and ResetsAtMs are left zero, so a
+// quota always sends the request to the slow path (phase 2 computes them).
+func (l *LimitImage) ImageLimit(amount int64, soft bool) ImageLimit {
+	return ImageLimit{Present: l.Present(), Soft: soft, Tokens: l.Tokens, Params: l.Params(), Amount: amount}
+}
+
+// Image is a bucket item (SPEC §2) decoded into typed state: the one decoder
+// shared by the fast and slow paths, failure classification, the rejection
+// cache and the aggregator. Decode with [DecodeImage] or [Image.Decode].
+//
+// A value is meaningful only when its Has flag is set; strings refer to the
+// item's own attribute values (decoding copies no string).
+type Image struct {
+	Entity   string // entity_id
+	Resource string // resource
+
+	RF    int64 // rf, epoch ms
+	HasRF bool
+
+	// ShardCount is shard_count; 1 when absent.
+	ShardCount    int64
+	HasShardCount bool
+
+	Cascade    bool // cascade
+	HasCascade bool
+
+	ParentID  string // parent_id
+	HasParent bool
+
+	PGen    int64 // pgen
+	HasPGen bool
+
+	// Disabled reports disabled = BOOL true. HasDisabled reports the
+	// attribute with any BOOL value: the fast path's attribute_not_exists
+	// guard fails on either.
+	Disabled    bool
+	HasDisabled bool
+
+	// Bypass is the item-level bypass stamp.
+	Bypass Stamp
+
+	VU    int64 // vu, epoch ms
+	HasVU bool
+
+	TTL    int64 // ttl, epoch seconds
+	HasTTL bool
+
+	Sched      string // sched (phase 2)
+	ResetSched string // rsched (phase 2)
+	SchedTZ    string // sched_tz (phase 2)
+	// HasSched, HasResetSched and HasSchedTZ report the item-level schedule
+	// attributes.
+	HasSched, HasResetSched, HasSchedTZ bool
+
+	// WCU is the reserved `wcu` limit (SPEC §2.3), kept out of Limits and
+	// Partial so user-facing code never meets it. Check WCU.Present().
+	WCU LimitImage
+
+	// Limits are the limits present on the item (discovery rule: b_{n}_tk
+	// and b_{n}_cp both exist), `wcu` excluded, sorted by name.
+	Limits []LimitImage
+
+	// Partial are the limits with some recognised b_{n}_* attribute but not
+	// both tk and cp (for instance a lone b_{n}_tc a bypass write added for
+	// a limit the item does not carry), `wcu` excluded, sorted by name. They
+	// are not on the bucket by the discovery rule, but their tc is real
+	// consumption.
+	Partial []LimitImage
+
+	// store is the backing array of Limits and Partial, kept for reuse.
+	store []LimitImage
+}
+
+// CorruptItemError reports an attribute this package knows whose value has
+// the wrong type or is not an int64 (SPEC §4.1: never wrapped). Callers skip
+// the item and log.
+type CorruptItemError struct {
+	Attribute string // the attribute name
+	Reason    string // what is wrong with it
+}
+
+// Error implements error.
+func (e *CorruptItemError) Error() string {
+	return "bucket: corrupt item: attribute " + strconv.Quote(e.Attribute) + ": " + e.Reason
+}
+
+// DecodeImage decodes a bucket item. An empty or nil item decodes to an
+// Image with no limits (callers that must tell a missing item apart check
+// len(item) first).
+func DecodeImage(item map[string]types.AttributeValue) (Image, error) {
+	var img Image
+	err := img.Decode(item)
+	return img, err
+}
+
+// Decode replaces img with the decoding of item, reusing the storage of
+// img.Limits and img.Partial (so a reused Image decodes without allocating
+// once it has grown; slices taken from the previous decoding are
+// overwritten). Unknown attributes, unknown per-limit fields and key attributes
+// are ignored. A known attribute of the wrong type, an N that is not an
+// int64, or a shard_count below 1 is a *CorruptItemError; which of several
+// corrupt attributes is reported is unspecified, and img is then
+// unspecified too.
+func (img *Image) Decode(item map[string]types.AttributeValue) error {
+	buf := img.store[:0]
+	*img = Image{ShardCount: 1}
+	for k, v := range item {
+		var err error
+		switch k {
+		case schema.AttrEntityID:
+			img.Entity, err = str(k, v)
+		case schema.AttrResource:
+			img.Resource, err = str(k, v)
+		case schema.AttrRF:
+			img.RF, err = num(k, v)
+			img.HasRF = true
+		case schema.AttrShardCount:
+			img.ShardCount, err = num(k, v)
+			img.HasShardCount = true
+			if err == nil && img.ShardCount < 1 {
+				err = corrupt(k, "shard_count below 1")
+			}
+		case schema.AttrCascade:
+			img.Cascade, err = boolean(k, v)
+			img.HasCascade = true
+		case schema.AttrParentID:
+			img.ParentID, err = str(k, v)
+			img.HasParent = true
+		case schema.AttrPGen:
+			img.PGen, err = num(k, v)
+			img.HasPGen = true
+		case schema.AttrDisabled:
+			img.Disabled, err = boolean(k, v)
+			img.HasDisabled = true
+		case schema.AttrBypass:
+			img.Bypass, err = stamp(k, v)
+		case schema.AttrVU:
+			img.VU, err = num(k, v)
+			img.HasVU = true
+		case schema.AttrTTL:
+			img.TTL, err = num(k, v)
+			img.HasTTL = true
+		case schema.AttrSched:
+			img.Sched, err = str(k, v)
+			img.HasSched = true
+		case schema.AttrRSched:
+			img.ResetSched, err = str(k, v)
+			img.HasResetSched = true
+		case schema.AttrSchedTZ:
+			img.SchedTZ, err = str(k, v)
+			img.HasSchedTZ = true
+		default:
+			name, f, ok := schema.ParseBucketAttr(k)
+			if !ok {
+				continue
+			}
+			bit := fieldBit(f)
+			if bit == 0 {
+				continue // a field this implementation does not know: preserve, ignore
+			}
+			var l *LimitImage
+			if name == schema.WCULimit {
+				l = &img.WCU
+				l.Name = schema.WCULimit
+			} else {
+				l, buf = limitFor(buf, name)
+			}
+			err = l.set(k, bit, v)
+		}
+		if err != nil {
+			img.store = buf
+			return err
+		}
+	}
+	// Present limits first, then partial ones, each sorted by name.
+	p := 0
+	for i := range buf {
+		if buf[i].Present() {
+			buf[p], buf[i] = buf[i], buf[p]
+			p++
+		}
+	}
+	byName := func(a, b LimitImage) int { return cmp.Compare(a.Name, b.Name) }
+	slices.SortFunc(buf[:p], byName)
+	slices.SortFunc(buf[p:], byName)
+	img.Limits, img.Partial, img.store = buf[:p:p], buf[p:], buf
+	return nil
+}
+
+// limitFor returns the entry for name in buf, appending one if needed.
+func limitFor(buf []LimitImage, name string) (*LimitImage, []LimitImage) {
+	for i := range buf {
+		if buf[i].Name == name {
+			return &buf[i], buf
+		}
+	}
+	buf = append(buf, LimitImage{Name: name})
+	return &buf[len(buf)-1], buf
+}
+
+func fieldBit(f schema.LimitField) LimitFields {
+	switch f {
+	case schema.LimitTokens:
+		return FieldTokens
+	case schema.LimitCapacity:
+		return FieldCapacity
+	case schema.LimitRefillAmount:
+		return FieldRefillAmount
+	case schema.LimitRefillPeriod:
+		return FieldRefillPeriod
+	case schema.LimitConsumed:
+		return FieldConsumed
+	case schema.LimitGrantShards:
+		return FieldGrantShards
+	case schema.LimitTopUp:
+		return FieldTopUp
+	case schema.LimitWindowStart:
+		return FieldWindowStart
+	case schema.LimitResetAfter:
+		return FieldResetAfter
+	case schema.LimitWindowAnchor:
+		return FieldWindowAnchor
+	case schema.LimitWindowConsumed:
+		return FieldWindowConsumed
+	case schema.LimitSchedule:
+		return FieldSchedule
+	case schema.LimitResetSchedule:
+		return FieldResetSchedule
+	case schema.LimitSoft:
+		return FieldSoft
+	}
+	return 0
+}
+
+func (l *LimitImage) set(attr string, bit LimitFields, v types.AttributeValue) error {
+	var err error
+	switch bit {
+	case FieldSoft:
+		l.Soft, err = stamp(attr, v)
+	case FieldSchedule:
+		l.Schedule, err = str(attr, v)
+	case FieldResetSchedule:
+		l.ResetSchedule, err = str(attr, v)
+	default:
+		var n int64
+		n, err = num(attr, v)
+		*l.numField(bit) = n
+	}
+	l.Fields |= bit
+	return err
+}
+
+func (l *LimitImage) numField(bit LimitFields) *int64 {
+	switch bit {
+	case FieldTokens:
+		return &l.Tokens
+	case FieldCapacity:
+		return &l.Capacity
+	case FieldRefillAmount:
+		return &l.RefillAmount
+	case FieldRefillPeriod:
+		return &l.RefillPeriod
+	case FieldConsumed:
+		return &l.Consumed
+	case FieldGrantShards:
+		return &l.GrantShards
+	case FieldTopUp:
+		return &l.TopUp
+	case FieldWindowStart:
+		return &l.WindowStart
+	case FieldResetAfter:
+		return &l.ResetAfter
+	case FieldWindowAnchor:
+		return &l.WindowAnchor
+	}
+	return &l.WindowConsumed // FieldWindowConsumed
+}
+
+func corrupt(attr, reason string) error { return &CorruptItemError{Attribute: attr, Reason: reason} }
+
+func wrongType(attr, want string, v types.AttributeValue) error {
+	return corrupt(attr, "want "+want+", have "+typeName(v))
+}
+
+func num(attr string, v types.AttributeValue) (int64, error) {
+	m, ok := v.(*types.AttributeValueMemberN)
+	if !ok || m == nil {
+		return 0, wrongType(attr, "N", v)
+	}
+	n, err := strconv.ParseInt(m.Value, 10, 64)
+	if err != nil {
+		return 0, corrupt(attr, "N "+strconv.Quote(m.Value)+" is not an int64")
+	}
+	return n, nil
+}
+
+func str(attr string, v types.AttributeValue) (string, error) {
+	m, ok := v.(*types.AttributeValueMemberS)
+	if !ok || m == nil {
+		return "", wrongType(attr, "S", v)
+	}
+	return m.Value, nil
+}
+
+func boolean(attr string, v types.AttributeValue) (bool, error) {
+	m, ok := v.(*types.AttributeValueMemberBOOL)
+	if !ok || m == nil {
+		return false, wrongType(attr, "BOOL", v)
+	}
+	return m.Value, nil
+}
+
+// stamp decodes an N deadline; a BOOL is a present, expired stamp (D4).
+func stamp(attr string, v types.AttributeValue) (Stamp, error) {
+	switch m := v.(type) {
+	case *types.AttributeValueMemberBOOL:
+		if m != nil {
+			return Stamp{Present: true}, nil
+		}
+	case *types.AttributeValueMemberN:
+		n, err := num(attr, v)
+		if err != nil {
+			return Stamp{}, err
+		}
+		return Stamp{Deadline: n, Present: true, Numeric: true}, nil
+	}
+	return Stamp{}, wrongType(attr, "N deadline or BOOL", v)
+}
+
+// typeName names the DynamoDB type of v for error messages.
+func typeName(v types.AttributeValue) string {
+	switch v.(type) {
+	case nil:
+		return "nothing"
+	case *types.AttributeValueMemberS:
+		return "S"
+	case *types.AttributeValueMemberN:
+		return "N"
+	case *types.AttributeValueMemberB:
+		return "B"
+	case *types.AttributeValueMemberBOOL:
+		return "BOOL"
+	case *types.AttributeValueMemberNULL:
+		return "NULL"
+	case *types.AttributeValueMemberSS:
+		return "SS"
+	case *types.AttributeValueMemberNS:
+		return "NS"
+	case *types.AttributeValueMemberBS:
+		return "BS"
+	case *types.AttributeValueMemberL:
+		return "L"
+	case *types.AttributeValueMemberM:
+		return "M"
+	}
+	return "an unknown type"
+}
+
+// Limit returns the limit present on the item (discovery rule) under name,
+// or nil. `wcu` is found too (as &img.WCU, when present).
+func (img *Image) Limit(name string) *LimitImage {
+	if name == schema.WCULimit {
+		if img.WCU.Present() {
+			return &img.WCU
+		}
+		return nil
+	}
+	return find(img.Limits, name)
+}
+
+// Lookup returns whatever the item carries for name: a present limit, a
+// partial one, or `wcu`; nil when the item has no recognised b_{name}_*
+// attribute. Check Present() on the result.
+func (img *Image) Lookup(name string) *LimitImage {
+	if name == schema.WCULimit {
+		if img.WCU.Fields != 0 {
+			return &img.WCU
+		}
+		return nil
+	}
+	if l := find(img.Limits, name); l != nil {
+		return l
+	}
+	return find(img.Partial, name)
+}
+
+func find(ls []LimitImage, name string) *LimitImage {
+	if i, ok := slices.BinarySearchFunc(ls, name, func(l LimitImage, n string) int {
+		return cmp.Compare(l.Name, n)
+	}); ok {
+		return &ls[i]
+	}
+	return nil
+}
+
+// Params returns the stored parameters of the limit present under name;
+// ok is false when the item does not carry it.
+func (img *Image) Params(name string) (p Params, ok bool) {
+	l := img.Limit(name)
+	if l == nil {
+		return Params{}, false
+	}
+	return l.Params(), true
+}
+
+// ImageLimit returns a declared limit as SPEC §4.7 takes it from a failed
+// write's old image: skipped (Soft) when it carries a live soft stamp or the
+// item a live bypass stamp; Present false when the item does not carry it.
+func (img *Image) ImageLimit(name string, amount, now int64) ImageLimit {
+	l := img.Limit(name)
+	if l == nil {
+		return ImageLimit{Amount: amount}
+	}
+	return l.ImageLimit(amount, l.Soft.Live(now) || img.Bypass.Live(now))
+}
+
+// HasSchedule reports any parameter or reset schedule on the item: sched,
+// rsched, sched_tz, or a limit's b_{n}_sched or b_{n}_rsched (`wcu` and
+// partial limits included).
+func (img *Image) HasSchedule() bool {
+	if img.HasSched || img.HasResetSched || img.HasSchedTZ {
+		return true
+	}
+	return img.anyLimit(func(l *LimitImage) bool {
+		return l.Fields&(FieldSchedule|FieldResetSchedule) != 0
+	})
+}
+
+// Phase2 reports whether the item carries anything phase 1 does not model
+// (DECISIONS D2): a schedule, a window (ws, rsa, wa, wtc), a grant (gc), a
+// top-up (tu), or a present limit with a zero refill amount (a quota). The
+// aggregator abstains from such an item.
+func (img *Image) Phase2() bool {
+	if img.HasSched || img.HasResetSched || img.HasSchedTZ {
+		return true
+	}
+	return img.anyLimit(func(l *LimitImage) bool {
+		return l.Fields&Phase2Fields != 0 || (l.Present() && l.RefillAmount == 0)
+	})
+}
+
+func (img *Image) anyLimit(pred func(*LimitImage) bool) bool {
+	if pred(&img.WCU) {
+		return true
+	}
+	for i := range img.Limits {
+		if pred(&img.Limits[i]) {
+			return true
+		}
+	}
+	for i := range img.Partial {
+		if pred(&img.Partial[i]) {
+			return true
+		}
+	}
+	return false
+}

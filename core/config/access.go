@@ -1,0 +1,173 @@
+package config
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/zae-limiter/zae-limiter-go/core/limit"
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
+)
+
+// AccessOptions tune ResolveAccess.
+type AccessOptions struct {
+	// Consistent asks for strongly consistent reads (fan-outs, reset and
+	// top-up); the slow path reads eventually consistently.
+	Consistent bool
+	// IncludeSystem adds the system config item to the same read, so that
+	// limits that resolve from the system level (and their soft flags) are
+	// fresh too (SPEC §5.3).
+	IncludeSystem bool
+}
+
+// Walk is the outcome of the uncached access walk (SPEC §5.3).
+type Walk struct {
+	// Mode is the first explicit `disabled` value in walk order —
+	// AccessDisabled, AccessEnforce or AccessBypass — or AccessEnforce when
+	// no item sets one. Never AccessInherit.
+	Mode Access
+	// Level is the item that decided Mode (LevelEntity, LevelEntityDefault,
+	// LevelResource) or LevelNone.
+	Level Level
+	// Cascade is the first explicit `cascade` in walk order, or
+	// CascadeUnset; CascadeLevel is the item that set it.
+	Cascade      CascadePolicy
+	CascadeLevel Level
+	// Limits is the limit set recomputed from the items just read (soft
+	// flags included), by the rule of SPEC §5.1; Source is its level.
+	// Without IncludeSystem, Limits is empty and Source LevelNone when only
+	// the system level has limits.
+	Limits []limit.Limit
+	Source Level
+	// OnUnavailable is the system item's value; read only with
+	// IncludeSystem.
+	OnUnavailable OnUnavailable
+	// ReadAt is the clock reading taken when the read was issued; stamp
+	// deadlines derive from it (SPEC §8.4).
+	ReadAt time.Time
+}
+
+// ResolveAccess walks entity(resource) → entity(`_default_`) → resource
+// without the cache, in one BatchGetItem (GetItem fallback), and returns the
+// access mode, cascade policy and fresh limits (SPEC §5.3). Access and
+// cascade never come from the system level. When resource is `_default_`
+// only the entity(`_default_`) item is walked.
+//
+// An unsupported item that the limit resolution reaches before a winner
+// makes the call fail closed with the *UnsupportedConfigError; the access
+// and cascade settings of unsupported items are still honoured otherwise.
+func (r *Resolver) ResolveAccess(ctx context.Context, ns, entity, resource string, opts AccessOptions) (Walk, error) {
+	if err := validatePair(ns, entity, resource); err != nil {
+		return Walk{}, err
+	}
+	slots := limitSlots(ns, entity, resource)
+	if !opts.IncludeSystem {
+		slots = slots[:len(slots)-1]
+	}
+	keys := make([]schema.Key, len(slots))
+	for i, s := range slots {
+		keys[i] = s.key
+	}
+	w := Walk{Mode: AccessEnforce, ReadAt: r.o.now()}
+	found, _, err := readItems(ctx, r.db, r.table, keys, opts.Consistent, &r.o)
+	if err != nil {
+		return Walk{}, fmt.Errorf("resolve access of %s on %s: %w", entity, resource, err)
+	}
+	modeSet, limitsSet := false, false
+	for _, s := range slots {
+		it := found[s.key]
+		if it == nil {
+			continue
+		}
+		v := r.decodeSlot(s.level, s.key, it)
+		if s.level == LevelSystem {
+			w.OnUnavailable = v.dec.OnUnavailable
+			r.mu.Lock()
+			r.lastSeen[ns] = v.dec.OnUnavailable
+			r.mu.Unlock()
+		} else {
+			if !modeSet && v.dec.Disabled != AccessInherit {
+				w.Mode, w.Level, modeSet = v.dec.Disabled, s.level, true
+			}
+			if w.Cascade == CascadeUnset && v.dec.Cascade != CascadeUnset {
+				w.Cascade, w.CascadeLevel = v.dec.Cascade, s.level
+			}
+		}
+		if limitsSet {
+			continue
+		}
+		if v.err != nil {
+			return Walk{}, fmt.Errorf("resolve access of %s on %s: %w", entity, resource, v.err)
+		}
+		if len(v.dec.Limits) > 0 {
+			w.Limits, w.Source, limitsSet = slices.Clone(v.dec.Limits), s.level, true
+		}
+	}
+	return w, nil
+}
+
+// EffectiveCascade reports whether entity e cascades to its parent on a
+// resource whose walk found policy (SPEC §5.4): never without a parent;
+// otherwise the explicit policy when set, else the entity-wide META
+// default.
+func EffectiveCascade(e Entity, policy CascadePolicy) bool {
+	if e.ParentID == "" {
+		return false
+	}
+	switch policy {
+	case CascadeOn:
+		return true
+	case CascadeOff:
+		return false
+	}
+	return e.Cascade
+}
+
+// PickOnUnavailable applies the precedence of SPEC §5.2: the per-call
+// value, else the system config's, else the last value this process saw,
+// else block. Values other than allow and block count as unset.
+func PickOnUnavailable(perCall, system, lastSeen OnUnavailable) OnUnavailable {
+	for _, o := range [...]OnUnavailable{perCall, system, lastSeen} {
+		if o.Valid() {
+			return o
+		}
+	}
+	return OnUnavailableBlock
+}
+
+// ValidateOnUnavailable checks a caller-supplied on_unavailable: "" (unset),
+// allow or block. Failures are *schema.ValidationError.
+func ValidateOnUnavailable(o OnUnavailable) error {
+	if o == "" || o.Valid() {
+		return nil
+	}
+	return schema.NewValidationError(schema.FieldOnUnavailable, string(o), "must be allow or block")
+}
+
+// LastOnUnavailable returns the system on_unavailable of namespace ns as last
+// read by this resolver ("" when never read, or when the item sets none).
+func (r *Resolver) LastOnUnavailable(ns string) OnUnavailable {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastSeen[ns]
+}
+
+// OnUnavailable returns the action for an infrastructure failure in
+// namespace ns (SPEC §5.2): perCall when valid; else the system config
+// through the cache; if that read fails, the last value read; else block.
+// A successful read of a system config without the attribute yields block:
+// "last seen" covers failed reads only.
+func (r *Resolver) OnUnavailable(ctx context.Context, ns string, perCall OnUnavailable) OnUnavailable {
+	if perCall.Valid() {
+		return perCall
+	}
+	if validateNamespace(ns) != nil {
+		return OnUnavailableBlock
+	}
+	vals, err := r.lookup(ctx, []slot{{LevelSystem, schema.SystemConfigKey(ns)}})
+	if err != nil {
+		return PickOnUnavailable("", "", r.LastOnUnavailable(ns))
+	}
+	return PickOnUnavailable("", vals[0].dec.OnUnavailable, "")
+}

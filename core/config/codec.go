@@ -1,0 +1,415 @@
+package config
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/zae-limiter/zae-limiter-go/core/limit"
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
+)
+
+// Attribute names of the ADR-143 merge draft. DECISIONS D15: an item carrying
+// any of them is refused (fail closed).
+const (
+	AttrInheritLimits = "inherit_limits"
+	AttrExcludeLimits = "exclude_limits"
+	AttrPatchLimits   = "patch_limits"
+	// PatchAttrPrefix starts `p_{n}_sched`, the ADR-143 schedule patch.
+	PatchAttrPrefix = "p_"
+)
+
+// bypassValue is the S value of `disabled` that means bypass (ADR-151).
+const bypassValue = "bypass"
+
+// configVersion is the only config_version written today (SPEC §1.5).
+const configVersion = "1"
+
+// MaxLimitsPerLevel bounds the limit set one setter call stores. SPEC §18
+// sets no bound; this one keeps every update expression far below
+// DynamoDB's 4 KB expression limit and is already well past the 1 KB bucket
+// item budget of SPEC §2.4 (each limit costs a bucket about 80 bytes).
+const MaxLimitsPerLevel = 32
+
+// Problem is one corrupt or misplaced piece of a config item that decoding
+// skipped (SPEC §18: values from DynamoDB that fail parsing are skipped and
+// logged). Callers log it; it never stops resolution.
+type Problem struct {
+	// Attribute is the attribute, or for a limit the `l_{n}_` name stem.
+	Attribute string
+	// Reason says what is wrong and what was done about it.
+	Reason string
+}
+
+// Decoded is a decoded config item: what this package understands of it plus
+// the problems it skipped.
+type Decoded struct {
+	Config
+	Problems []Problem
+}
+
+// EncodeLimits returns the flat limit attributes of SPEC §1.5 for a limit
+// set: `l_{n}_cp`, `l_{n}_ra` (N whole tokens), `l_{n}_rp` (N seconds) and,
+// for a soft limit, `l_{n}_soft` = BOOL true. The set is validated with
+// limit.ValidateSet; failures are *schema.ValidationError.
+func EncodeLimits(limits []limit.Limit) (map[string]types.AttributeValue, error) {
+	if err := limit.ValidateSet(limits); err != nil {
+		return nil, err
+	}
+	out := make(map[string]types.AttributeValue, 4*len(limits))
+	putLimits(out, limits)
+	return out, nil
+}
+
+// putLimits adds the attributes of valid limits to item.
+func putLimits(item map[string]types.AttributeValue, limits []limit.Limit) {
+	for _, l := range limits {
+		item[schema.ConfigAttr(l.Name, schema.LimitCapacity)] = num(l.Capacity)
+		item[schema.ConfigAttr(l.Name, schema.LimitRefillAmount)] = num(l.RefillAmount)
+		item[schema.ConfigAttr(l.Name, schema.LimitRefillPeriod)] = num(l.RefillPeriodSeconds())
+		if l.Soft {
+			item[schema.ConfigAttr(l.Name, schema.LimitSoft)] = &types.AttributeValueMemberBOOL{Value: true}
+		}
+	}
+}
+
+// EncodeConfigItem returns the non-key attributes of a config item of level
+// holding c: `config_version`, the limit attributes, and `disabled`,
+// `cascade` or `on_unavailable` where set. Identity attributes (`entity_id`,
+// `resource`) and keys are the caller's. It rejects, as
+// *schema.ValidationError, an invalid limit set, `disabled` or `cascade` at
+// system level, `on_unavailable` below system level and an
+// `on_unavailable` other than allow/block.
+func EncodeConfigItem(level Level, c Config) (map[string]types.AttributeValue, error) {
+	if level < LevelEntity || level > LevelSystem {
+		return nil, schema.NewValidationError("level", level.String(), "not a config level")
+	}
+	item, err := EncodeLimits(c.Limits)
+	if err != nil {
+		return nil, err
+	}
+	item[schema.AttrConfigVersion] = &types.AttributeValueMemberN{Value: configVersion}
+	if level == LevelSystem {
+		if c.Disabled != AccessInherit {
+			return nil, schema.NewValidationError(schema.AttrDisabled, c.Disabled.String(), "cannot be set on the system level")
+		}
+		if c.Cascade != CascadeUnset {
+			return nil, schema.NewValidationError(schema.AttrCascade, c.Cascade.String(), "cannot be set on the system level")
+		}
+	} else if c.OnUnavailable != "" {
+		return nil, schema.NewValidationError(schema.FieldOnUnavailable, string(c.OnUnavailable), "can only be set on the system level")
+	}
+	if c.OnUnavailable != "" {
+		if !c.OnUnavailable.Valid() {
+			return nil, schema.NewValidationError(schema.FieldOnUnavailable, string(c.OnUnavailable), "must be allow or block")
+		}
+		item[schema.AttrOnUnavailable] = &types.AttributeValueMemberS{Value: string(c.OnUnavailable)}
+	}
+	switch c.Disabled {
+	case AccessInherit:
+	case AccessEnforce:
+		item[schema.AttrDisabled] = &types.AttributeValueMemberBOOL{Value: false}
+	case AccessDisabled:
+		item[schema.AttrDisabled] = &types.AttributeValueMemberBOOL{Value: true}
+	case AccessBypass:
+		item[schema.AttrDisabled] = &types.AttributeValueMemberS{Value: bypassValue}
+	default:
+		return nil, schema.NewValidationError(schema.AttrDisabled, c.Disabled.String(), "unknown access value")
+	}
+	switch c.Cascade {
+	case CascadeUnset:
+	case CascadeOn, CascadeOff:
+		item[schema.AttrCascade] = &types.AttributeValueMemberBOOL{Value: c.Cascade == CascadeOn}
+	default:
+		return nil, schema.NewValidationError(schema.AttrCascade, c.Cascade.String(), "unknown cascade policy")
+	}
+	return item, nil
+}
+
+// limitFields collects the fields of one limit name under one prefix.
+type limitFields struct {
+	name   string
+	fields map[schema.LimitField]types.AttributeValue
+	attrs  []string // attribute names, for problems
+}
+
+// DecodeConfigItem decodes a config item of level (R5, R6 or R7) by the
+// rules of SPEC §1.5:
+//
+//   - A limit exists iff `l_{n}_cp` exists; it is corrupt, skipped and
+//     reported as a Problem unless `l_{n}_ra` and `l_{n}_rp` exist too, all
+//     three are N holding integers (strconv.ParseInt; out of range is
+//     corrupt), capacity > 0, refill amount ≥ 0, period > 0, and the name
+//     is valid. Orphan `ra`/`rp`/`soft` fields without `cp` are reported;
+//     unknown fields (such as a legacy `bx`) are ignored.
+//   - `l_{n}_soft` BOOL true marks the limit soft; BOOL false or absence
+//     hard; another type is reported and read as hard.
+//   - `disabled` (resource and entity levels): absent, BOOL true, BOOL
+//     false, or S "bypass"; anything else is reported and read as absent.
+//     `cascade` likewise with BOOL only. `on_unavailable` (system level):
+//     S allow or block. A field found at a level that may not carry it is
+//     reported and ignored.
+//
+// Attributes of features this version does not implement make the item
+// unsupported: any hidden `w_` limit attribute (session limits; a name under
+// both prefixes is among them), `l_{n}_sched`, `l_{n}_rsched`, `l_{n}_rsa`,
+// a refill amount of 0 (a quota), `inherit_limits`, `exclude_limits`,
+// `patch_limits` and `p_{n}_sched`. Then the error is an
+// *UnsupportedConfigError naming the first such attribute in name order,
+// and the result still carries the item's Disabled, Cascade and
+// OnUnavailable but no limits: callers must fail closed rather than enforce a
+// partial set. The error is the only one DecodeConfigItem returns.
+//
+// Decoding never panics, whatever the item holds. Every limit it returns
+// passes limit.Validate, and Limits is sorted by name.
+func DecodeConfigItem(level Level, item map[string]types.AttributeValue) (Decoded, error) {
+	var d Decoded
+	names := make([]string, 0, len(item))
+	for a := range item {
+		names = append(names, a)
+	}
+	slices.Sort(names)
+
+	var unsupported *UnsupportedConfigError
+	refuse := func(attr, reason string) { // keeps the first offending attribute in name order
+		if unsupported == nil || attr < unsupported.Attribute {
+			unsupported = &UnsupportedConfigError{Item: itemKey(item), Attribute: attr, Reason: reason}
+		}
+	}
+	groups := make(map[string]*limitFields)
+	var order []*limitFields
+	for _, a := range names {
+		v := item[a]
+		switch a {
+		case AttrInheritLimits, AttrExcludeLimits, AttrPatchLimits:
+			refuse(a, "limit merging through the hierarchy (ADR-143)")
+			continue
+		case schema.AttrDisabled:
+			d.Disabled = d.decodeDisabled(level, v)
+			continue
+		case schema.AttrCascade:
+			d.Cascade = d.decodeCascade(level, v)
+			continue
+		case schema.AttrOnUnavailable:
+			d.OnUnavailable = d.decodeOnUnavailable(level, v)
+			continue
+		}
+		if isPatchAttr(a) {
+			refuse(a, "a schedule patch of limit merging (ADR-143)")
+			continue
+		}
+		name, f, hidden, ok := schema.ParseConfigAttr(a)
+		if !ok {
+			continue // not a limit attribute: identity, keys, sched_tz, unknown siblings
+		}
+		if hidden {
+			refuse(a, "a hidden reset_after (session) limit (ADR-142)")
+			continue
+		}
+		switch f {
+		case schema.LimitSchedule:
+			refuse(a, "a limit schedule (ADR-135)")
+			continue
+		case schema.LimitResetSchedule:
+			refuse(a, "a reset schedule (ADR-138)")
+			continue
+		case schema.LimitResetAfter:
+			refuse(a, "reset_after (ADR-139)")
+			continue
+		}
+		g := groups[name]
+		if g == nil {
+			g = &limitFields{name: name, fields: make(map[schema.LimitField]types.AttributeValue, 4)}
+			groups[name] = g
+			order = append(order, g)
+		}
+		g.fields[f] = v
+		g.attrs = append(g.attrs, a)
+	}
+
+	var limits []limit.Limit
+	for _, g := range order {
+		l, ok, quota := d.decodeLimit(g)
+		if quota {
+			refuse(schema.ConfigAttr(g.name, schema.LimitRefillAmount), "a quota: refill amount 0 (ADR-137)")
+		}
+		if ok {
+			limits = append(limits, l)
+		}
+	}
+	if unsupported != nil {
+		return d, unsupported
+	}
+	limit.SortByName(limits)
+	d.Limits = limits
+	return d, nil
+}
+
+func (d *Decoded) problem(attr, reason string) {
+	d.Problems = append(d.Problems, Problem{Attribute: attr, Reason: reason})
+}
+
+// decodeLimit builds one limit from its l_ fields. ok is false for a corrupt
+// or absent limit (reported), quota true for a refill amount of 0.
+func (d *Decoded) decodeLimit(g *limitFields) (l limit.Limit, ok, quota bool) {
+	stem := schema.LimitAttrPrefix + g.name + "_"
+	cpV, hasCP := g.fields[schema.LimitCapacity]
+	if !hasCP {
+		for _, f := range []schema.LimitField{schema.LimitRefillAmount, schema.LimitRefillPeriod, schema.LimitSoft} {
+			if _, has := g.fields[f]; has {
+				d.problem(stem, "limit fields without "+stem+"cp: not a limit, ignored")
+				break
+			}
+		}
+		return limit.Limit{}, false, false
+	}
+	raV, hasRA := g.fields[schema.LimitRefillAmount]
+	rpV, hasRP := g.fields[schema.LimitRefillPeriod]
+	if !hasRA || !hasRP {
+		d.problem(stem, "corrupt limit: cp, ra and rp must all be present; skipped")
+		return limit.Limit{}, false, false
+	}
+	if err := schema.ValidateLimitName(g.name); err != nil {
+		d.problem(stem, "corrupt limit: "+err.Error()+"; skipped")
+		return limit.Limit{}, false, false
+	}
+	cp, okCP := parseN(cpV)
+	ra, okRA := parseN(raV)
+	rp, okRP := parseN(rpV)
+	switch {
+	case !okCP || !okRA || !okRP:
+		d.problem(stem, "corrupt limit: cp, ra and rp must be N attributes holding int64 integers; skipped")
+		return limit.Limit{}, false, false
+	case ra == 0 && cp > 0 && rp > 0:
+		return limit.Limit{}, false, true
+	case cp <= 0 || ra < 0 || rp <= 0:
+		d.problem(stem, "corrupt limit: cp and rp must be > 0 and ra >= 0; skipped")
+		return limit.Limit{}, false, false
+	case cp > limit.MaxTokens || ra > limit.MaxTokens || rp > int64(limit.MaxRefillPeriod/time.Second):
+		d.problem(stem, "corrupt limit: value out of range; skipped")
+		return limit.Limit{}, false, false
+	}
+	l = limit.Custom(g.name, cp, ra, time.Duration(rp)*time.Second)
+	if sv, has := g.fields[schema.LimitSoft]; has {
+		switch b, isBool := sv.(*types.AttributeValueMemberBOOL); {
+		case isBool && b.Value:
+			l.Soft = true
+		case isBool:
+		default:
+			d.problem(stem+string(schema.LimitSoft), "soft must be BOOL; read as hard")
+		}
+	}
+	if err := l.Validate(); err != nil { // unreachable by the checks above; belt and braces
+		d.problem(stem, "corrupt limit: "+err.Error()+"; skipped")
+		return limit.Limit{}, false, false
+	}
+	return l, true, false
+}
+
+func (d *Decoded) decodeDisabled(level Level, v types.AttributeValue) Access {
+	if level == LevelSystem {
+		d.problem(schema.AttrDisabled, "not allowed on the system level; ignored")
+		return AccessInherit
+	}
+	switch v := v.(type) {
+	case *types.AttributeValueMemberBOOL:
+		if v.Value {
+			return AccessDisabled
+		}
+		return AccessEnforce
+	case *types.AttributeValueMemberS:
+		if v.Value == bypassValue {
+			return AccessBypass
+		}
+	case *types.AttributeValueMemberNULL:
+		return AccessInherit
+	}
+	d.problem(schema.AttrDisabled, "must be BOOL or S \"bypass\"; read as absent")
+	return AccessInherit
+}
+
+func (d *Decoded) decodeCascade(level Level, v types.AttributeValue) CascadePolicy {
+	if level == LevelSystem {
+		d.problem(schema.AttrCascade, "not allowed on the system level; ignored")
+		return CascadeUnset
+	}
+	switch v := v.(type) {
+	case *types.AttributeValueMemberBOOL:
+		if v.Value {
+			return CascadeOn
+		}
+		return CascadeOff
+	case *types.AttributeValueMemberNULL:
+		return CascadeUnset
+	}
+	d.problem(schema.AttrCascade, "must be BOOL; read as absent")
+	return CascadeUnset
+}
+
+func (d *Decoded) decodeOnUnavailable(level Level, v types.AttributeValue) OnUnavailable {
+	if level != LevelSystem {
+		d.problem(schema.AttrOnUnavailable, "only allowed on the system level; ignored")
+		return ""
+	}
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		if o := OnUnavailable(v.Value); o.Valid() {
+			return o
+		}
+	case *types.AttributeValueMemberNULL:
+		return ""
+	}
+	d.problem(schema.AttrOnUnavailable, "must be S allow or block; read as absent")
+	return ""
+}
+
+// isPatchAttr reports whether a is `p_{n}_sched`.
+func isPatchAttr(a string) bool {
+	const suffix = "_" + string(schema.LimitSchedule)
+	return strings.HasPrefix(a, PatchAttrPrefix) && strings.HasSuffix(a, suffix) &&
+		len(a) > len(PatchAttrPrefix)+len(suffix)
+}
+
+// isLimitAttr reports whether a belongs to a config item's limit set: any
+// `l_{n}_{f}` or `w_{n}_{f}`, whether or not this version understands f.
+// Setters replace all of them.
+func isLimitAttr(a string) bool {
+	_, _, _, ok := schema.ParseConfigAttr(a)
+	return ok
+}
+
+// parseN parses an N attribute holding a base-10 int64.
+func parseN(v types.AttributeValue) (int64, bool) {
+	n, ok := v.(*types.AttributeValueMemberN)
+	if !ok {
+		return 0, false
+	}
+	i, err := strconv.ParseInt(n.Value, 10, 64)
+	return i, err == nil
+}
+
+// num is an N attribute holding i.
+func num(i int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(i, 10)}
+}
+
+// str is an S attribute.
+func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
+
+// getS returns the value of an S attribute.
+func getS(item map[string]types.AttributeValue, name string) (string, bool) {
+	if v, ok := item[name].(*types.AttributeValueMemberS); ok {
+		return v.Value, true
+	}
+	return "", false
+}
+
+// itemKey returns the primary key of an item, as far as it has one.
+func itemKey(item map[string]types.AttributeValue) schema.Key {
+	pk, _ := getS(item, schema.AttrPK)
+	sk, _ := getS(item, schema.AttrSK)
+	return schema.Key{PK: pk, SK: sk}
+}

@@ -1,0 +1,104 @@
+package config
+
+import (
+	"errors"
+	"strconv"
+
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
+)
+
+// EntityNotFoundError reports an entity without a META item (SPEC §17,
+// category Entity). Match it with errors.As.
+type EntityNotFoundError struct {
+	EntityID string
+}
+
+// Error implements error.
+func (e *EntityNotFoundError) Error() string {
+	return "entity " + strconv.Quote(e.EntityID) + " not found"
+}
+
+// EntityExistsError reports a create of an entity that already exists
+// (SPEC §17, category Entity).
+type EntityExistsError struct {
+	EntityID string
+}
+
+// Error implements error.
+func (e *EntityExistsError) Error() string {
+	return "entity " + strconv.Quote(e.EntityID) + " already exists"
+}
+
+// VersionMismatchError reports a client older than the table's
+// client_min_version (SPEC §13, §17, category Version). Never retry.
+type VersionMismatchError struct {
+	// ClientVersion is this build's version.
+	ClientVersion string
+	// ClientMinVersion is the minimum the version record demands.
+	ClientMinVersion string
+	// SchemaVersion and LambdaVersion are the record's values ("" when
+	// absent or NULL).
+	SchemaVersion string
+	LambdaVersion string
+	// CanAutoUpdate is always false for the Go client: it deploys no code.
+	CanAutoUpdate bool
+}
+
+// Error implements error.
+func (e *VersionMismatchError) Error() string {
+	return "client version " + e.ClientVersion + " is below the table's minimum client version " +
+		e.ClientMinVersion + "; upgrade the client"
+}
+
+// MigrationGuideURL is where IncompatibleSchemaError sends the reader.
+const MigrationGuideURL = "https://github.com/zeroae/zae-limiter/blob/main/docs/adr/009-version-migration-system.md"
+
+// IncompatibleSchemaError reports a table whose schema major version differs
+// from the client's major version (SPEC §13, §17, category Version), or
+// whose schema_version cannot be parsed. Never retry.
+type IncompatibleSchemaError struct {
+	ClientVersion     string
+	SchemaVersion     string
+	MigrationGuideURL string
+}
+
+// Error implements error.
+func (e *IncompatibleSchemaError) Error() string {
+	return "table schema version " + strconv.Quote(e.SchemaVersion) + " is incompatible with client version " +
+		e.ClientVersion + " (major versions differ); see " + e.MigrationGuideURL
+}
+
+// UnsupportedConfigError reports a config item carrying a feature this
+// version does not implement: a hidden `w_` (reset_after/session) limit, a
+// limit under both prefixes, a schedule or reset schedule, `reset_after`, a
+// quota (refill amount 0), or the ADR-143 merge fields `inherit_limits`,
+// `exclude_limits`, `patch_limits` / `p_{n}_sched` (DECISIONS D15).
+//
+// Callers fail closed: the item's limits must not be enforced partially,
+// and the error is a configuration error, never an infrastructure error,
+// so on_unavailable=allow must not turn it into an admission. Setters refuse
+// to rewrite such an item.
+type UnsupportedConfigError struct {
+	// Item is the key of the config item.
+	Item schema.Key
+	// Attribute is the first offending attribute, in name order.
+	Attribute string
+	// Reason names the unsupported feature.
+	Reason string
+}
+
+// Error implements error.
+func (e *UnsupportedConfigError) Error() string {
+	return "config item " + e.Item.PK + " " + e.Item.SK + ": attribute " + strconv.Quote(e.Attribute) +
+		": " + e.Reason + " (not supported by this version; refusing to use the item)"
+}
+
+// ErrConflict reports a read-modify-write that lost to concurrent writers on
+// the same item every time it tried. Retrying the call is safe.
+var ErrConflict = errors.New("config: item changed concurrently; retries exhausted")
+
+// IsUnsupported reports whether err is, or wraps, an *UnsupportedConfigError.
+func IsUnsupported(err error) bool {
+	var ue *UnsupportedConfigError
+	return errors.As(err, &ue)
+}

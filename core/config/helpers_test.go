@@ -1,0 +1,151 @@
+package config_test
+
+import (
+	"context"
+	"crypto/rand"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
+	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
+)
+
+// fakeClock is an injectable clock safe for concurrent use.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *fakeClock {
+	return &fakeClock{t: time.Date(2026, 11, 29, 10, 20, 30, 123_000_000, time.UTC)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// env is one test's table, a namespace and a raw client.
+type env struct {
+	tbl *ddbtest.Table
+	ns  string
+	ctx context.Context
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	tbl := ddbtest.NewTable(t)
+	ns, err := schema.NewNamespaceID(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return &env{tbl: tbl, ns: ns, ctx: ctx}
+}
+
+func (e *env) store(opts ...config.Option) *config.Store {
+	return config.NewStore(e.tbl.DB, e.tbl.Name, opts...)
+}
+
+// get reads an item directly (nil when absent).
+func (e *env) get(t *testing.T, k schema.Key) map[string]types.AttributeValue {
+	t.Helper()
+	out, err := e.tbl.DB.GetItem(e.ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(e.tbl.Name), Key: k.AttributeValues(), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Item) == 0 {
+		return nil
+	}
+	return out.Item
+}
+
+// put writes an item directly: keys plus attrs.
+func (e *env) put(t *testing.T, k schema.ItemKeys, a map[string]types.AttributeValue) {
+	t.Helper()
+	it := k.Item()
+	for name, v := range a {
+		it[name] = v
+	}
+	if _, err := e.tbl.DB.PutItem(e.ctx, &dynamodb.PutItemInput{TableName: aws.String(e.tbl.Name), Item: it}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// set applies SET name = value for each attribute, directly.
+func (e *env) set(t *testing.T, k schema.Key, a map[string]types.AttributeValue) {
+	t.Helper()
+	expr, names, values := "SET ", map[string]string{}, map[string]types.AttributeValue{}
+	i := 0
+	for name, v := range a {
+		if i > 0 {
+			expr += ", "
+		}
+		p := string(rune('a' + i))
+		expr += "#" + p + " = :" + p
+		names["#"+p] = name
+		values[":"+p] = v
+		i++
+	}
+	if _, err := e.tbl.DB.UpdateItem(e.ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(e.tbl.Name), Key: k.AttributeValues(), UpdateExpression: aws.String(expr),
+		ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (e *env) del(t *testing.T, k schema.Key) {
+	t.Helper()
+	if _, err := e.tbl.DB.DeleteItem(e.ctx, &dynamodb.DeleteItemInput{TableName: aws.String(e.tbl.Name), Key: k.AttributeValues()}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// count returns the number of items in the table.
+func (e *env) count(t *testing.T) int {
+	t.Helper()
+	n := 0
+	var start map[string]types.AttributeValue
+	for {
+		out, err := e.tbl.DB.Scan(e.ctx, &dynamodb.ScanInput{TableName: aws.String(e.tbl.Name), ExclusiveStartKey: start, ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += len(out.Items)
+		if len(out.LastEvaluatedKey) == 0 {
+			return n
+		}
+		start = out.LastEvaluatedKey
+	}
+}
+
+func sAttr(it map[string]types.AttributeValue, name string) string {
+	if v, ok := it[name].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
+func nAttr(it map[string]types.AttributeValue, name string) string {
+	if v, ok := it[name].(*types.AttributeValueMemberN); ok {
+		return v.Value
+	}
+	return ""
+}

@@ -1,0 +1,652 @@
+package config
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/zae-limiter/zae-limiter-go/core/limit"
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
+)
+
+// SystemOptions are the non-limit settings SetSystemLimits may change.
+type SystemOptions struct {
+	// OnUnavailable sets the namespace's on_unavailable action; "" leaves
+	// the stored value (if any) alone.
+	OnUnavailable OnUnavailable
+}
+
+// target is one config item a setter reads and writes.
+type target struct {
+	level    Level
+	ns       string
+	entity   string // entity levels
+	resource string // entity and resource levels
+	keys     schema.ItemKeys
+}
+
+func (t target) key() schema.Key { return t.keys.Key }
+
+// identity returns the attributes every write of the item carries besides
+// keys and limits (SPEC §1.5): config_version, and entity_id/resource.
+func (t target) identity() map[string]types.AttributeValue {
+	id := map[string]types.AttributeValue{schema.AttrConfigVersion: &types.AttributeValueMemberN{Value: configVersion}}
+	switch t.level {
+	case LevelEntity, LevelEntityDefault:
+		id[schema.AttrEntityID] = str(t.entity)
+		id[schema.AttrResource] = str(t.resource)
+	case LevelResource:
+		id[schema.AttrResource] = str(t.resource)
+	}
+	return id
+}
+
+func systemTarget(ns string) target {
+	return target{level: LevelSystem, ns: ns, keys: schema.SystemConfigItemKeys(ns)}
+}
+
+func resourceTarget(ns, resource string) target {
+	return target{level: LevelResource, ns: ns, resource: resource, keys: schema.ResourceConfigItemKeys(ns, resource)}
+}
+
+func entityTarget(ns, entity, resource string) target {
+	lv := LevelEntity
+	if resource == schema.DefaultResource {
+		lv = LevelEntityDefault
+	}
+	return target{level: lv, ns: ns, entity: entity, resource: resource, keys: schema.EntityConfigItemKeys(ns, entity, resource)}
+}
+
+// SetSystemLimits replaces the limit set of namespace ns's system config
+// (R7) and, when opts.OnUnavailable is set, its on_unavailable. Other
+// attributes of an existing item (`audit_retention_days`, unknown ones) are
+// kept. See SetEntityLimits for the write protocol.
+func (s *Store) SetSystemLimits(ctx context.Context, ns string, limits []limit.Limit, opts SystemOptions) error {
+	if err := validateNamespace(ns); err != nil {
+		return err
+	}
+	if opts.OnUnavailable != "" && !opts.OnUnavailable.Valid() {
+		return schema.NewValidationError(schema.FieldOnUnavailable, string(opts.OnUnavailable), "must be allow or block")
+	}
+	return s.setLimits(ctx, systemTarget(ns), limits, opts.OnUnavailable)
+}
+
+// SetResourceLimits replaces the limit set of resource's config (R6) and
+// adds resource to the resource registry (R8 `resources`, in the same
+// transaction). resource cannot be `_default_`. See SetEntityLimits for the
+// write protocol.
+func (s *Store) SetResourceLimits(ctx context.Context, ns, resource string, limits []limit.Limit) error {
+	if err := validateNamespace(ns); err != nil {
+		return err
+	}
+	if err := schema.ValidateResource(resource); err != nil {
+		return err
+	}
+	return s.setLimits(ctx, resourceTarget(ns, resource), limits, "")
+}
+
+// SetEntityLimits replaces the limit set of entity's config for resource
+// (R5; resource may be `_default_`, the entity's config for every resource).
+// The entity need not exist.
+//
+// The write protocol of every setter (SPEC §3): the item is read strongly
+// consistently first. A new item is put under attribute_not_exists(PK); for
+// an entity config that put and the registry increment (R9 `ADD #r :1`)
+// commit in one TransactWriteItems, so the counter counts items exactly.
+// An existing item is updated in place under attribute_exists(PK): the new
+// limit attributes are SET and every other limit attribute (`l_*`, `w_*`,
+// whatever its field) and `sched_tz` is REMOVEd, so `disabled`, `cascade`,
+// `on_unavailable` and attributes this version does not know survive
+// untouched (an update cannot lose a sibling a concurrent writer sets
+// between the read and the write). A condition failure re-reads and tries
+// again, up to four times, then ErrConflict.
+//
+// The set must hold 1 to MaxLimitsPerLevel valid limits with distinct names
+// (use the Delete methods to remove a level's limits). Nothing is written on
+// invalid input (*schema.ValidationError). An existing item carrying the
+// ADR-143 merge fields is refused with *UnsupportedConfigError (DECISIONS
+// D15): replacing its limits would silently change what it merges. The
+// resolver's cached slot for the item is evicted.
+func (s *Store) SetEntityLimits(ctx context.Context, ns, entity, resource string, limits []limit.Limit) error {
+	if err := validateNamespace(ns); err != nil {
+		return err
+	}
+	if err := schema.ValidateEntityID(entity); err != nil {
+		return err
+	}
+	if err := schema.ValidateConfigScope(resource); err != nil {
+		return err
+	}
+	return s.setLimits(ctx, entityTarget(ns, entity, resource), limits, "")
+}
+
+func validateLevelLimits(limits []limit.Limit) error {
+	switch {
+	case len(limits) == 0:
+		return schema.NewValidationError(schema.FieldLimits, "[]",
+			"must hold at least one limit; delete the level's limits to remove them")
+	case len(limits) > MaxLimitsPerLevel:
+		return schema.NewValidationError(schema.FieldLimits, strconv.Itoa(len(limits))+" limits",
+			"at most "+strconv.Itoa(MaxLimitsPerLevel)+" limits per config item")
+	}
+	return limit.ValidateSet(limits)
+}
+
+func (s *Store) setLimits(ctx context.Context, t target, limits []limit.Limit, onUnavailable OnUnavailable) error {
+	if err := validateLevelLimits(limits); err != nil {
+		return err
+	}
+	defer s.resolver.evictKey(t.key())
+	newAttrs := t.identity()
+	putLimits(newAttrs, limits)
+	if onUnavailable != "" {
+		newAttrs[schema.AttrOnUnavailable] = str(string(onUnavailable))
+	}
+	for range maxWriteAttempts {
+		cur, err := getItem(ctx, s.db, s.table, t.key(), true)
+		if err != nil {
+			return s.wrap(t, "set limits", err)
+		}
+		if cur == nil {
+			done, err := s.createItem(ctx, t, newAttrs)
+			if err != nil {
+				return s.wrap(t, "set limits", err)
+			}
+			if done {
+				return nil
+			}
+			continue
+		}
+		if a, ok := mergeAttr(cur); ok {
+			return &UnsupportedConfigError{Item: t.key(), Attribute: a,
+				Reason: "limit merging through the hierarchy (ADR-143); refusing to replace the limits of a merging level"}
+		}
+		var remove []string
+		for a := range cur {
+			if _, replaced := newAttrs[a]; !replaced && (isLimitAttr(a) || a == schema.AttrSchedTZ) {
+				remove = append(remove, a)
+			}
+		}
+		set := make(map[string]types.AttributeValue, len(newAttrs)+6)
+		t.keys.AddTo(set) // GSI keys too, in case an older writer left them off
+		delete(set, schema.AttrPK)
+		delete(set, schema.AttrSK)
+		for a, v := range newAttrs {
+			set[a] = v
+		}
+		done, err := s.updateItem(ctx, t, set, remove, s.registryOnSet(t))
+		if err != nil {
+			return s.wrap(t, "set limits", err)
+		}
+		if done {
+			return nil
+		}
+	}
+	return s.wrap(t, "set limits", ErrConflict)
+}
+
+// createItem puts a new config item (keys + attrs) under
+// attribute_not_exists(PK), with the level's registry update in the same
+// transaction. done is false when the item appeared meanwhile.
+func (s *Store) createItem(ctx context.Context, t target, attrs map[string]types.AttributeValue) (done bool, err error) {
+	it := t.keys.Item()
+	for a, v := range attrs {
+		it[a] = v
+	}
+	cond := aws.String("attribute_not_exists(#pk)")
+	names := map[string]string{"#pk": schema.AttrPK}
+	var reg *types.Update
+	switch t.level {
+	case LevelEntity, LevelEntityDefault:
+		reg = s.entityRegistryUpdate(t.ns, t.resource, 1)
+	case LevelResource:
+		reg = s.resourceRegistryUpdate(t.ns, t.resource, true)
+	}
+	if reg == nil {
+		_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName: aws.String(s.table), Item: it, ConditionExpression: cond, ExpressionAttributeNames: names,
+		})
+		if isConditionFailed(err) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Put: &types.Put{TableName: aws.String(s.table), Item: it, ConditionExpression: cond, ExpressionAttributeNames: names}},
+		{Update: reg},
+	}})
+	if conditionFailedAt(err, 0) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// registryOnSet is the registry update that goes with an update of an
+// existing item: R8 ADD for a resource (idempotent; the item may have held
+// only siblings until now), nothing for the other levels (R9 counts items,
+// and the item exists already).
+func (s *Store) registryOnSet(t target) *types.Update {
+	if t.level == LevelResource {
+		return s.resourceRegistryUpdate(t.ns, t.resource, true)
+	}
+	return nil
+}
+
+// updateItem applies SET set and REMOVE remove to t's item under
+// attribute_exists(PK), in one transaction with reg when reg is not nil.
+// done is false when the item vanished meanwhile.
+func (s *Store) updateItem(ctx context.Context, t target, set map[string]types.AttributeValue, remove []string, reg *types.Update) (done bool, err error) {
+	var e expr
+	expression := e.update(set, remove)
+	cond := "attribute_exists(" + e.name(schema.AttrPK) + ")"
+	if reg == nil {
+		_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: aws.String(s.table), Key: t.key().AttributeValues(),
+			UpdateExpression: aws.String(expression), ConditionExpression: aws.String(cond),
+			ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values,
+		})
+		if isConditionFailed(err) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Update: &types.Update{
+			TableName: aws.String(s.table), Key: t.key().AttributeValues(),
+			UpdateExpression: aws.String(expression), ConditionExpression: aws.String(cond),
+			ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values,
+		}},
+		{Update: reg},
+	}})
+	if conditionFailedAt(err, 0) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// entityRegistryUpdate is R9's counter update for resource: ADD #r :delta,
+// with GSI4 keys set if absent (SPEC §1.2 R9).
+func (s *Store) entityRegistryUpdate(ns, resource string, delta int64) *types.Update {
+	k := schema.EntityConfigRegistryItemKeys(ns)
+	return &types.Update{
+		TableName:        aws.String(s.table),
+		Key:              k.Key.AttributeValues(),
+		UpdateExpression: aws.String("ADD #r :d SET #g4pk = if_not_exists(#g4pk, :g4pk), #g4sk = if_not_exists(#g4sk, :g4sk)"),
+		ExpressionAttributeNames: map[string]string{
+			"#r": resource, "#g4pk": schema.AttrGSI4PK, "#g4sk": schema.AttrGSI4SK,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":d": num(delta), ":g4pk": str(k.GSI4.PK), ":g4sk": str(k.GSI4.SK),
+		},
+	}
+}
+
+// resourceRegistryUpdate is R8's set update: ADD (add) or DELETE resource
+// from `resources`, with GSI4 keys set if absent.
+func (s *Store) resourceRegistryUpdate(ns, resource string, add bool) *types.Update {
+	k := schema.ResourceRegistryItemKeys(ns)
+	op := "DELETE"
+	if add {
+		op = "ADD"
+	}
+	return &types.Update{
+		TableName:        aws.String(s.table),
+		Key:              k.Key.AttributeValues(),
+		UpdateExpression: aws.String(op + " #res :r SET #g4pk = if_not_exists(#g4pk, :g4pk), #g4sk = if_not_exists(#g4sk, :g4sk)"),
+		ExpressionAttributeNames: map[string]string{
+			"#res": schema.AttrResources, "#g4pk": schema.AttrGSI4PK, "#g4sk": schema.AttrGSI4SK,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":r": &types.AttributeValueMemberSS{Value: []string{resource}}, ":g4pk": str(k.GSI4.PK), ":g4sk": str(k.GSI4.SK),
+		},
+	}
+}
+
+// cleanupEntityRegistry removes R9's counter for resource once it is ≤ 0
+// (conditional; a positive counter is left alone).
+func (s *Store) cleanupEntityRegistry(ctx context.Context, ns, resource string) error {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       schema.EntityConfigRegistryKey(ns).AttributeValues(),
+		UpdateExpression:          aws.String("REMOVE #r"),
+		ConditionExpression:       aws.String("#r <= :zero"),
+		ExpressionAttributeNames:  map[string]string{"#r": resource},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":zero": num(0)},
+	})
+	if err != nil && !isConditionFailed(err) {
+		return fmt.Errorf("clean up entity config registry for %s: %w", resource, err)
+	}
+	return nil
+}
+
+// GetSystemLimits returns namespace ns's system limits (sorted by name) and
+// on_unavailable, read strongly consistently; none when no item exists.
+// An unsupported item is *UnsupportedConfigError.
+func (s *Store) GetSystemLimits(ctx context.Context, ns string) ([]limit.Limit, OnUnavailable, error) {
+	if err := validateNamespace(ns); err != nil {
+		return nil, "", err
+	}
+	d, err := s.read(ctx, systemTarget(ns))
+	return d.Limits, d.OnUnavailable, err
+}
+
+// GetResourceLimits returns resource's limits, sorted by name, read strongly
+// consistently; none when no item exists.
+func (s *Store) GetResourceLimits(ctx context.Context, ns, resource string) ([]limit.Limit, error) {
+	if err := validateNamespace(ns); err != nil {
+		return nil, err
+	}
+	if err := schema.ValidateResource(resource); err != nil {
+		return nil, err
+	}
+	d, err := s.read(ctx, resourceTarget(ns, resource))
+	return d.Limits, err
+}
+
+// GetEntityLimits returns entity's own limits for resource (`_default_`
+// allowed), sorted by name, read strongly consistently; none when no item
+// exists. It does not resolve through the hierarchy (see Resolver.Resolve).
+func (s *Store) GetEntityLimits(ctx context.Context, ns, entity, resource string) ([]limit.Limit, error) {
+	if err := validateNamespace(ns); err != nil {
+		return nil, err
+	}
+	if err := schema.ValidateEntityID(entity); err != nil {
+		return nil, err
+	}
+	if err := schema.ValidateConfigScope(resource); err != nil {
+		return nil, err
+	}
+	d, err := s.read(ctx, entityTarget(ns, entity, resource))
+	return d.Limits, err
+}
+
+// read reads and decodes t's item; the zero Decoded when absent.
+func (s *Store) read(ctx context.Context, t target) (Decoded, error) {
+	it, err := getItem(ctx, s.db, s.table, t.key(), true)
+	if err != nil {
+		return Decoded{}, s.wrap(t, "get limits", err)
+	}
+	if it == nil {
+		return Decoded{}, nil
+	}
+	d, err := DecodeConfigItem(t.level, it)
+	s.resolver.report(t.key(), d.Problems, err)
+	if err != nil {
+		return Decoded{}, err
+	}
+	return d, nil
+}
+
+// DeleteSystemLimits removes namespace ns's system limits. See
+// DeleteEntityLimits.
+func (s *Store) DeleteSystemLimits(ctx context.Context, ns string) error {
+	if err := validateNamespace(ns); err != nil {
+		return err
+	}
+	return s.deleteLimits(ctx, systemTarget(ns))
+}
+
+// DeleteResourceLimits removes resource's limits and takes resource out of
+// the resource registry (R8 DELETE, same transaction). See
+// DeleteEntityLimits.
+func (s *Store) DeleteResourceLimits(ctx context.Context, ns, resource string) error {
+	if err := validateNamespace(ns); err != nil {
+		return err
+	}
+	if err := schema.ValidateResource(resource); err != nil {
+		return err
+	}
+	return s.deleteLimits(ctx, resourceTarget(ns, resource))
+}
+
+// DeleteEntityLimits removes entity's limits for resource (`_default_`
+// allowed). Deleting limits that do not exist is a no-op.
+//
+// Every deleter removes the level's limit attributes (`l_*`, `w_*`,
+// `sched_tz`, and the ADR-143 merge fields). When nothing else is left on the
+// item but its identity (keys, config_version, entity_id, resource), the
+// item is deleted under a condition that no `disabled`, `cascade`,
+// `on_unavailable` or `audit_retention_days` appeared meanwhile; for an
+// entity config the registry decrement (R9 `ADD #r :-1`) commits in the
+// same transaction, and the counter is removed once it is ≤ 0. When
+// siblings remain — say a resource-level `disabled` — the item stays
+// with them (deleting limits must never lift a kill switch or a carve-out)
+// and R9 still counts it. The resolver's cached slot is evicted.
+func (s *Store) DeleteEntityLimits(ctx context.Context, ns, entity, resource string) error {
+	if err := validateNamespace(ns); err != nil {
+		return err
+	}
+	if err := schema.ValidateEntityID(entity); err != nil {
+		return err
+	}
+	if err := schema.ValidateConfigScope(resource); err != nil {
+		return err
+	}
+	return s.deleteLimits(ctx, entityTarget(ns, entity, resource))
+}
+
+func (s *Store) deleteLimits(ctx context.Context, t target) error {
+	defer s.resolver.evictKey(t.key())
+	identity := t.identity()
+	for range maxWriteAttempts {
+		cur, err := getItem(ctx, s.db, s.table, t.key(), true)
+		if err != nil {
+			return s.wrap(t, "delete limits", err)
+		}
+		if cur == nil {
+			return nil
+		}
+		var remove []string
+		residual := 0
+		for a := range cur {
+			switch {
+			case isLimitAttr(a) || a == schema.AttrSchedTZ || isMergeAttr(a):
+				remove = append(remove, a)
+			case isKeyAttr(a):
+			default:
+				if _, ok := identity[a]; !ok {
+					residual++
+				}
+			}
+		}
+		var done bool
+		switch {
+		case residual == 0:
+			done, err = s.deleteWholeItem(ctx, t, true)
+		case len(remove) > 0:
+			var reg *types.Update
+			if t.level == LevelResource {
+				reg = s.resourceRegistryUpdate(t.ns, t.resource, false)
+			}
+			done, err = s.updateItem(ctx, t, nil, remove, reg)
+		case t.level == LevelResource:
+			// Only siblings and no limits: make sure the registry agrees.
+			reg := s.resourceRegistryUpdate(t.ns, t.resource, false)
+			_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+				TableName: reg.TableName, Key: reg.Key, UpdateExpression: reg.UpdateExpression,
+				ExpressionAttributeNames: reg.ExpressionAttributeNames, ExpressionAttributeValues: reg.ExpressionAttributeValues,
+			})
+			if err != nil {
+				return s.wrap(t, "delete limits", err)
+			}
+			return nil
+		default:
+			return nil // only siblings: no limits to delete
+		}
+		if err != nil {
+			return s.wrap(t, "delete limits", err)
+		}
+		if done {
+			if t.level == LevelEntity || t.level == LevelEntityDefault {
+				return s.cleanupEntityRegistry(ctx, t.ns, t.resource)
+			}
+			return nil
+		}
+	}
+	return s.wrap(t, "delete limits", ErrConflict)
+}
+
+// deleteWholeItem deletes t's item under attribute_exists(PK) (and, when
+// guard, the absence of the guarded siblings), with the level's registry
+// update in the same transaction. done is false when the condition failed.
+func (s *Store) deleteWholeItem(ctx context.Context, t target, guard bool) (done bool, err error) {
+	var e expr
+	cond := "attribute_exists(" + e.name(schema.AttrPK) + ")"
+	if guard {
+		// The known non-limit attributes must not be destroyed if they
+		// appeared after the read.
+		for _, a := range [...]string{schema.AttrDisabled, schema.AttrCascade, schema.AttrOnUnavailable, schema.AttrAuditRetentionDays} {
+			cond += " AND attribute_not_exists(" + e.name(a) + ")"
+		}
+	}
+	var reg *types.Update
+	switch t.level {
+	case LevelEntity, LevelEntityDefault:
+		reg = s.entityRegistryUpdate(t.ns, t.resource, -1)
+	case LevelResource:
+		reg = s.resourceRegistryUpdate(t.ns, t.resource, false)
+	}
+	if reg == nil {
+		_, err = s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+			TableName: aws.String(s.table), Key: t.key().AttributeValues(),
+			ConditionExpression: aws.String(cond), ExpressionAttributeNames: e.names,
+		})
+		if isConditionFailed(err) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Delete: &types.Delete{
+			TableName: aws.String(s.table), Key: t.key().AttributeValues(),
+			ConditionExpression: aws.String(cond), ExpressionAttributeNames: e.names,
+		}},
+		{Update: reg},
+	}})
+	if conditionFailedAt(err, 0) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// deleteEntityConfigItem deletes an entity config item whatever it holds,
+// with its R9 decrement, as DeleteEntity does. An item already gone is fine.
+func (s *Store) deleteEntityConfigItem(ctx context.Context, ns, entity, resource string) error {
+	t := entityTarget(ns, entity, resource)
+	defer s.resolver.evictKey(t.key())
+	done, err := s.deleteWholeItem(ctx, t, false)
+	if err != nil || !done {
+		return err
+	}
+	return s.cleanupEntityRegistry(ctx, ns, resource)
+}
+
+func (s *Store) wrap(t target, op string, err error) error {
+	where := t.level.String()
+	switch t.level {
+	case LevelEntity, LevelEntityDefault:
+		where += " " + t.entity + "/" + t.resource
+	case LevelResource:
+		where += " " + t.resource
+	}
+	return fmt.Errorf("%s (%s config): %w", op, where, err)
+}
+
+// mergeAttr returns the first ADR-143 merge attribute of an item.
+func mergeAttr(it map[string]types.AttributeValue) (string, bool) {
+	var found []string
+	for a := range it {
+		if isMergeAttr(a) {
+			found = append(found, a)
+		}
+	}
+	if len(found) == 0 {
+		return "", false
+	}
+	return slices.Min(found), true
+}
+
+func isMergeAttr(a string) bool {
+	return a == AttrInheritLimits || a == AttrExcludeLimits || a == AttrPatchLimits || isPatchAttr(a)
+}
+
+// isKeyAttr reports whether a is PK, SK or a GSI/LSI key attribute.
+func isKeyAttr(a string) bool {
+	switch a {
+	case schema.AttrPK, schema.AttrSK, schema.AttrGSI1PK, schema.AttrGSI1SK, schema.AttrGSI2PK, schema.AttrGSI2SK,
+		schema.AttrGSI3PK, schema.AttrGSI3SK, schema.AttrGSI4PK, schema.AttrGSI4SK:
+		return true
+	}
+	return len(a) == 6 && a[:3] == "LSI" && a[4:] == "SK"
+}
+
+func isConditionFailed(err error) bool {
+	var ccf *types.ConditionalCheckFailedException
+	return errors.As(err, &ccf)
+}
+
+// expr builds expression attribute names and values with positional
+// placeholders (SPEC §19 rule 2): attribute names never appear in an
+// expression.
+type expr struct {
+	names  map[string]string
+	values map[string]types.AttributeValue
+}
+
+func (e *expr) name(a string) string {
+	if e.names == nil {
+		e.names = make(map[string]string)
+	}
+	p := "#a" + strconv.Itoa(len(e.names))
+	e.names[p] = a
+	return p
+}
+
+func (e *expr) value(v types.AttributeValue) string {
+	if e.values == nil {
+		e.values = make(map[string]types.AttributeValue)
+	}
+	p := ":v" + strconv.Itoa(len(e.values))
+	e.values[p] = v
+	return p
+}
+
+// update returns "SET a = v, ... REMOVE b, ..." with attributes in name
+// order.
+func (e *expr) update(set map[string]types.AttributeValue, remove []string) string {
+	var b []byte
+	setNames := make([]string, 0, len(set))
+	for a := range set {
+		setNames = append(setNames, a)
+	}
+	slices.Sort(setNames)
+	for i, a := range setNames {
+		if i == 0 {
+			b = append(b, "SET "...)
+		} else {
+			b = append(b, ", "...)
+		}
+		b = append(b, e.name(a)...)
+		b = append(b, " = "...)
+		b = append(b, e.value(set[a])...)
+	}
+	remove = slices.Sorted(slices.Values(remove))
+	for i, a := range remove {
+		switch {
+		case i == 0 && len(b) > 0:
+			b = append(b, " REMOVE "...)
+		case i == 0:
+			b = append(b, "REMOVE "...)
+		default:
+			b = append(b, ", "...)
+		}
+		b = append(b, e.name(a)...)
+	}
+	return string(b)
+}

@@ -1,0 +1,692 @@
+// Package limiter is the acquire path of SPEC §6: the speculative fast-path
+// write, the other single-item write shapes of §4.6 the limiter sends, and
+// the classification of a failed fast-path write (§6.4).
+//
+// Every expression uses positional placeholders only (#t0, :n0, …; §2,
+// §19 rule 2): limit and resource names appear in ExpressionAttributeNames
+// values and in keys, never in an expression string.
+package limiter
+
+import (
+	"maps"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
+)
+
+// MaxShardCount is the largest shard count doubling produces
+// (Appendix A, DECISIONS D10).
+const MaxShardCount = 32
+
+// Declared is one limit a write names, with an amount in whole tokens. For
+// the fast path and Retry the amount is the consumption (≥ 0); for Adjust it
+// is the delta d of SPEC §4.6 (tk −d, tc +d), of either sign.
+type Declared struct {
+	Name   string
+	Amount int64
+}
+
+// RetryLimit is one limit of a Retry write (SPEC §4.6): its consumption in
+// whole tokens and whether it is hard. Only hard limits with a positive
+// amount are conditioned.
+type RetryLimit struct {
+	Name   string
+	Amount int64
+	Hard   bool
+}
+
+// Shape is the form of a speculative write (SPEC §6.3).
+type Shape uint8
+
+// The fast-path shapes.
+const (
+	// ShapeEnforce debits tk and adds tc for every declared limit, guarded
+	// per limit by a live soft stamp, a live bypass stamp or enough stored tk.
+	ShapeEnforce Shape = iota
+	// ShapeBypass adds tc only, and requires a live bypass stamp.
+	ShapeBypass
+)
+
+// String returns "enforce" or "bypass".
+func (s Shape) String() string {
+	switch s {
+	case ShapeEnforce:
+		return "enforce"
+	case ShapeBypass:
+		return "bypass"
+	}
+	return "Shape(" + strconv.Itoa(int(s)) + ")"
+}
+
+// AdjustMode selects the terms of an Adjust write (SPEC §4.6, §6.5, §6.9).
+type AdjustMode uint8
+
+// Adjust modes. For a limit with delta d (tokens): tk moves by −d×1000 and
+// tc by +d×1000.
+const (
+	// AdjustBoth writes tk and tc: lease adjust, release, rollback,
+	// compensation.
+	AdjustBoth AdjustMode = iota
+	// AdjustTokens writes tk only: the refund of an enforce-shaped debit
+	// that landed on a bypassed bucket (pass d = −c).
+	AdjustTokens
+	// AdjustConsumed writes tc only: adjust, release and rollback of a
+	// bypassed lease.
+	AdjustConsumed
+)
+
+// WriteError reports a write that cannot be built from its input.
+type WriteError struct {
+	Op     string // "fast path", "adjust", "retry", "double"
+	Limit  string // the offending limit, if any
+	Reason string
+}
+
+// Error implements error.
+func (e *WriteError) Error() string {
+	s := "limiter: " + e.Op
+	if e.Limit != "" {
+		s += ": limit " + strconv.Quote(e.Limit)
+	}
+	return s + ": " + e.Reason
+}
+
+// ShardCapError reports a doubling refused because the shard count is
+// already at MaxShardCount (SPEC §6.6: log a warning instead).
+type ShardCapError struct {
+	Old int64
+}
+
+// Error implements error.
+func (e *ShardCapError) Error() string {
+	return "limiter: shard_count " + strconv.FormatInt(e.Old, 10) + " is at the cap " + strconv.Itoa(MaxShardCount)
+}
+
+// Writes builds the UpdateItem requests of the acquire path for one table.
+// The expression strings depend only on the shape (kind of write, number of
+// limits, which are conditioned), so Writes builds them once per shape and
+// caches them; a call only fills names and values. A Writes is owned by a
+// limiter and is safe for concurrent use. Every returned input is fresh: the
+// caller may modify it.
+type Writes struct {
+	table string
+
+	mu    sync.Mutex                            // serialises cache inserts
+	cache atomic.Pointer[map[shapeKey]*exprSet] // copy-on-write; lookups take no lock
+}
+
+// maxCachedShapes bounds the cache; shapes beyond it are built per call.
+const maxCachedShapes = 1024
+
+// NewWrites returns a builder for the named table.
+func NewWrites(table string) *Writes { return &Writes{table: table} }
+
+// FastPath builds the speculative write of SPEC §6.3 in the given shape on
+// bucket id, at one clock reading now (epoch ms). Every limit in limits is
+// declared (amounts of 0 included: their term is still tested). ReturnValues
+// is ALL_NEW, and ALL_OLD on a failed condition.
+//
+// Enforce:
+//
+//	ADD #t0 :n0, #c0 :p0, …, #wt :nw, #wc :pw
+//	attribute_exists(PK) AND (#o0 > :now OR #byp > :now OR #t0 >= :h0) AND …
+//	  AND #wt >= :hw AND (attribute_not_exists(#ttl) OR #ttl > :nows)
+//	  AND attribute_not_exists(#dis) AND (attribute_not_exists(#vu) OR #vu > :now)
+//
+// Bypass:
+//
+//	ADD #c0 :p0, …, #wt :nw, #wc :pw
+//	attribute_exists(PK) AND #byp > :now AND #wt >= :hw
+//	  AND (attribute_not_exists(#ttl) OR #ttl > :nows) AND attribute_not_exists(#dis)
+//
+// A name that is empty, `wcu`, or repeated, or an amount that is negative
+// or overflows millitokens, is a *WriteError.
+func (w *Writes) FastPath(id schema.BucketID, shape Shape, limits []Declared, now int64) (*dynamodb.UpdateItemInput, error) {
+	var k shapeKey
+	switch shape {
+	case ShapeEnforce:
+		k.kind = kindEnforce
+	case ShapeBypass:
+		k.kind = kindBypass
+	default:
+		return nil, &WriteError{Op: opFastPath, Reason: "unknown shape " + shape.String()}
+	}
+	k.n = len(limits)
+	in, err := w.build(id, k, nil, opFastPath, len(limits), declaredAt(limits), false, numbers{now: now})
+	if err != nil {
+		return nil, err
+	}
+	in.ReturnValues = types.ReturnValueAllNew
+	in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
+	return in, nil
+}
+
+// Adjust builds the unconditioned Adjust write of SPEC §4.6 on bucket id:
+// for each limit with delta d (whole tokens, either sign) ADD tk −d×1000
+// and/or tc +d×1000 per mode. forcePass adds `SET vu = 0`, which forces one
+// materialising slow pass on the shard (SPEC §6.9: a credit that can lift tk
+// above its ceiling). ReturnValues is NONE.
+func (w *Writes) Adjust(id schema.BucketID, mode AdjustMode, limits []Declared, forcePass bool) (*dynamodb.UpdateItemInput, error) {
+	var kind uint8
+	switch mode {
+	case AdjustBoth:
+		kind = kindAdjustBoth
+	case AdjustTokens:
+		kind = kindAdjustTokens
+	case AdjustConsumed:
+		kind = kindAdjustConsumed
+	default:
+		return nil, &WriteError{Op: opAdjust, Reason: "unknown mode " + strconv.Itoa(int(mode))}
+	}
+	if forcePass {
+		kind |= kindForcePass
+	}
+	if len(limits) == 0 {
+		return nil, &WriteError{Op: opAdjust, Reason: "no limits"}
+	}
+	return w.build(id, shapeKey{kind: kind, n: len(limits)}, nil, opAdjust, len(limits), declaredAt(limits), true, numbers{})
+}
+
+// Retry builds the consumption-only write sent after the slow path lost the
+// rf lock (SPEC §4.6, §6.8 step 7): ADD tk −c×1000 and tc +c×1000 per
+// limit, on condition attribute_exists(PK) and, for every hard limit with
+// c > 0, b_n_tk >= c×1000. It moves no rf and refills nothing. ReturnValues
+// is ALL_NEW, and ALL_OLD on a failed condition.
+func (w *Writes) Retry(id schema.BucketID, limits []RetryLimit) (*dynamodb.UpdateItemInput, error) {
+	if len(limits) == 0 {
+		return nil, &WriteError{Op: opRetry, Reason: "no limits"}
+	}
+	k := shapeKey{kind: kindRetry, n: len(limits)}
+	hard := func(i int) bool { return limits[i].Hard && limits[i].Amount > 0 }
+	var custom func() *exprSet
+	for i := range limits {
+		if !hard(i) {
+			continue
+		}
+		if i >= 64 {
+			// The mask cannot hold the shape: build it for this call only.
+			custom = func() *exprSet { return newRetryExprs(len(limits), hard) }
+			break
+		}
+		k.mask |= 1 << i
+	}
+	at := func(i int) (string, int64) { return limits[i].Name, limits[i].Amount }
+	in, err := w.build(id, k, custom, opRetry, len(limits), at, false, numbers{})
+	if err != nil {
+		return nil, err
+	}
+	in.ReturnValues = types.ReturnValueAllNew
+	in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
+	return in, nil
+}
+
+// Double builds the doubling write of SPEC §6.6 on shard 0 of (entity,
+// resource): SET shard_count = 2×old on condition shard_count = old. When
+// old is 1 an item without shard_count (which reads as 1) also matches:
+// attribute_exists(PK) AND (attribute_not_exists(shard_count) OR
+// shard_count = 1). On a failed condition the ALL_OLD image carries the
+// count another writer set. old below 1 is a *WriteError; old at or above
+// MaxShardCount is a *ShardCapError.
+func (w *Writes) Double(ns, entity, resource string, old int64) (*dynamodb.UpdateItemInput, error) {
+	switch {
+	case old < 1:
+		return nil, &WriteError{Op: opDouble, Reason: "shard_count " + strconv.FormatInt(old, 10) + " below 1"}
+	case old >= MaxShardCount:
+		return nil, &ShardCapError{Old: old}
+	}
+	k := shapeKey{kind: kindDouble}
+	if old == 1 {
+		k.kind = kindDoubleFromOne
+	}
+	id := schema.BucketID{Namespace: ns, Entity: entity, Resource: resource}
+	in, err := w.build(id, k, nil, opDouble, 0, nil, false, numbers{old: old, new: 2 * old})
+	if err != nil {
+		return nil, err
+	}
+	in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
+	return in, nil
+}
+
+const (
+	opFastPath = "fast path"
+	opAdjust   = "adjust"
+	opRetry    = "retry"
+	opDouble   = "double"
+)
+
+// Write kinds of a shapeKey.
+const (
+	kindEnforce uint8 = iota
+	kindBypass
+	kindAdjustBoth
+	kindAdjustTokens
+	kindAdjustConsumed
+	kindRetry
+	kindDouble
+	kindDoubleFromOne
+
+	kindForcePass uint8 = 0x80 // flag on an Adjust kind
+)
+
+// shapeKey identifies the expressions of a write: everything they depend on.
+type shapeKey struct {
+	kind uint8
+	n    int    // number of limits
+	mask uint64 // Retry: conditioned limits
+}
+
+// numbers are the per-call values that are not amounts.
+type numbers struct {
+	now      int64 // clock reading, epoch ms
+	old, new int64 // shard counts of a doubling
+}
+
+// What a placeholder stands for.
+type valueKind uint8
+
+const (
+	vNeg  valueKind = iota // −amount×1000 of limit i
+	vPos                   // +amount×1000 of limit i
+	vHold                  // amount×1000 of limit i (condition)
+	vNW                    // −1000
+	vPW                    // +1000
+	vHW                    // 1000
+	vNow                   // now, ms
+	vNowS                  // now // 1000, s
+	vZero                  // 0
+	vOld                   // old shard count
+	vNew                   // new shard count
+)
+
+type nameRef struct {
+	alias string
+	limit int               // index into the limits, or −1 for attr
+	field schema.LimitField // with limit ≥ 0
+	attr  string            // with limit < 0
+}
+
+type valueRef struct {
+	alias string
+	kind  valueKind
+	limit int
+}
+
+// exprSet is the per-shape part of a write: immutable once built.
+type exprSet struct {
+	update    string
+	condition string // "" when unconditioned
+	names     []nameRef
+	values    []valueRef
+}
+
+// exprs returns the expressions of shape k, building and caching them on
+// first use.
+func (w *Writes) exprs(k shapeKey) *exprSet {
+	if m := w.cache.Load(); m != nil {
+		if s, ok := (*m)[k]; ok {
+			return s
+		}
+	}
+	s := newExprs(k)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	old := w.cache.Load()
+	if old != nil {
+		if s2, ok := (*old)[k]; ok {
+			return s2
+		}
+		if len(*old) >= maxCachedShapes {
+			return s
+		}
+	}
+	m := map[shapeKey]*exprSet{}
+	if old != nil {
+		m = maps.Clone(*old)
+	}
+	m[k] = s
+	w.cache.Store(&m)
+	return s
+}
+
+// exprBuilder accumulates one exprSet.
+type exprBuilder struct {
+	upd, cond strings.Builder
+	set       exprSet
+	items     int // ADD/SET items written to the current clause
+}
+
+// name registers a name placeholder (once, however often it is used) and
+// returns it.
+func (b *exprBuilder) name(alias string, limit int, field schema.LimitField, attr string) string {
+	for _, r := range b.set.names {
+		if r.alias == alias {
+			return alias
+		}
+	}
+	b.set.names = append(b.set.names, nameRef{alias: alias, limit: limit, field: field, attr: attr})
+	return alias
+}
+
+// value registers a value placeholder (once) and returns it.
+func (b *exprBuilder) value(alias string, kind valueKind, limit int) string {
+	for _, r := range b.set.values {
+		if r.alias == alias {
+			return alias
+		}
+	}
+	b.set.values = append(b.set.values, valueRef{alias: alias, kind: kind, limit: limit})
+	return alias
+}
+
+// clause starts an update clause ("SET " or "ADD ").
+func (b *exprBuilder) clause(kw string) {
+	if b.upd.Len() > 0 {
+		b.upd.WriteByte(' ')
+	}
+	b.upd.WriteString(kw)
+	b.upd.WriteByte(' ')
+	b.items = 0
+}
+
+// item appends one "path value" (ADD) or "path = value" (SET) item.
+func (b *exprBuilder) item(path, sep, value string) {
+	if b.items > 0 {
+		b.upd.WriteString(", ")
+	}
+	b.items++
+	b.upd.WriteString(path)
+	b.upd.WriteString(sep)
+	b.upd.WriteString(value)
+}
+
+// and appends one condition term.
+func (b *exprBuilder) and(term string) {
+	if b.cond.Len() > 0 {
+		b.cond.WriteString(" AND ")
+	}
+	b.cond.WriteString(term)
+}
+
+func (b *exprBuilder) done() *exprSet {
+	b.set.update, b.set.condition = b.upd.String(), b.cond.String()
+	return &b.set
+}
+
+func idx(prefix string, i int) string { return prefix + strconv.Itoa(i) }
+
+// Aliases of the fixed attributes.
+func (b *exprBuilder) wcuTk() string {
+	return b.name("#wt", -1, "", schema.BucketAttr(schema.WCULimit, schema.LimitTokens))
+}
+func (b *exprBuilder) wcuTc() string {
+	return b.name("#wc", -1, "", schema.BucketAttr(schema.WCULimit, schema.LimitConsumed))
+}
+func (b *exprBuilder) bypass() string   { return b.name("#byp", -1, "", schema.AttrBypass) }
+func (b *exprBuilder) ttl() string      { return b.name("#ttl", -1, "", schema.AttrTTL) }
+func (b *exprBuilder) disabled() string { return b.name("#dis", -1, "", schema.AttrDisabled) }
+func (b *exprBuilder) vu() string       { return b.name("#vu", -1, "", schema.AttrVU) }
+
+func newExprs(k shapeKey) *exprSet {
+	switch k.kind &^ kindForcePass {
+	case kindEnforce:
+		return newEnforceExprs(k.n)
+	case kindBypass:
+		return newBypassExprs(k.n)
+	case kindAdjustBoth, kindAdjustTokens, kindAdjustConsumed:
+		return newAdjustExprs(k.n, k.kind&^kindForcePass, k.kind&kindForcePass != 0)
+	case kindRetry:
+		return newRetryExprs(k.n, func(i int) bool { return k.mask&(1<<i) != 0 })
+	case kindDouble, kindDoubleFromOne:
+		return newDoubleExprs(k.kind == kindDoubleFromOne)
+	}
+	panic("limiter: unknown write kind " + strconv.Itoa(int(k.kind)))
+}
+
+// wcuAndTTLTerms appends the terms both fast-path shapes share after the
+// per-limit ones.
+func (b *exprBuilder) wcuAndTTLTerms() {
+	b.and(b.wcuTk() + " >= " + b.value(":hw", vHW, -1))
+	ttl := b.ttl()
+	b.and("(attribute_not_exists(" + ttl + ") OR " + ttl + " > " + b.value(":nows", vNowS, -1) + ")")
+	b.and("attribute_not_exists(" + b.disabled() + ")")
+}
+
+func newEnforceExprs(n int) *exprSet {
+	b := &exprBuilder{}
+	b.clause("ADD")
+	b.and("attribute_exists(PK)")
+	var now, byp string
+	if n > 0 {
+		now, byp = b.value(":now", vNow, -1), b.bypass()
+	}
+	for i := range n {
+		t := b.name(idx("#t", i), i, schema.LimitTokens, "")
+		c := b.name(idx("#c", i), i, schema.LimitConsumed, "")
+		o := b.name(idx("#o", i), i, schema.LimitSoft, "")
+		b.item(t, " ", b.value(idx(":n", i), vNeg, i))
+		b.item(c, " ", b.value(idx(":p", i), vPos, i))
+		b.and("(" + o + " > " + now + " OR " + byp + " > " + now + " OR " + t + " >= " + b.value(idx(":h", i), vHold, i) + ")")
+	}
+	b.item(b.wcuTk(), " ", b.value(":nw", vNW, -1))
+	b.item(b.wcuTc(), " ", b.value(":pw", vPW, -1))
+	b.wcuAndTTLTerms()
+	if now == "" {
+		now = b.value(":now", vNow, -1)
+	}
+	vu := b.vu()
+	b.and("(attribute_not_exists(" + vu + ") OR " + vu + " > " + now + ")")
+	return b.done()
+}
+
+func newBypassExprs(n int) *exprSet {
+	b := &exprBuilder{}
+	b.clause("ADD")
+	for i := range n {
+		c := b.name(idx("#c", i), i, schema.LimitConsumed, "")
+		b.item(c, " ", b.value(idx(":p", i), vPos, i))
+	}
+	b.item(b.wcuTk(), " ", b.value(":nw", vNW, -1))
+	b.item(b.wcuTc(), " ", b.value(":pw", vPW, -1))
+	b.and("attribute_exists(PK)")
+	b.and(b.bypass() + " > " + b.value(":now", vNow, -1))
+	b.wcuAndTTLTerms()
+	return b.done()
+}
+
+func newAdjustExprs(n int, kind uint8, forcePass bool) *exprSet {
+	b := &exprBuilder{}
+	if forcePass {
+		b.clause("SET")
+		b.item(b.vu(), " = ", b.value(":vz", vZero, -1))
+	}
+	b.clause("ADD")
+	for i := range n {
+		if kind != kindAdjustConsumed {
+			b.item(b.name(idx("#t", i), i, schema.LimitTokens, ""), " ", b.value(idx(":n", i), vNeg, i))
+		}
+		if kind != kindAdjustTokens {
+			b.item(b.name(idx("#c", i), i, schema.LimitConsumed, ""), " ", b.value(idx(":p", i), vPos, i))
+		}
+	}
+	return b.done()
+}
+
+func newRetryExprs(n int, hard func(int) bool) *exprSet {
+	b := &exprBuilder{}
+	b.clause("ADD")
+	b.and("attribute_exists(PK)")
+	for i := range n {
+		t := b.name(idx("#t", i), i, schema.LimitTokens, "")
+		b.item(t, " ", b.value(idx(":n", i), vNeg, i))
+		b.item(b.name(idx("#c", i), i, schema.LimitConsumed, ""), " ", b.value(idx(":p", i), vPos, i))
+		if hard(i) {
+			b.and(t + " >= " + b.value(idx(":h", i), vHold, i))
+		}
+	}
+	return b.done()
+}
+
+func newDoubleExprs(fromOne bool) *exprSet {
+	b := &exprBuilder{}
+	sc := b.name("#sc", -1, "", schema.AttrShardCount)
+	b.clause("SET")
+	b.item(sc, " = ", b.value(":new", vNew, -1))
+	old := b.value(":old", vOld, -1)
+	if fromOne {
+		b.and("attribute_exists(PK)")
+		b.and("(attribute_not_exists(" + sc + ") OR " + sc + " = " + old + ")")
+	} else {
+		b.and(sc + " = " + old)
+	}
+	return b.done()
+}
+
+// limitAt returns limit i's name and amount.
+type limitAt func(i int) (name string, amount int64)
+
+func declaredAt(limits []Declared) limitAt {
+	return func(i int) (string, int64) { return limits[i].Name, limits[i].Amount }
+}
+
+// build validates the limits, then fills the expressions of shape k (from
+// the cache, or from custom when it is not nil) with this call's names and
+// numbers. Invalid input never reaches the cache.
+func (w *Writes) build(id schema.BucketID, k shapeKey, custom func() *exprSet, op string, n int, at limitAt, signed bool, nums numbers) (*dynamodb.UpdateItemInput, error) {
+	var stack [16]int64
+	milli, err := checkLimits(stack[:0], op, n, at, signed)
+	if err != nil {
+		return nil, err
+	}
+	var set *exprSet
+	if custom != nil {
+		set = custom()
+	} else {
+		set = w.exprs(k)
+	}
+	return w.fill(id, set, at, milli, nums), nil
+}
+
+// checkLimits validates the names and amounts and returns the amounts in
+// millitokens, appended to dst.
+func checkLimits(dst []int64, op string, n int, at limitAt, signed bool) ([]int64, error) {
+	for i := range n {
+		name, amount := at(i)
+		switch {
+		case name == "":
+			return nil, &WriteError{Op: op, Reason: "empty limit name"}
+		case name == schema.WCULimit:
+			return nil, &WriteError{Op: op, Limit: name, Reason: "reserved limit name"}
+		case amount < 0 && !signed:
+			return nil, &WriteError{Op: op, Limit: name, Reason: "negative amount " + strconv.FormatInt(amount, 10)}
+		}
+		for j := range i {
+			if other, _ := at(j); other == name {
+				return nil, &WriteError{Op: op, Limit: name, Reason: "declared twice"}
+			}
+		}
+		m, ok := bucket.ToMilli(amount)
+		if !ok {
+			return nil, &WriteError{Op: op, Limit: name, Reason: "amount " + strconv.FormatInt(amount, 10) + " overflows millitokens"}
+		}
+		dst = append(dst, m)
+	}
+	return dst, nil
+}
+
+// fill builds the request: the cached expressions plus this call's names
+// and numbers.
+func (w *Writes) fill(id schema.BucketID, set *exprSet, at limitAt, milli []int64, nums numbers) *dynamodb.UpdateItemInput {
+	// Attribute names: one string holding every per-limit attribute.
+	size := 0
+	for _, r := range set.names {
+		if r.limit >= 0 {
+			name, _ := at(r.limit)
+			size += len(schema.BucketAttrPrefix) + len(name) + 1 + len(r.field)
+		}
+	}
+	var sb strings.Builder
+	sb.Grow(size)
+	for _, r := range set.names {
+		if r.limit >= 0 {
+			name, _ := at(r.limit)
+			sb.WriteString(schema.BucketAttrPrefix)
+			sb.WriteString(name)
+			sb.WriteByte('_')
+			sb.WriteString(string(r.field))
+		}
+	}
+	attrs := sb.String()
+	names := make(map[string]string, len(set.names))
+	off := 0
+	for _, r := range set.names {
+		if r.limit < 0 {
+			names[r.alias] = r.attr
+			continue
+		}
+		name, _ := at(r.limit)
+		end := off + len(schema.BucketAttrPrefix) + len(name) + 1 + len(r.field)
+		names[r.alias] = attrs[off:end]
+		off = end
+	}
+
+	// Values: one string holding every number, one array of members.
+	var dstack [512]byte
+	var estack [64]int
+	digits, ends := dstack[:0], estack[:0]
+	for _, r := range set.values {
+		digits = strconv.AppendInt(digits, valueOf(r, milli, nums), 10)
+		ends = append(ends, len(digits))
+	}
+	text := string(digits)
+	members := make([]types.AttributeValueMemberN, len(set.values))
+	values := make(map[string]types.AttributeValue, len(set.values))
+	start := 0
+	for i, r := range set.values {
+		members[i].Value = text[start:ends[i]]
+		start = ends[i]
+		values[r.alias] = &members[i]
+	}
+
+	strs := new([3]string)
+	strs[0], strs[1], strs[2] = w.table, set.update, set.condition
+	in := &dynamodb.UpdateItemInput{
+		TableName:                 &strs[0],
+		Key:                       id.Key().AttributeValues(),
+		UpdateExpression:          &strs[1],
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+	}
+	if set.condition != "" {
+		in.ConditionExpression = &strs[2]
+	}
+	return in
+}
+
+func valueOf(r valueRef, milli []int64, nums numbers) int64 {
+	switch r.kind {
+	case vNeg:
+		return -milli[r.limit]
+	case vPos, vHold:
+		return milli[r.limit]
+	case vNW:
+		return -bucket.WCUDebit
+	case vPW, vHW:
+		return bucket.WCUDebit
+	case vNow:
+		return nums.now
+	case vNowS:
+		return bucket.FloorDiv(nums.now, 1000)
+	case vOld:
+		return nums.old
+	case vNew:
+		return nums.new
+	}
+	return 0 // vZero
+}

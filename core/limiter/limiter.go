@@ -1,0 +1,193 @@
+package limiter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
+)
+
+// Version is this library's protocol version, compared with the table's
+// version record (SPEC §13). It claims the 0.17 generation of the table
+// layout (DECISIONS D1).
+const Version = "0.17.0"
+
+// DB is the part of the DynamoDB client the limiter uses; *dynamodb.Client
+// satisfies it.
+type DB interface {
+	UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	BatchGetItem(context.Context, *dynamodb.BatchGetItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
+	Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+	BatchWriteItem(context.Context, *dynamodb.BatchWriteItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
+	DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+}
+
+// Options configure a Limiter. The zero value of every field is its default.
+type Options struct {
+	// Clock is the wall clock (default time.Now). Inject a fake one in tests.
+	Clock func() time.Time
+	// Rand draws shards: it returns a uniform integer in [0, n). The default
+	// is math/rand/v2.IntN. Never derive a shard from a hash (SPEC §6.2).
+	Rand func(n int) int
+	// SpeculativeWrites, when false, skips the fast path and always takes
+	// the slow path (and never consumes wcu, so never doubles). Default true;
+	// set DisableSpeculativeWrites to turn it off.
+	DisableSpeculativeWrites bool
+	// OnUnavailable is the default action on an infrastructure error when
+	// neither the call nor the system config says (SPEC §5.2); default block.
+	OnUnavailable config.OnUnavailable
+	// StampTTL bounds the deadline of every soft or bypass stamp this
+	// process writes (SPEC §8.4, DECISIONS D4); default 60 s.
+	StampTTL time.Duration
+	// ConfigCacheTTL is the config cache lifetime (SPEC §5.5); default 60 s.
+	// Negative disables the cache.
+	ConfigCacheTTL time.Duration
+	// BucketTTLMultiplier scales the recovery horizon into the TTL of
+	// buckets whose limits come from resource or system config (SPEC §2.5);
+	// default 7. Negative disables bucket TTL.
+	BucketTTLMultiplier int64
+	// Logger receives warnings (default slog.Default()). Entity ids are
+	// never logged at warning level or above.
+	Logger *slog.Logger
+	// Sleep waits between transaction-conflict retries (default a timer
+	// that honours ctx). Tests inject one that does not sleep.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// Limiter acquires capacity for (entity, resource) pairs of one namespace of
+// one table. It is safe for concurrent use by any number of goroutines.
+type Limiter struct {
+	db       DB
+	table    string
+	ns       string
+	store    *config.Store
+	resolver *config.Resolver
+	writes   *Writes
+	pairs    *pairCache
+	now      func() time.Time
+	intn     func(int) int
+	log      *slog.Logger
+	sleep    func(context.Context, time.Duration) error
+
+	speculative   bool
+	stampTTL      int64 // ms
+	ttlMultiplier int64
+	onUnavailable config.OnUnavailable
+}
+
+// New returns a limiter for namespace ns (its id, as stored in keys) of
+// table. It makes no call; use Open to also check the table's version
+// record.
+func New(db DB, table, ns string, o Options) (*Limiter, error) {
+	if table == "" {
+		return nil, schema.NewValidationError("table", table, "must not be empty")
+	}
+	if err := schema.ValidateNamespaceID(ns); err != nil {
+		return nil, err
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.Rand == nil {
+		o.Rand = rand.IntN
+	}
+	if o.StampTTL == 0 {
+		o.StampTTL = 60 * time.Second
+	}
+	if o.StampTTL < 0 {
+		return nil, schema.NewValidationError("stamp_ttl", o.StampTTL.String(), "must be positive")
+	}
+	if o.BucketTTLMultiplier == 0 {
+		o.BucketTTLMultiplier = 7
+	}
+	if o.OnUnavailable == "" {
+		o.OnUnavailable = config.OnUnavailableBlock
+	}
+	if !o.OnUnavailable.Valid() {
+		return nil, schema.NewValidationError("on_unavailable", string(o.OnUnavailable), "must be allow or block")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Sleep == nil {
+		o.Sleep = sleepCtx
+	}
+	cacheTTL := o.ConfigCacheTTL
+	switch {
+	case cacheTTL == 0:
+		cacheTTL = 60 * time.Second
+	case cacheTTL < 0:
+		cacheTTL = 0
+	}
+	store := config.NewStore(db, table, config.WithClock(o.Clock), config.WithCacheTTL(cacheTTL), config.WithLogger(o.Logger))
+	return &Limiter{
+		db: db, table: table, ns: ns,
+		store: store, resolver: store.Resolver(),
+		writes: NewWrites(table), pairs: newPairCache(),
+		now: o.Clock, intn: o.Rand, log: o.Logger, sleep: o.Sleep,
+		speculative:   !o.DisableSpeculativeWrites,
+		stampTTL:      o.StampTTL.Milliseconds(),
+		ttlMultiplier: max(o.BucketTTLMultiplier, 0),
+		onUnavailable: o.OnUnavailable,
+	}, nil
+}
+
+// Open is New followed by the client version check of SPEC §13: it refuses
+// to run below the table's client_min_version (VersionMismatchError) or
+// against another schema major (IncompatibleSchemaError).
+func Open(ctx context.Context, db DB, table, ns string, o Options) (*Limiter, error) {
+	l, err := New(db, table, ns, o)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := l.store.CheckVersion(ctx, Version); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// Store is the config store the limiter resolves limits through; its
+// writes evict the limiter's config cache.
+func (l *Limiter) Store() *config.Store { return l.store }
+
+// Namespace is the namespace id the limiter works in.
+func (l *Limiter) Namespace() string { return l.ns }
+
+// InvalidateConfigCache drops every cached config entry.
+func (l *Limiter) InvalidateConfigCache() { l.resolver.Invalidate() }
+
+func (l *Limiter) nowMs() int64 { return l.now().UnixMilli() }
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// ErrCascadeUnsupported reports a pair that cascades to a parent entity.
+// Cascade (SPEC §6.7) is not built yet; rather than admit without debiting
+// the parent, the limiter refuses such requests.
+var ErrCascadeUnsupported = errors.New("limiter: the entity cascades to its parent on this resource; cascade is not supported by this version")
+
+// unsupportedItem wraps an item this version must not write to.
+func unsupportedItem(reason string) error {
+	return fmt.Errorf("limiter: bucket carries %s, which this version does not handle (DECISIONS D2): %w", reason, errPhase2)
+}
+
+var errPhase2 = errors.New("phase 2 feature")
