@@ -110,7 +110,7 @@ func isInfrastructure(ctx context.Context, err error) bool {
 	switch {
 	case ctx.Err() != nil,
 		IsRateLimitError(err), errors.As(err, &disabled), IsValidationError(err),
-		errors.Is(err, ErrCascadeUnsupported), errors.Is(err, errPhase2), config.IsUnsupported(err):
+		errors.Is(err, errPhase2), config.IsUnsupported(err):
 		return false
 	}
 	return true
@@ -126,7 +126,7 @@ func (l *Limiter) unavailable(ctx context.Context, req *request, cause error) (*
 	}
 	if perCall == config.OnUnavailableAllow {
 		l.log.WarnContext(ctx, "limiter unavailable; admitting by on_unavailable=allow", "resource", req.resource, "error", cause)
-		return &Lease{lim: l, noop: true, entity: req.entity, resource: req.resource}, nil
+		return &Lease{lim: l, noop: true, resource: req.resource, parts: []leasePart{{entity: req.entity}}}, nil
 	}
 	return nil, &RateLimiterUnavailable{Cause: cause, Stack: l.table, EntityID: req.entity, Resource: req.resource}
 }
@@ -134,6 +134,56 @@ func (l *Limiter) unavailable(ctx context.Context, req *request, cause error) (*
 // maxShardRetries is how many extra shards a rejected request probes
 // (SPEC §6.6, Appendix A).
 const maxShardRetries = 2
+
+// speculation is the outcome of one fast-path write for one entity.
+type speculation struct {
+	req   *request
+	id    schema.BucketID
+	shape Shape
+	now   int64
+	ok    bool
+	img   *bucket.Image // ALL_NEW on success; ALL_OLD on failure (nil: no item)
+	cls   Classification
+	err   error // a failed call or an undecodable image
+}
+
+// speculate sends one fast-path write (SPEC §6.3) for req's entity on shard.
+func (l *Limiter) speculate(ctx context.Context, req *request, shard int, shape Shape) speculation {
+	sp := speculation{req: req, shape: shape, now: l.nowMs(),
+		id: schema.BucketID{Namespace: l.ns, Entity: req.entity, Resource: req.resource, Shard: shard}}
+	in, err := l.writes.FastPath(sp.id, shape, req.declared, sp.now)
+	if err != nil {
+		sp.err = err
+		return sp
+	}
+	out, err := l.db.UpdateItem(ctx, in)
+	if err == nil {
+		img, derr := bucket.DecodeImage(out.Attributes)
+		sp.ok, sp.img, sp.err = true, &img, derr
+		if derr == nil {
+			l.learn(req, sp.img, sp.now)
+		}
+		return sp
+	}
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		sp.err = &dbError{op: "fast path UpdateItem", err: err}
+		return sp
+	}
+	sp.cls, sp.img, sp.err = ClassifyItem(ccf.Item, shape, req.declared, sp.now)
+	if sp.img != nil {
+		l.learn(req, sp.img, sp.now)
+	}
+	return sp
+}
+
+// shapeFor is the write shape the pair cache calls for.
+func shapeFor(st pairState) Shape {
+	if st.bypassed {
+		return ShapeBypass
+	}
+	return ShapeEnforce
+}
 
 // acquire runs the speculative fast path and everything it hands off to.
 func (l *Limiter) acquire(ctx context.Context, req *request) (*Lease, error) {
@@ -143,34 +193,33 @@ func (l *Limiter) acquire(ctx context.Context, req *request) (*Lease, error) {
 	if !l.speculative {
 		return l.slowPath(ctx, req, shard)
 	}
-	shape := ShapeEnforce
-	if st.bypassed {
-		shape = ShapeBypass
+	shape := shapeFor(st)
+	warmParent := ""
+	if st.cascadeKnown && st.cascade {
+		warmParent = st.parentID
 	}
 	enforceRetried, shardRetries := false, 0
 	for {
-		now := l.nowMs()
-		id := schema.BucketID{Namespace: l.ns, Entity: req.entity, Resource: req.resource, Shard: shard}
-		in, err := l.writes.FastPath(id, shape, req.declared, now)
-		if err != nil {
-			return nil, err
+		var c, p speculation
+		if warmParent != "" {
+			c, p = l.speculatePair(ctx, req, shard, shape, warmParent)
+		} else {
+			c = l.speculate(ctx, req, shard, shape)
 		}
-		out, err := l.db.UpdateItem(ctx, in)
-		if err == nil {
-			return l.fastSuccess(ctx, req, id, shape, out.Attributes, now)
+		if c.ok && c.err == nil {
+			return l.childAdmitted(ctx, req, c, p)
 		}
-		var ccf *types.ConditionalCheckFailedException
-		if !errors.As(err, &ccf) {
-			return nil, &dbError{op: "fast path UpdateItem", err: err}
+		if p.ok {
+			l.refund(ctx, p) // failure | success: give the parent back (SPEC §6.7)
 		}
-		cls, img, err := ClassifyItem(ccf.Item, shape, req.declared, now)
-		if err != nil {
-			return nil, err
+		if c.err != nil {
+			return nil, c.err
 		}
-		if img != nil {
-			l.learn(req, img, now)
-		}
-		switch cls.Action() {
+		// The child failed: handle it as a lone write; whatever runs next
+		// (a retry, or the slow path) takes care of the parent.
+		warmParent = ""
+		img := c.img
+		switch c.cls.Action() {
 		case ActionRaiseDisabled:
 			return nil, &ResourceDisabled{EntityID: req.entity, Resource: req.resource, Level: LevelBucket}
 		case ActionRetryEnforce:
@@ -184,24 +233,42 @@ func (l *Limiter) acquire(ctx context.Context, req *request) (*Lease, error) {
 			l.double(ctx, req, img)
 			return l.slowPath(ctx, req, shard)
 		case ActionShardRetryOrReject:
-			count := img.ShardCount
-			if count > 1 && shardRetries < maxShardRetries && !cascades(img) {
-				if next, ok := l.drawShard(count, &tried); ok {
+			// A cascading child never takes a child-only shard retry: it
+			// would skip the parent (SPEC §6.6).
+			if img.ShardCount > 1 && shardRetries < maxShardRetries && !cascades(img) && !st.cascade {
+				if next, ok := l.drawShard(img.ShardCount, &tried); ok {
 					shard = next
 					shardRetries++
 					continue
 				}
 			}
-			return l.fastReject(ctx, req, shard, img, now)
+			return l.fastReject(ctx, req, shard, img, c.now)
 		default:
 			return l.slowPath(ctx, req, shard)
 		}
 	}
 }
 
-// cascades reports an image whose owner stamp says the pair cascades.
+// speculatePair is the warm cascade: child and parent writes issued
+// concurrently, each in its own shape (SPEC §6.7).
+func (l *Limiter) speculatePair(ctx context.Context, req *request, shard int, shape Shape, parent string) (c, p speculation) {
+	preq := req.forEntity(parent)
+	pst := l.pairs.get(parent, req.resource)
+	pshard, _ := l.drawShard(pst.shardCount, new(shardSet))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p = l.speculate(ctx, preq, pshard, shapeFor(pst))
+	}()
+	c = l.speculate(ctx, req, shard, shape)
+	<-done
+	return c, p
+}
+
+// cascades reports an image whose owner stamp says the pair cascades to a
+// named parent.
 func cascades(img *bucket.Image) bool {
-	return img.HasCascade && img.Cascade && (img.HasParent || img.HasPGen)
+	return img != nil && img.HasCascade && img.Cascade && img.ParentID != ""
 }
 
 // learn updates the pair cache from an image of this pair (SPEC §5.5).
@@ -217,41 +284,135 @@ func (l *Limiter) learn(req *request, img *bucket.Image, now int64) {
 	})
 }
 
-// fastSuccess builds the lease from the ALL_NEW image (SPEC §6.5).
-func (l *Limiter) fastSuccess(ctx context.Context, req *request, id schema.BucketID, shape Shape, item map[string]types.AttributeValue, now int64) (*Lease, error) {
-	img, err := bucket.DecodeImage(item)
-	if err != nil {
-		return nil, err
+// childAdmitted finishes an acquire whose own write succeeded: a lone lease,
+// or the cascade outcomes of SPEC §6.5 and §6.7 (p is the warm parent
+// write, or the zero value).
+func (l *Limiter) childAdmitted(ctx context.Context, req *request, c, p speculation) (*Lease, error) {
+	if !cascades(c.img) {
+		if p.ok {
+			l.refund(ctx, p) // cascade mismatch: the cache debited a parent
+		}
+		return &Lease{lim: l, resource: req.resource, parts: []leasePart{l.admittedPart(ctx, c)}}, nil
 	}
-	l.learn(req, &img, now)
-	if cascades(&img) {
-		// The write debited the child only; refund it rather than admit
-		// without the parent.
-		l.credit(ctx, id, AdjustBoth, negate(req.declared), "refund of a cascading child")
-		return nil, ErrCascadeUnsupported
+	if parent := c.img.ParentID; p.req == nil || p.req.entity != parent {
+		if p.ok {
+			l.refund(ctx, p) // the parent changed under the cache
+		}
+		preq := req.forEntity(parent)
+		pst := l.pairs.get(parent, req.resource)
+		pshard, _ := l.drawShard(pst.shardCount, new(shardSet))
+		p = l.speculate(ctx, preq, pshard, shapeFor(pst)) // cold path
 	}
-	bypassed := shape == ShapeBypass
-	if shape == ShapeEnforce && img.Bypass.Live(now) {
-		// Bypass discovered: the write debited tk of a bypassed bucket;
-		// give the tokens back, keep the tc (ADR-151 decision 3).
-		l.credit(ctx, id, AdjustTokens, negate(req.declared), "bypass refund")
-		bypassed = true
+	if p.err != nil {
+		l.refund(ctx, c)
+		return nil, p.err
 	}
-	lease := &Lease{lim: l, entity: req.entity, resource: req.resource, shard: id.Shard, bypassed: bypassed}
+	if p.ok {
+		return &Lease{lim: l, resource: req.resource, parts: []leasePart{l.admittedPart(ctx, c), l.admittedPart(ctx, p)}}, nil
+	}
+	switch p.cls.Reason {
+	case ReasonDisabled:
+		l.refund(ctx, c)
+		return nil, &ResourceDisabled{EntityID: p.req.entity, Resource: req.resource, Level: LevelBucket}
+	case ReasonBucketMissing, ReasonSeed:
+		l.refund(ctx, c)
+		return l.slowPath(ctx, req, c.id.Shard)
+	case ReasonAppLimitExhausted:
+		limits := make([]bucket.ImageLimit, len(req.declared))
+		for i, d := range req.declared {
+			limits[i] = p.img.ImageLimit(d.Name, d.Amount, p.now)
+		}
+		satisfy, statuses := bucket.WouldRefillSatisfy(nil, limits, p.img.RF, max(p.img.ShardCount, 1), p.now)
+		if !satisfy {
+			l.refund(ctx, c)
+			e := &RateLimitExceeded{Statuses: l.imageStatuses(c)}
+			for i, d := range req.declared {
+				pp, _ := p.img.Params(d.Name)
+				e.Statuses = append(e.Statuses, l.status(p.req, d, pp, limits[i].Soft, statuses[i]))
+			}
+			return nil, e
+		}
+	case ReasonWCUExhausted, ReasonBothExhausted:
+		l.double(ctx, p.req, p.img)
+	}
+	// Parent-only slow path: the child's debit stands if the parent's
+	// materialised write lands (SPEC §6.7).
+	if part, err := l.parentOnly(ctx, p.req, p.id.Shard); err == nil {
+		return &Lease{lim: l, resource: req.resource, parts: []leasePart{l.admittedPart(ctx, c), part}}, nil
+	}
+	l.refund(ctx, c)
+	return l.slowPath(ctx, req, c.id.Shard)
+}
+
+// parentOnly is the parent-only slow path: read the parent's shard,
+// materialise, and write it alone under its rf lock.
+func (l *Limiter) parentOnly(ctx context.Context, preq *request, shard int) (leasePart, error) {
+	for range maxSlowPasses {
+		p, err := l.prepare(ctx, preq, shard)
+		if err != nil {
+			return leasePart{}, err
+		}
+		if e := l.violations(p); e != nil {
+			return leasePart{}, e
+		}
+		p.build()
+		lease, again, err := l.writeOne(ctx, p)
+		if !again {
+			if err != nil {
+				return leasePart{}, err
+			}
+			return lease.parts[0], nil
+		}
+	}
+	return leasePart{}, ErrContention
+}
+
+// admittedPart builds the lease part of a successful fast-path write
+// (SPEC §6.5), refunding the debit of an enforce-shaped write that landed
+// on a bypassed bucket.
+func (l *Limiter) admittedPart(ctx context.Context, sp speculation) leasePart {
+	img := sp.img
+	part := leasePart{entity: sp.id.Entity, shard: sp.id.Shard, bypassed: sp.shape == ShapeBypass}
+	if sp.shape == ShapeEnforce && img.Bypass.Live(sp.now) {
+		// Bypass discovered: give the tokens back, keep the tc (ADR-151
+		// decision 3).
+		l.credit(ctx, sp.id, AdjustTokens, negate(sp.req.declared), "bypass refund")
+		part.bypassed = true
+	}
 	shards := max(img.ShardCount, 1)
-	for _, d := range req.declared {
-		li := img.Limit(d.Name)
+	for _, d := range sp.req.declared {
 		e := leaseEntry{name: d.Name, initial: d.Amount}
-		if li != nil {
+		if li := img.Limit(d.Name); li != nil {
 			p := li.Params()
 			share := bucket.Effective(p, shards)
 			e.params, e.share = p, share
-			e.balance, _ = bucket.Materialise(li.Tokens, img.RF, now, share.Ceiling, share.Rate, share.Period)
-			e.soft = li.Soft.Live(now)
+			e.balance, _ = bucket.Materialise(li.Tokens, img.RF, sp.now, share.Ceiling, share.Rate, share.Period)
+			e.soft = li.Soft.Live(sp.now)
 		}
-		lease.entries = append(lease.entries, e)
+		part.entries = append(part.entries, e)
 	}
-	return lease, nil
+	return part
+}
+
+// imageStatuses are the statuses of a successful write's declared limits.
+func (l *Limiter) imageStatuses(sp speculation) []LimitStatus {
+	sp.shape = ShapeBypass // describe only: no refund from here
+	part := l.admittedPart(context.Background(), sp)
+	out := make([]LimitStatus, 0, len(part.entries))
+	for _, e := range part.entries {
+		out = append(out, e.status(sp.id.Entity, sp.id.Resource, e.initial))
+	}
+	return out
+}
+
+// refund gives back a successful speculative write that the request will
+// not keep: tk and tc, or tc only for a bypass-shaped write (SPEC §6.7).
+func (l *Limiter) refund(ctx context.Context, sp speculation) {
+	mode := AdjustBoth
+	if sp.shape == ShapeBypass {
+		mode = AdjustConsumed
+	}
+	l.credit(ctx, sp.id, mode, negate(sp.req.declared), "cascade refund")
 }
 
 // fastReject decides an APP_LIMIT_EXHAUSTED failure with no further call

@@ -421,25 +421,6 @@ func TestOnUnavailable(t *testing.T) {
 	}
 }
 
-func TestCascadingEntityIsRefused(t *testing.T) {
-	e := newEnv(t, limiter.Options{})
-	e.setResourceLimits("api", limit.PerMinute("rpm", 10))
-	ctx := context.Background()
-	if _, err := e.lim.Store().CreateEntity(ctx, ns, "org", config.EntityOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.lim.Store().CreateEntity(ctx, ns, "key", config.EntityOptions{ParentID: "org", Cascade: true}); err != nil {
-		t.Fatal(err)
-	}
-	_, err := e.lim.Acquire(ctx, "key", "api", limiter.Consume{"rpm": 1})
-	if !errors.Is(err, limiter.ErrCascadeUnsupported) {
-		t.Fatalf("err = %v, want ErrCascadeUnsupported", err)
-	}
-	if e.bucket("key", "api", 0) != nil {
-		t.Fatal("a refused cascading acquire wrote a bucket")
-	}
-}
-
 func TestSpeculativeWritesOff(t *testing.T) {
 	e := newEnv(t, limiter.Options{DisableSpeculativeWrites: true})
 	e.setResourceLimits("api", limit.PerMinute("rpm", 3))

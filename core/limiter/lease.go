@@ -2,13 +2,14 @@ package limiter
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
-// leaseEntry is one declared limit of a lease.
+// leaseEntry is one declared limit of a lease part.
 type leaseEntry struct {
 	name    string
 	initial int64 // tokens consumed at admission
@@ -19,137 +20,205 @@ type leaseEntry struct {
 	soft    bool
 }
 
-// Lease is admitted capacity on one bucket shard (SPEC §6.9). The
-// admission is already written; Consume, Adjust and Release change it in
-// memory, Commit writes those changes, Rollback returns the admission. A
+// leasePart is the admission on one entity's bucket shard: the requesting
+// entity's, and its cascade parent's when the pair cascades.
+type leasePart struct {
+	entity   string
+	shard    int
+	bypassed bool
+	entries  []leaseEntry
+}
+
+// Lease is admitted capacity (SPEC §6.9). The admission is already written;
+// Consume, Adjust and Release change it in memory, Commit writes those
+// changes, Rollback returns the admission. When the pair cascades, the lease
+// holds the parent's admission too and every change applies to both. A
 // lease is safe for concurrent use; after Commit or Rollback every method
 // fails with ErrLeaseExpired.
 type Lease struct {
-	lim              *Limiter
-	entity, resource string
-	shard            int
-	bypassed         bool
-	noop             bool // admitted by on_unavailable=allow: writes nothing
+	lim      *Limiter
+	resource string
+	noop     bool // admitted by on_unavailable=allow: writes nothing
 
-	mu      sync.Mutex
-	entries []leaseEntry
-	done    bool
+	mu    sync.Mutex
+	parts []leasePart // parts[0] is the requesting entity's
+	done  bool
 }
 
-// Entity and Resource name the pair; Shard is the bucket shard written.
-func (l *Lease) Entity() string   { return l.entity }
-func (l *Lease) Resource() string { return l.resource }
-func (l *Lease) Shard() int       { return l.shard }
+// Entity is the requesting entity; Resource the resource.
+func (l *Lease) Entity() string {
+	if len(l.parts) == 0 {
+		return ""
+	}
+	return l.parts[0].entity
+}
 
-// Bypassed reports a lease admitted while the pair is bypassed (ADR-151):
-// nothing was debited but consumption was counted.
-func (l *Lease) Bypassed() bool { return l.bypassed }
+// Resource is the resource the lease is on.
+func (l *Lease) Resource() string { return l.resource }
+
+// Shard is the requesting entity's bucket shard that was written.
+func (l *Lease) Shard() int {
+	if len(l.parts) == 0 {
+		return 0
+	}
+	return l.parts[0].shard
+}
+
+// Parent is the cascade parent debited with the entity, or "".
+func (l *Lease) Parent() string {
+	if len(l.parts) < 2 {
+		return ""
+	}
+	return l.parts[1].entity
+}
+
+// Bypassed reports a lease admitted while the entity's pair is bypassed
+// (ADR-151): nothing was debited but consumption was counted.
+func (l *Lease) Bypassed() bool { return len(l.parts) > 0 && l.parts[0].bypassed }
 
 // Degraded reports a no-op lease admitted by on_unavailable=allow.
 func (l *Lease) Degraded() bool { return l.noop }
 
-// Remaining returns the whole tokens left on the shard for a declared limit
-// as of admission and this lease's changes since (floor; negative in debt).
+// Remaining returns the whole tokens left for a declared limit, as of
+// admission and this lease's changes since (floor; negative in debt): the
+// smaller of the entity's and, when cascading, the parent's.
 func (l *Lease) Remaining(name string) (int64, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, e := range l.entries {
-		if e.name == name {
-			return bucket.Available(e.balance), true
+	var out int64
+	found := false
+	for _, p := range l.parts {
+		for _, e := range p.entries {
+			if e.name == name {
+				if a := bucket.Available(e.balance); !found || a < out {
+					out = a
+				}
+				found = true
+			}
 		}
 	}
-	return 0, false
+	return out, found
 }
 
-// Overdrawn lists the soft limits this lease left in debt.
+// Overdrawn lists the soft limits this lease left in debt on the entity.
 func (l *Lease) Overdrawn() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []string
-	for _, e := range l.entries {
-		if e.soft && e.balance < 0 {
-			out = append(out, e.name)
+	if len(l.parts) > 0 {
+		for _, e := range l.parts[0].entries {
+			if e.soft && e.balance < 0 {
+				out = append(out, e.name)
+			}
 		}
 	}
 	return out
 }
 
-// Statuses describes every declared limit of the lease (wcu never appears).
+// Statuses describes every declared limit of every part (wcu never appears).
 func (l *Lease) Statuses() []LimitStatus {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make([]LimitStatus, 0, len(l.entries))
-	for _, e := range l.entries {
-		out = append(out, LimitStatus{
-			EntityID: l.entity, Resource: l.resource, LimitName: e.name,
-			Capacity: e.params.Capacity / bucket.MilliPerToken, RefillAmount: e.params.RefillAmount / bucket.MilliPerToken,
-			RefillPeriod: msDuration(e.params.RefillPeriod),
-			Available:    bucket.Available(e.balance), Requested: e.initial + e.delta, Soft: e.soft,
-		})
+	var out []LimitStatus
+	for _, p := range l.parts {
+		for _, e := range p.entries {
+			out = append(out, e.status(p.entity, l.resource, e.initial+e.delta))
+		}
 	}
 	return out
 }
 
-func (l *Lease) entry(name string) (*leaseEntry, error) {
+func (e *leaseEntry) status(entity, resource string, requested int64) LimitStatus {
+	return LimitStatus{
+		EntityID: entity, Resource: resource, LimitName: e.name,
+		Capacity: e.params.Capacity / bucket.MilliPerToken, RefillAmount: e.params.RefillAmount / bucket.MilliPerToken,
+		RefillPeriod: msDuration(e.params.RefillPeriod),
+		Available:    bucket.Available(e.balance), Requested: requested, Soft: e.soft,
+	}
+}
+
+// entries returns the entry of name in every part, or an error.
+func (l *Lease) entries(name string) ([]*leaseEntry, error) {
 	if l.done {
 		return nil, ErrLeaseExpired
 	}
-	for i := range l.entries {
-		if l.entries[i].name == name {
-			return &l.entries[i], nil
+	var out []*leaseEntry
+	for i := range l.parts {
+		for j := range l.parts[i].entries {
+			if l.parts[i].entries[j].name == name {
+				out = append(out, &l.parts[i].entries[j])
+			}
 		}
 	}
-	return nil, schema.NewValidationError(schema.FieldLimits, name, "not a limit of this lease")
+	if len(out) == 0 && !l.noop {
+		return nil, schema.NewValidationError(schema.FieldLimits, name, "not a limit of this lease")
+	}
+	return out, nil
 }
 
-// Consume takes more tokens of a declared limit if the lease's view of the
-// balance covers them; otherwise it returns *RateLimitExceeded and changes
-// nothing. Nothing is written until Commit. A soft limit never rejects.
+// Consume takes more tokens of a declared limit if the lease's view of
+// every part's balance covers them; otherwise it returns *RateLimitExceeded
+// and changes nothing. Nothing is written until Commit. A soft limit never
+// rejects, nor does a bypassed part.
 func (l *Lease) Consume(name string, tokens int64) error {
 	if tokens < 0 {
 		return schema.NewValidationError("amount", name, "consume amounts must be ≥ 0")
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	e, err := l.entry(name)
-	if err != nil {
-		return err
 	}
 	milli, ok := bucket.ToMilli(tokens)
 	if !ok {
 		return schema.NewValidationError("amount", name, "amount × 1000 must fit in 64 bits")
 	}
-	if !l.bypassed && !l.noop && !e.soft && !bucket.Covers(e.balance, tokens) {
-		st := LimitStatus{
-			EntityID: l.entity, Resource: l.resource, LimitName: name,
-			Capacity: e.params.Capacity / bucket.MilliPerToken, RefillAmount: e.params.RefillAmount / bucket.MilliPerToken,
-			RefillPeriod: msDuration(e.params.RefillPeriod), Available: bucket.Available(e.balance),
-			Requested: tokens, Exceeded: true,
-		}
-		r := bucket.DripRetryAfter(e.balance, tokens, e.share.Ceiling, e.share.Rate, e.share.Period)
-		st.Never, st.RetryAfter = r.Never, msDuration(r.WaitMs)
-		return &RateLimitExceeded{Statuses: []LimitStatus{st}}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	es, err := l.entries(name)
+	if err != nil {
+		return err
 	}
-	e.delta += tokens
-	e.balance -= milli
+	var rej *RateLimitExceeded
+	for i, p := range l.parts {
+		for j := range p.entries {
+			e := &l.parts[i].entries[j]
+			if e.name != name || p.bypassed || e.soft || bucket.Covers(e.balance, tokens) {
+				continue
+			}
+			st := e.status(p.entity, l.resource, tokens)
+			st.Exceeded = true
+			r := bucket.DripRetryAfter(e.balance, tokens, e.share.Ceiling, e.share.Rate, e.share.Period)
+			st.Never, st.RetryAfter = r.Never, msDuration(r.WaitMs)
+			if rej == nil {
+				rej = &RateLimitExceeded{}
+			}
+			rej.Statuses = append(rej.Statuses, st)
+		}
+	}
+	if rej != nil {
+		return rej
+	}
+	for _, e := range es {
+		e.delta += tokens
+		e.balance -= milli
+	}
 	return nil
 }
 
 // Adjust changes a declared limit's consumption by delta tokens (negative
-// gives tokens back). It never rejects and may drive a balance negative.
+// gives tokens back) on every part. It never rejects and may drive a
+// balance negative.
 func (l *Lease) Adjust(name string, delta int64) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	e, err := l.entry(name)
-	if err != nil {
-		return err
-	}
 	milli, ok := bucket.ToMilli(delta)
 	if !ok {
 		return schema.NewValidationError("amount", name, "amount × 1000 must fit in 64 bits")
 	}
-	e.delta += delta
-	e.balance -= milli
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	es, err := l.entries(name)
+	if err != nil {
+		return err
+	}
+	for _, e := range es {
+		e.delta += delta
+		e.balance -= milli
+	}
 	return nil
 }
 
@@ -157,65 +226,61 @@ func (l *Lease) Adjust(name string, delta int64) error {
 func (l *Lease) Release(name string, tokens int64) error { return l.Adjust(name, -tokens) }
 
 // Commit writes the changes made since admission — one Adjust-shaped write
-// (SPEC §4.6) on the lease's shard, or none when nothing changed — and ends
-// the lease.
+// (SPEC §4.6) per part that changed, independent of each other — and ends
+// the lease. Every part is attempted; the errors are joined.
 func (l *Lease) Commit(ctx context.Context) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.done {
-		return ErrLeaseExpired
-	}
-	l.done = true
-	var deltas []Declared
-	credit := false
-	for _, e := range l.entries {
-		if e.delta != 0 {
-			deltas = append(deltas, Declared{Name: e.name, Amount: e.delta})
-			credit = credit || e.delta < 0
-		}
-	}
-	if l.noop || len(deltas) == 0 {
-		return nil
-	}
-	return l.write(ctx, deltas, credit)
+	return l.finish(ctx, func(e leaseEntry) int64 { return e.delta })
 }
 
-// Rollback gives back the admission — one Adjust write negating the
-// initial consumption (changes made since were never written) — and ends
-// the lease. A failed write is logged and returned.
+// Rollback gives back the admission — one Adjust write per part negating
+// the initial consumption (changes made since were never written) — and
+// ends the lease. Failed writes are logged and returned.
 func (l *Lease) Rollback(ctx context.Context) error {
+	return l.finish(ctx, func(e leaseEntry) int64 { return -e.initial })
+}
+
+func (l *Lease) finish(ctx context.Context, delta func(leaseEntry) int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.done {
 		return ErrLeaseExpired
 	}
 	l.done = true
-	var deltas []Declared
-	for _, e := range l.entries {
-		if e.initial != 0 {
-			deltas = append(deltas, Declared{Name: e.name, Amount: -e.initial})
-		}
-	}
-	if l.noop || len(deltas) == 0 {
+	if l.noop {
 		return nil
 	}
-	return l.write(ctx, deltas, true)
+	var errs []error
+	for _, p := range l.parts {
+		var deltas []Declared
+		credit := false
+		for _, e := range p.entries {
+			if d := delta(e); d != 0 {
+				deltas = append(deltas, Declared{Name: e.name, Amount: d})
+				credit = credit || d < 0
+			}
+		}
+		if len(deltas) > 0 {
+			errs = append(errs, l.lim.adjust(ctx, l.resource, p, deltas, credit))
+		}
+	}
+	return errors.Join(errs...)
 }
 
-func (l *Lease) write(ctx context.Context, deltas []Declared, credit bool) error {
+// adjust writes one part's deltas with the Adjust shape. A credit can lift
+// tk above its ceiling, so it also forces one materialising pass on the
+// shard, which clamps it (SPEC §6.9). A bypassed part never touched tk.
+func (l *Limiter) adjust(ctx context.Context, resource string, p leasePart, deltas []Declared, credit bool) error {
 	mode := AdjustBoth
-	if l.bypassed {
-		mode = AdjustConsumed // a bypassed lease never touched tk
+	if p.bypassed {
+		mode = AdjustConsumed
 	}
-	id := schema.BucketID{Namespace: l.lim.ns, Entity: l.entity, Resource: l.resource, Shard: l.shard}
-	// A credit can lift tk above its ceiling: force one materialising pass
-	// on the shard, which clamps it (SPEC §6.9).
-	in, err := l.lim.writes.Adjust(id, mode, deltas, credit && !l.bypassed)
+	id := schema.BucketID{Namespace: l.ns, Entity: p.entity, Resource: resource, Shard: p.shard}
+	in, err := l.writes.Adjust(id, mode, deltas, credit && !p.bypassed)
 	if err != nil {
 		return err
 	}
-	if _, err := l.lim.db.UpdateItem(ctx, in); err != nil {
-		l.lim.log.WarnContext(ctx, "lease write failed", "resource", l.resource, "shard", l.shard, "error", err)
+	if _, err := l.db.UpdateItem(ctx, in); err != nil {
+		l.log.WarnContext(ctx, "lease write failed", "resource", resource, "shard", p.shard, "error", err)
 		return &dbError{op: "lease adjust", err: err}
 	}
 	return nil

@@ -180,11 +180,6 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// ErrCascadeUnsupported reports a pair that cascades to a parent entity.
-// Cascade (SPEC §6.7) is not built yet; rather than admit without debiting
-// the parent, the limiter refuses such requests.
-var ErrCascadeUnsupported = errors.New("limiter: the entity cascades to its parent on this resource; cascade is not supported by this version")
-
 // unsupportedItem wraps an item this version must not write to.
 func unsupportedItem(reason string) error {
 	return fmt.Errorf("limiter: bucket carries %s, which this version does not handle (DECISIONS D2): %w", reason, errPhase2)

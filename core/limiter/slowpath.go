@@ -25,16 +25,38 @@ const maxSlowPasses = 3
 var ErrContention = errors.New("limiter: slow path lost its write race repeatedly")
 
 // slowPath is SPEC §6.8 on the drawn shard: read, materialise every limit,
-// admit, and write under the rf lock (or create the shard).
+// admit, and write under the rf lock (or create the shard). When the pair
+// cascades, the parent's pass is prepared too and both writes go in one
+// transaction.
 func (l *Limiter) slowPath(ctx context.Context, req *request, shard int) (*Lease, error) {
-	for pass := 0; pass < maxSlowPasses; pass++ {
+	conflicts := 0
+	for pass := 0; pass < maxSlowPasses+conflicts; pass++ {
 		lease, again, err := l.slowPass(ctx, req, shard)
+		var tc *transactionConflict
+		if errors.As(err, &tc) && conflicts < len(conflictBackoff) {
+			if err := l.sleep(ctx, conflictBackoff[conflicts]); err != nil {
+				return nil, err
+			}
+			conflicts++
+			continue
+		}
 		if !again {
 			return lease, err
 		}
 	}
 	return nil, &dbError{op: "slow path", err: ErrContention}
 }
+
+// conflictBackoff is the wait before each retry after a TransactionConflict
+// (SPEC §6.8 step 7, Appendix A).
+var conflictBackoff = [...]time.Duration{25 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond}
+
+// transactionConflict marks a cascaded write cancelled by a conflicting
+// transaction; the pass is retried after a back-off.
+type transactionConflict struct{ err error }
+
+func (e *transactionConflict) Error() string { return "transaction conflict: " + e.err.Error() }
+func (e *transactionConflict) Unwrap() error { return e.err }
 
 // planned is one limit of a slow pass: its config, the state read and the
 // state to write.
@@ -51,70 +73,112 @@ type planned struct {
 	status   bucket.Status
 }
 
+// pass is one entity's side of a slow pass: what was read and decided, and
+// the write that carries it.
+type pass struct {
+	req      *request // entity is this pass's entity
+	id       schema.BucketID
+	plan     []planned
+	img      *bucket.Image // nil: the shard is missing and is created
+	owner    config.Entity
+	cascade  bool // the entity cascades on this resource (its owner stamp)
+	shards   int64
+	ttl      int64
+	bypass   bool
+	deadline int64
+	now      int64
+	// One of put (create) or update (rf-locked write) is set by build.
+	put    map[string]types.AttributeValue
+	update *updateBuilder
+}
+
 // slowPass runs one read-decide-write round. again asks for another round.
 func (l *Limiter) slowPass(ctx context.Context, req *request, shard int) (lease *Lease, again bool, err error) {
-	limits, source, err := l.limitsFor(ctx, req)
+	child, err := l.prepare(ctx, req, shard)
 	if err != nil {
 		return nil, false, err
+	}
+	var parent *pass
+	if child.cascade {
+		preq := req.forEntity(child.owner.ParentID)
+		pshard, _ := l.drawShard(l.pairs.get(preq.entity, preq.resource).shardCount, new(shardSet))
+		if parent, err = l.prepare(ctx, preq, pshard); err != nil {
+			var dis *ResourceDisabled
+			if errors.As(err, &dis) {
+				dis.EntityID = preq.entity
+			}
+			return nil, false, err
+		}
+	}
+	if e := l.violations(child, parent); e != nil {
+		return nil, false, e
+	}
+	child.build()
+	if parent == nil {
+		return l.writeOne(ctx, child)
+	}
+	parent.build()
+	return l.writeBoth(ctx, child, parent)
+}
+
+// forEntity is the same request made for another entity (the cascade parent).
+func (r *request) forEntity(entity string) *request {
+	c := *r
+	c.entity = entity
+	return &c
+}
+
+// prepare reads and plans one entity's side of a slow pass.
+func (l *Limiter) prepare(ctx context.Context, req *request, shard int) (*pass, error) {
+	limits, source, err := l.limitsFor(ctx, req)
+	if err != nil {
+		return nil, err
 	}
 	walk, err := l.resolver.ResolveAccess(ctx, l.ns, req.entity, req.resource,
 		config.AccessOptions{IncludeSystem: source == config.LevelSystem})
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	if walk.Mode == config.AccessDisabled {
-		return nil, false, &ResourceDisabled{EntityID: req.entity, Resource: req.resource, Level: walk.Level.String()}
+		return nil, &ResourceDisabled{EntityID: req.entity, Resource: req.resource, Level: walk.Level.String()}
 	}
 	if req.override == nil && len(walk.Limits) > 0 {
 		limits = walk.Limits // fresher than the cache, soft flags included (§5.3)
 	}
 	for _, d := range req.declared {
 		if _, ok := limit.Find(limits, d.Name); !ok {
-			return nil, false, schema.NewValidationError(schema.FieldLimits, d.Name,
+			return nil, schema.NewValidationError(schema.FieldLimits, d.Name,
 				"is not a limit of entity "+req.entity+" on resource "+req.resource)
 		}
 	}
-	id := schema.BucketID{Namespace: l.ns, Entity: req.entity, Resource: req.resource, Shard: shard}
-	meta, item, err := l.readMetaAndBucket(ctx, id)
+	p := &pass{req: req, id: schema.BucketID{Namespace: l.ns, Entity: req.entity, Resource: req.resource, Shard: shard}}
+	meta, item, err := l.readMetaAndBucket(ctx, p.id)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	var owner config.Entity
 	if meta != nil {
-		owner = config.DecodeEntity(meta)
+		p.owner = config.DecodeEntity(meta)
 	}
-	if config.EffectiveCascade(owner, walk.Cascade) {
-		return nil, false, ErrCascadeUnsupported
-	}
-	now := l.nowMs()
-	deadline := walk.ReadAt.UnixMilli() + l.stampTTL
-	bypass := walk.Mode == config.AccessBypass
-
-	var img *bucket.Image
-	shards := l.pairs.get(req.entity, req.resource).shardCount
+	p.cascade = config.EffectiveCascade(p.owner, walk.Cascade)
+	p.now = l.nowMs()
+	p.deadline = walk.ReadAt.UnixMilli() + l.stampTTL
+	p.bypass = walk.Mode == config.AccessBypass
+	p.shards = l.pairs.get(req.entity, req.resource).shardCount
 	if item != nil {
-		decoded, err := bucket.DecodeImage(item)
+		img, err := bucket.DecodeImage(item)
 		if err != nil {
-			return nil, false, err
+			return nil, err
 		}
-		if decoded.Phase2() {
-			return nil, false, unsupportedItem("schedule, window, grant or top-up attributes")
+		if img.Phase2() {
+			return nil, unsupportedItem("schedule, window, grant or top-up attributes")
 		}
-		img = &decoded
-		l.learn(req, img, now)
-		shards = max(img.ShardCount, 1)
+		p.img = &img
+		l.learn(req, p.img, p.now)
+		p.shards = max(img.ShardCount, 1)
 	}
-	plan := l.plan(req, limits, img, shards, now)
-	if !bypass {
-		if e := l.violations(req, plan); e != nil {
-			return nil, false, e
-		}
-	}
-	ttl := l.bucketTTL(limits, source, req.override != nil, now)
-	if img == nil {
-		return l.create(ctx, req, id, plan, owner, shards, ttl, bypass, deadline, now)
-	}
-	return l.update(ctx, req, id, img, plan, owner, ttl, bypass, deadline, now)
+	p.plan = l.plan(req, limits, p.img, p.shards, p.now)
+	p.ttl = l.bucketTTL(limits, source, req.override != nil, p.now)
+	return p, nil
 }
 
 // limitsFor resolves the pair's limits (cached) or takes the override.
@@ -192,22 +256,343 @@ func (l *Limiter) plan(req *request, limits []limit.Limit, img *bucket.Image, sh
 	return out
 }
 
-// violations builds the rejection of a plan with a short hard limit.
-func (l *Limiter) violations(req *request, plan []planned) *RateLimitExceeded {
+// violations builds the rejection of a pass (and its parent's) when a
+// declared hard limit is short. A bypassed side never rejects.
+func (l *Limiter) violations(passes ...*pass) *RateLimitExceeded {
 	short := false
-	for _, p := range plan {
-		short = short || p.status.Exceeded
+	for _, p := range passes {
+		if p == nil || p.bypass {
+			continue
+		}
+		for _, pl := range p.plan {
+			short = short || pl.status.Exceeded
+		}
 	}
 	if !short {
 		return nil
 	}
 	e := &RateLimitExceeded{}
-	for _, p := range plan {
-		if p.declared {
-			e.Statuses = append(e.Statuses, l.status(req, Declared{Name: p.lim.Name, Amount: p.amount}, p.params, p.lim.Soft, p.status))
+	for _, p := range passes {
+		if p == nil {
+			continue
+		}
+		for _, pl := range p.plan {
+			if pl.declared {
+				st := pl.status
+				st.Exceeded = st.Exceeded && !p.bypass
+				e.Statuses = append(e.Statuses, l.status(p.req, Declared{Name: pl.lim.Name, Amount: pl.amount}, pl.params, pl.lim.Soft, st))
+			}
 		}
 	}
 	return e
+}
+
+// build sets the pass's write: the full item of a create, or the rf-locked
+// update (SPEC §4.6, §6.8 step 6). A bypassed pass funds a create without
+// debiting it, and on an existing shard only adds tc and renews the stamp
+// (ADR-151 decision 6).
+func (p *pass) build() {
+	if p.img == nil {
+		p.put = p.createItem()
+		return
+	}
+	u := &updateBuilder{}
+	p.update = u
+	img := p.img
+	if p.bypass {
+		u.cond("attribute_exists(" + u.name(schema.AttrPK) + ")")
+		u.set(schema.AttrBypass, num(p.deadline))
+		for _, pl := range p.plan {
+			if !pl.present {
+				seed(u, pl, true)
+			} else if pl.consumed != 0 {
+				u.add(schema.BucketAttr(pl.lim.Name, schema.LimitConsumed), num(pl.consumed))
+			}
+		}
+	} else {
+		u.cond(u.name(schema.AttrRF) + " = " + u.value(num(img.RF)))
+		u.set(schema.AttrRF, num(bucket.StampRF(img.RF, p.now)))
+		for _, pl := range p.plan {
+			if !pl.present {
+				seed(u, pl, false)
+				continue
+			}
+			credited := pl.balance - pl.stored
+			tk := schema.BucketAttr(pl.lim.Name, schema.LimitTokens)
+			if d := credited - pl.consumed; d != 0 {
+				u.add(tk, num(d))
+			}
+			if pl.consumed != 0 {
+				u.add(schema.BucketAttr(pl.lim.Name, schema.LimitConsumed), num(pl.consumed))
+			}
+			if floor := pl.consumed - credited; floor > 0 && !pl.lim.Soft {
+				u.cond(u.name(tk) + " >= " + u.value(num(floor)))
+			}
+			if li := img.Limit(pl.lim.Name); li != nil && li.Params() != pl.params {
+				setParams(u, pl)
+			}
+		}
+		if img.WCU.Present() {
+			s := bucket.Undivided(bucket.WCUParams())
+			if _, credited := bucket.Materialise(img.WCU.Tokens, img.RF, p.now, s.Ceiling, s.Rate, s.Period); credited != 0 {
+				u.add(schema.BucketAttr(schema.WCULimit, schema.LimitTokens), num(credited))
+			}
+		}
+		if img.Bypass.Present {
+			u.remove(schema.AttrBypass)
+		}
+	}
+	// Soft stamps follow the fresh config read (SPEC §8.4).
+	for _, pl := range p.plan {
+		attr := schema.BucketAttr(pl.lim.Name, schema.LimitSoft)
+		li := img.Limit(pl.lim.Name)
+		switch {
+		case pl.lim.Soft:
+			u.set(attr, num(p.deadline))
+		case li != nil && li.Soft.Present:
+			u.remove(attr)
+		}
+	}
+	// Owner stamp, pinned to the parent generation read (ADR-150).
+	pgen := u.name(schema.AttrPGen)
+	u.cond("(attribute_not_exists(" + pgen + ") OR " + pgen + " <= " + u.value(num(p.owner.PGen)) + ")")
+	u.set(schema.AttrPGen, num(p.owner.PGen))
+	u.set(schema.AttrCascade, &types.AttributeValueMemberBOOL{Value: p.cascade})
+	if p.owner.ParentID != "" {
+		u.set(schema.AttrParentID, str(p.owner.ParentID))
+	} else if img.HasParent {
+		u.remove(schema.AttrParentID)
+	}
+	if img.HasDisabled {
+		u.remove(schema.AttrDisabled)
+	}
+	if img.HasVU {
+		u.remove(schema.AttrVU)
+	}
+	switch {
+	case p.ttl > 0:
+		u.set(schema.AttrTTL, num(p.ttl))
+	case img.HasTTL:
+		u.remove(schema.AttrTTL)
+	}
+}
+
+// createItem is the full item of a new shard (SPEC §6.8 step 6, Create).
+func (p *pass) createItem() map[string]types.AttributeValue {
+	id := p.id
+	item := schema.BucketItemKeys(id.Namespace, id.Entity, id.Resource, id.Shard).Item()
+	item[schema.AttrEntityID] = str(id.Entity)
+	item[schema.AttrResource] = str(id.Resource)
+	item[schema.AttrRF] = num(p.now)
+	item[schema.AttrShardCount] = num(p.shards)
+	item[schema.AttrCascade] = &types.AttributeValueMemberBOOL{Value: p.cascade}
+	item[schema.AttrPGen] = num(p.owner.PGen)
+	if p.owner.ParentID != "" {
+		item[schema.AttrParentID] = str(p.owner.ParentID)
+	}
+	if p.ttl > 0 {
+		item[schema.AttrTTL] = num(p.ttl)
+	}
+	if p.bypass {
+		item[schema.AttrBypass] = num(p.deadline)
+	}
+	for _, pl := range p.plan {
+		tk := pl.share.Target
+		if !p.bypass {
+			tk -= pl.consumed
+		}
+		item[schema.BucketAttr(pl.lim.Name, schema.LimitTokens)] = num(tk)
+		item[schema.BucketAttr(pl.lim.Name, schema.LimitConsumed)] = num(pl.consumed)
+		item[schema.BucketAttr(pl.lim.Name, schema.LimitCapacity)] = num(pl.params.Capacity)
+		item[schema.BucketAttr(pl.lim.Name, schema.LimitRefillAmount)] = num(pl.params.RefillAmount)
+		item[schema.BucketAttr(pl.lim.Name, schema.LimitRefillPeriod)] = num(pl.params.RefillPeriod)
+		if pl.lim.Soft {
+			item[schema.BucketAttr(pl.lim.Name, schema.LimitSoft)] = num(p.deadline)
+		}
+	}
+	w := bucket.WCUParams()
+	item[schema.BucketAttr(schema.WCULimit, schema.LimitTokens)] = num(w.Capacity)
+	item[schema.BucketAttr(schema.WCULimit, schema.LimitConsumed)] = num(0)
+	item[schema.BucketAttr(schema.WCULimit, schema.LimitCapacity)] = num(w.Capacity)
+	item[schema.BucketAttr(schema.WCULimit, schema.LimitRefillAmount)] = num(w.RefillAmount)
+	item[schema.BucketAttr(schema.WCULimit, schema.LimitRefillPeriod)] = num(w.RefillPeriod)
+	return item
+}
+
+// part is the lease part of a written pass.
+func (p *pass) part() leasePart {
+	lp := leasePart{entity: p.id.Entity, shard: p.id.Shard, bypassed: p.bypass}
+	for _, pl := range p.plan {
+		if !pl.declared {
+			continue
+		}
+		balance := pl.balance
+		if !p.bypass {
+			balance -= pl.consumed
+		}
+		lp.entries = append(lp.entries, leaseEntry{
+			name: pl.lim.Name, initial: pl.amount, params: pl.params, share: pl.share, balance: balance, soft: pl.lim.Soft,
+		})
+	}
+	return lp
+}
+
+// written records what a successful write teaches the caches.
+func (l *Limiter) written(p *pass) {
+	l.pairs.update(p.id.Entity, p.id.Resource, func(s *pairState) {
+		s.shardCount = max(s.shardCount, p.shards)
+		s.bypassed = p.bypass
+		s.cascadeKnown, s.cascade, s.parentID = true, p.cascade, p.owner.ParentID
+	})
+}
+
+// writeOne sends a single entity's write.
+func (l *Limiter) writeOne(ctx context.Context, p *pass) (*Lease, bool, error) {
+	var err error
+	if p.put != nil {
+		_, err = l.db.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName: aws.String(l.table), Item: p.put,
+			ConditionExpression: aws.String("attribute_not_exists(PK)"),
+		})
+	} else {
+		_, err = l.db.UpdateItem(ctx, p.update.input(l.table, p.id.Key()))
+	}
+	if err != nil {
+		var ccf *types.ConditionalCheckFailedException
+		switch {
+		case !errors.As(err, &ccf):
+			return nil, false, &dbError{op: "slow path write", err: err}
+		case p.put != nil || p.bypass:
+			return nil, true, nil // the shard appeared, or moved: read it again
+		}
+		return l.retryWrite(ctx, p)
+	}
+	l.written(p)
+	return &Lease{lim: l, resource: p.id.Resource, parts: []leasePart{p.part()}}, false, nil
+}
+
+// writeBoth sends a cascaded pair of writes in one transaction (SPEC §6.8
+// step 6: 2 write units per item).
+func (l *Limiter) writeBoth(ctx context.Context, child, parent *pass) (*Lease, bool, error) {
+	items := make([]types.TransactWriteItem, 0, 2)
+	for _, p := range []*pass{child, parent} {
+		if p.put != nil {
+			items = append(items, types.TransactWriteItem{Put: &types.Put{
+				TableName: aws.String(l.table), Item: p.put,
+				ConditionExpression: aws.String("attribute_not_exists(PK)"),
+			}})
+			continue
+		}
+		in := p.update.input(l.table, p.id.Key())
+		items = append(items, types.TransactWriteItem{Update: &types.Update{
+			TableName: in.TableName, Key: in.Key, UpdateExpression: in.UpdateExpression,
+			ConditionExpression: in.ConditionExpression, ExpressionAttributeNames: in.ExpressionAttributeNames,
+			ExpressionAttributeValues: in.ExpressionAttributeValues,
+		}})
+	}
+	// A fresh input per call: the SDK writes its idempotency token into it
+	// (docs/decisions.md P3).
+	_, err := l.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	if err != nil {
+		var tce *types.TransactionCanceledException
+		if !errors.As(err, &tce) {
+			return nil, false, &dbError{op: "slow path transaction", err: err}
+		}
+		for _, r := range tce.CancellationReasons {
+			if aws.ToString(r.Code) == "TransactionConflict" {
+				return nil, false, &transactionConflict{err: err}
+			}
+		}
+		l.log.Debug("cascade transaction cancelled", "reasons", fmtReasons(tce.CancellationReasons))
+		return nil, true, nil // a lock or a create was lost: read both again
+	}
+	l.written(child)
+	l.written(parent)
+	return &Lease{lim: l, resource: child.id.Resource, parts: []leasePart{child.part(), parent.part()}}, false, nil
+}
+
+// seed adds a limit missing on the item (SPEC §6.8: seeds for resolved
+// limits), conditioned on its absence.
+func seed(u *updateBuilder, pl planned, bypass bool) {
+	cp := schema.BucketAttr(pl.lim.Name, schema.LimitCapacity)
+	u.cond("attribute_not_exists(" + u.name(cp) + ")")
+	setParams(u, pl)
+	tk := pl.share.Target
+	if !bypass {
+		tk -= pl.consumed
+	}
+	u.add(schema.BucketAttr(pl.lim.Name, schema.LimitTokens), num(tk))
+	u.add(schema.BucketAttr(pl.lim.Name, schema.LimitConsumed), num(pl.consumed))
+}
+
+func setParams(u *updateBuilder, pl planned) {
+	u.set(schema.BucketAttr(pl.lim.Name, schema.LimitCapacity), num(pl.params.Capacity))
+	u.set(schema.BucketAttr(pl.lim.Name, schema.LimitRefillAmount), num(pl.params.RefillAmount))
+	u.set(schema.BucketAttr(pl.lim.Name, schema.LimitRefillPeriod), num(pl.params.RefillPeriod))
+}
+
+// retryWrite is the Retry shape after a lost rf lock (SPEC §6.8 step 7):
+// consumption only, conditioned per hard limit. Its failure is a rejection
+// built from the image it returns, unless a declared limit is missing
+// there, which needs another pass.
+func (l *Limiter) retryWrite(ctx context.Context, p *pass) (*Lease, bool, error) {
+	var limits []RetryLimit
+	for _, pl := range p.plan {
+		if pl.declared {
+			limits = append(limits, RetryLimit{Name: pl.lim.Name, Amount: pl.amount, Hard: !pl.lim.Soft})
+		}
+	}
+	in, err := l.writes.Retry(p.id, limits)
+	if err != nil {
+		return nil, false, err
+	}
+	now := l.nowMs()
+	out, err := l.db.UpdateItem(ctx, in)
+	if err == nil {
+		img, err := bucket.DecodeImage(out.Attributes)
+		if err != nil {
+			return nil, false, err
+		}
+		lp := leasePart{entity: p.id.Entity, shard: p.id.Shard}
+		for _, pl := range p.plan {
+			if !pl.declared {
+				continue
+			}
+			e := leaseEntry{name: pl.lim.Name, initial: pl.amount, params: pl.params, share: pl.share, soft: pl.lim.Soft}
+			if li := img.Limit(pl.lim.Name); li != nil {
+				e.balance, _ = bucket.Materialise(li.Tokens, img.RF, now, pl.share.Ceiling, pl.share.Rate, pl.share.Period)
+			}
+			lp.entries = append(lp.entries, e)
+		}
+		return &Lease{lim: l, resource: p.id.Resource, parts: []leasePart{lp}}, false, nil
+	}
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		return nil, false, &dbError{op: "slow path retry", err: err}
+	}
+	img, err := bucket.DecodeImage(ccf.Item)
+	if err != nil || len(ccf.Item) == 0 {
+		return nil, true, nil
+	}
+	e := &RateLimitExceeded{}
+	for _, pl := range p.plan {
+		if !pl.declared {
+			continue
+		}
+		li := img.Limit(pl.lim.Name)
+		if li == nil {
+			return nil, true, nil
+		}
+		st := bucket.Check(li.Tokens, img.RF, now, pl.share, pl.amount)
+		if pl.lim.Soft {
+			st.Exceeded = false
+		}
+		e.Statuses = append(e.Statuses, l.status(p.req, Declared{Name: pl.lim.Name, Amount: pl.amount}, pl.params, pl.lim.Soft, st))
+	}
+	if len(e.Violations()) == 0 {
+		return nil, true, nil // the shortfall is gone by now: run again
+	}
+	return nil, false, e
 }
 
 // bucketTTL is SPEC §2.5: no TTL for entity-configured limits; otherwise
@@ -228,263 +613,6 @@ func (l *Limiter) bucketTTL(limits []limit.Limit, source config.Level, override 
 		horizon = max(horizon, bucket.CeilDiv(ms+1, 1000))
 	}
 	return now/1000 + horizon*l.ttlMultiplier
-}
-
-// create puts the whole shard (SPEC §6.8 step 6, Create).
-func (l *Limiter) create(ctx context.Context, req *request, id schema.BucketID, plan []planned, owner config.Entity,
-	shards, ttl int64, bypass bool, deadline, now int64) (*Lease, bool, error) {
-	item := schema.BucketItemKeys(id.Namespace, id.Entity, id.Resource, id.Shard).Item()
-	item[schema.AttrEntityID] = str(id.Entity)
-	item[schema.AttrResource] = str(id.Resource)
-	item[schema.AttrRF] = num(now)
-	item[schema.AttrShardCount] = num(shards)
-	item[schema.AttrCascade] = &types.AttributeValueMemberBOOL{Value: false}
-	item[schema.AttrPGen] = num(owner.PGen)
-	if owner.ParentID != "" {
-		item[schema.AttrParentID] = str(owner.ParentID)
-	}
-	if ttl > 0 {
-		item[schema.AttrTTL] = num(ttl)
-	}
-	if bypass {
-		item[schema.AttrBypass] = num(deadline)
-	}
-	for _, p := range plan {
-		tk := p.share.Target
-		if !bypass {
-			tk -= p.consumed
-		}
-		item[schema.BucketAttr(p.lim.Name, schema.LimitTokens)] = num(tk)
-		item[schema.BucketAttr(p.lim.Name, schema.LimitConsumed)] = num(p.consumed)
-		item[schema.BucketAttr(p.lim.Name, schema.LimitCapacity)] = num(p.params.Capacity)
-		item[schema.BucketAttr(p.lim.Name, schema.LimitRefillAmount)] = num(p.params.RefillAmount)
-		item[schema.BucketAttr(p.lim.Name, schema.LimitRefillPeriod)] = num(p.params.RefillPeriod)
-		if p.lim.Soft {
-			item[schema.BucketAttr(p.lim.Name, schema.LimitSoft)] = num(deadline)
-		}
-	}
-	w := bucket.WCUParams()
-	item[schema.BucketAttr(schema.WCULimit, schema.LimitTokens)] = num(w.Capacity)
-	item[schema.BucketAttr(schema.WCULimit, schema.LimitConsumed)] = num(0)
-	item[schema.BucketAttr(schema.WCULimit, schema.LimitCapacity)] = num(w.Capacity)
-	item[schema.BucketAttr(schema.WCULimit, schema.LimitRefillAmount)] = num(w.RefillAmount)
-	item[schema.BucketAttr(schema.WCULimit, schema.LimitRefillPeriod)] = num(w.RefillPeriod)
-	_, err := l.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: aws.String(l.table), Item: item,
-		ConditionExpression: aws.String("attribute_not_exists(PK)"),
-	})
-	if err != nil {
-		var ccf *types.ConditionalCheckFailedException
-		if errors.As(err, &ccf) {
-			return nil, true, nil // another writer created the shard: read it again
-		}
-		return nil, false, &dbError{op: "slow path create", err: err}
-	}
-	l.pairs.learnShardCount(id.Entity, id.Resource, shards)
-	return l.slowLease(req, id, plan, bypass, func(p planned) int64 { return p.balance - p.consumed }), false, nil
-}
-
-// update is the rf-locked Normal write (SPEC §4.6, §6.8 step 6), or the
-// bypass pass on an existing shard.
-func (l *Limiter) update(ctx context.Context, req *request, id schema.BucketID, img *bucket.Image, plan []planned,
-	owner config.Entity, ttl int64, bypass bool, deadline, now int64) (*Lease, bool, error) {
-	var u updateBuilder
-	if bypass {
-		u.cond("attribute_exists(" + u.name(schema.AttrPK) + ")")
-		u.set(schema.AttrBypass, num(deadline))
-		for _, p := range plan {
-			if !p.present {
-				l.seed(&u, p, true)
-			} else if p.consumed != 0 {
-				u.add(schema.BucketAttr(p.lim.Name, schema.LimitConsumed), num(p.consumed))
-			}
-		}
-	} else {
-		u.cond(u.name(schema.AttrRF) + " = " + u.value(num(img.RF)))
-		u.set(schema.AttrRF, num(bucket.StampRF(img.RF, now)))
-		for _, p := range plan {
-			if !p.present {
-				l.seed(&u, p, false)
-				continue
-			}
-			credited := p.balance - p.stored
-			tk := schema.BucketAttr(p.lim.Name, schema.LimitTokens)
-			if d := credited - p.consumed; d != 0 {
-				u.add(tk, num(d))
-			}
-			if p.consumed != 0 {
-				u.add(schema.BucketAttr(p.lim.Name, schema.LimitConsumed), num(p.consumed))
-			}
-			if floor := p.consumed - credited; floor > 0 && !p.lim.Soft {
-				u.cond(u.name(tk) + " >= " + u.value(num(floor)))
-			}
-			if li := img.Limit(p.lim.Name); li != nil && li.Params() != p.params {
-				l.setParams(&u, p)
-			}
-		}
-		if img.WCU.Present() {
-			s := bucket.Undivided(bucket.WCUParams())
-			_, credited := bucket.Materialise(img.WCU.Tokens, img.RF, now, s.Ceiling, s.Rate, s.Period)
-			if credited != 0 {
-				u.add(schema.BucketAttr(schema.WCULimit, schema.LimitTokens), num(credited))
-			}
-		}
-		if img.Bypass.Present {
-			u.remove(schema.AttrBypass)
-		}
-	}
-	// Soft stamps follow the fresh config read (SPEC §8.4).
-	for _, p := range plan {
-		attr := schema.BucketAttr(p.lim.Name, schema.LimitSoft)
-		li := img.Limit(p.lim.Name)
-		switch {
-		case p.lim.Soft:
-			u.set(attr, num(deadline))
-		case li != nil && li.Soft.Present:
-			u.remove(attr)
-		}
-	}
-	// Owner stamp, pinned to the parent generation read (ADR-150).
-	pgen := u.name(schema.AttrPGen)
-	u.cond("(attribute_not_exists(" + pgen + ") OR " + pgen + " <= " + u.value(num(owner.PGen)) + ")")
-	u.set(schema.AttrPGen, num(owner.PGen))
-	u.set(schema.AttrCascade, &types.AttributeValueMemberBOOL{Value: false})
-	if owner.ParentID != "" {
-		u.set(schema.AttrParentID, str(owner.ParentID))
-	} else if img.HasParent {
-		u.remove(schema.AttrParentID)
-	}
-	if img.HasDisabled {
-		u.remove(schema.AttrDisabled)
-	}
-	if img.HasVU {
-		u.remove(schema.AttrVU)
-	}
-	switch {
-	case ttl > 0:
-		u.set(schema.AttrTTL, num(ttl))
-	case img.HasTTL:
-		u.remove(schema.AttrTTL)
-	}
-	in := u.input(l.table, id.Key())
-	if _, err := l.db.UpdateItem(ctx, in); err != nil {
-		var ccf *types.ConditionalCheckFailedException
-		if !errors.As(err, &ccf) {
-			return nil, false, &dbError{op: "slow path update", err: err}
-		}
-		if bypass {
-			return nil, true, nil
-		}
-		return l.retryWrite(ctx, req, id, plan)
-	}
-	balanceAfter := func(p planned) int64 {
-		if bypass {
-			return p.balance
-		}
-		return p.balance - p.consumed
-	}
-	return l.slowLease(req, id, plan, bypass, balanceAfter), false, nil
-}
-
-// seed adds a limit missing on the item (SPEC §6.8: seeds for resolved
-// limits), conditioned on its absence.
-func (l *Limiter) seed(u *updateBuilder, p planned, bypass bool) {
-	cp := schema.BucketAttr(p.lim.Name, schema.LimitCapacity)
-	u.cond("attribute_not_exists(" + u.name(cp) + ")")
-	l.setParams(u, p)
-	tk := p.share.Target
-	if !bypass {
-		tk -= p.consumed
-	}
-	u.add(schema.BucketAttr(p.lim.Name, schema.LimitTokens), num(tk))
-	u.add(schema.BucketAttr(p.lim.Name, schema.LimitConsumed), num(p.consumed))
-}
-
-func (l *Limiter) setParams(u *updateBuilder, p planned) {
-	u.set(schema.BucketAttr(p.lim.Name, schema.LimitCapacity), num(p.params.Capacity))
-	u.set(schema.BucketAttr(p.lim.Name, schema.LimitRefillAmount), num(p.params.RefillAmount))
-	u.set(schema.BucketAttr(p.lim.Name, schema.LimitRefillPeriod), num(p.params.RefillPeriod))
-}
-
-// retryWrite is the Retry shape after a lost rf lock (SPEC §6.8 step 7):
-// consumption only, conditioned per hard limit. Its failure is a rejection
-// built from the image it returns, unless a declared limit is missing
-// there, which needs another pass.
-func (l *Limiter) retryWrite(ctx context.Context, req *request, id schema.BucketID, plan []planned) (*Lease, bool, error) {
-	var limits []RetryLimit
-	for _, p := range plan {
-		if p.declared {
-			limits = append(limits, RetryLimit{Name: p.lim.Name, Amount: p.amount, Hard: !p.lim.Soft})
-		}
-	}
-	in, err := l.writes.Retry(id, limits)
-	if err != nil {
-		return nil, false, err
-	}
-	now := l.nowMs()
-	out, err := l.db.UpdateItem(ctx, in)
-	if err == nil {
-		img, err := bucket.DecodeImage(out.Attributes)
-		if err != nil {
-			return nil, false, err
-		}
-		lease := &Lease{lim: l, entity: req.entity, resource: req.resource, shard: id.Shard}
-		for _, p := range plan {
-			if !p.declared {
-				continue
-			}
-			e := leaseEntry{name: p.lim.Name, initial: p.amount, params: p.params, share: p.share, soft: p.lim.Soft}
-			if li := img.Limit(p.lim.Name); li != nil {
-				e.balance, _ = bucket.Materialise(li.Tokens, img.RF, now, p.share.Ceiling, p.share.Rate, p.share.Period)
-			}
-			lease.entries = append(lease.entries, e)
-		}
-		return lease, false, nil
-	}
-	var ccf *types.ConditionalCheckFailedException
-	if !errors.As(err, &ccf) {
-		return nil, false, &dbError{op: "slow path retry", err: err}
-	}
-	img, err := bucket.DecodeImage(ccf.Item)
-	if err != nil || len(ccf.Item) == 0 {
-		return nil, true, nil
-	}
-	e := &RateLimitExceeded{}
-	for _, p := range plan {
-		if !p.declared {
-			continue
-		}
-		li := img.Limit(p.lim.Name)
-		if li == nil {
-			return nil, true, nil
-		}
-		st := bucket.Check(li.Tokens, img.RF, now, p.share, p.amount)
-		if p.lim.Soft {
-			st.Exceeded = false
-		}
-		e.Statuses = append(e.Statuses, l.status(req, Declared{Name: p.lim.Name, Amount: p.amount}, p.params, p.lim.Soft, st))
-	}
-	if len(e.Violations()) == 0 {
-		return nil, true, nil // the shortfall is gone by now: run again
-	}
-	return nil, false, e
-}
-
-// slowLease builds the committed lease of a slow-path write.
-func (l *Limiter) slowLease(req *request, id schema.BucketID, plan []planned, bypass bool, balance func(planned) int64) *Lease {
-	lease := &Lease{lim: l, entity: req.entity, resource: req.resource, shard: id.Shard, bypassed: bypass}
-	for _, p := range plan {
-		if p.declared {
-			lease.entries = append(lease.entries, leaseEntry{
-				name: p.lim.Name, initial: p.amount, params: p.params, share: p.share,
-				balance: balance(p), soft: p.lim.Soft,
-			})
-		}
-	}
-	if bypass {
-		l.pairs.update(req.entity, req.resource, func(s *pairState) { s.bypassed = true })
-	}
-	return lease
 }
 
 // updateBuilder assembles an UpdateItem with positional aliases only
@@ -557,3 +685,17 @@ func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Va
 
 // backoff is the wait before retry attempt n of a read (25, 50, 100 ms …).
 func backoff(n int) time.Duration { return time.Duration(25<<min(n-1, 5)) * time.Millisecond }
+
+func fmtReasons(rs []types.CancellationReason) string {
+	var b strings.Builder
+	for i, r := range rs {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString(aws.ToString(r.Code))
+		if r.Message != nil {
+			b.WriteString("(" + *r.Message + ")")
+		}
+	}
+	return b.String()
+}
