@@ -3,6 +3,7 @@ package limiter_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,9 +21,13 @@ import (
 
 // cascadeEnv: org (parent) with its own limits on "api", key (child,
 // cascading) with its own larger ones.
-func cascadeEnv(t *testing.T, parentCap, childCap int64) *env {
+func cascadeEnv(t *testing.T, parentCap, childCap int64, rand ...func(int) int) *env {
 	t.Helper()
-	e := newEnv(t, limiter.Options{})
+	o := limiter.Options{}
+	if len(rand) > 0 {
+		o.Rand = rand[0]
+	}
+	e := newEnv(t, o)
 	ctx := context.Background()
 	st := e.lim.Store()
 	if _, err := st.CreateEntity(ctx, ns, "org", config.EntityOptions{}); err != nil {
@@ -57,6 +62,32 @@ func (e *env) setAttr(entity, expr string, values map[string]types.AttributeValu
 	})
 	if err != nil {
 		e.t.Fatal(err)
+	}
+}
+
+func (e *env) setAttrNames(entity, expr string, names map[string]string, values map[string]types.AttributeValue) {
+	e.t.Helper()
+	_, err := e.tbl.DB.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+		TableName: aws.String(e.tbl.Name), Key: schema.BucketKey(ns, entity, "api", 0).AttributeValues(),
+		UpdateExpression: aws.String(expr), ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// roundRobin draws shards in turn, with one counter per shard count, so
+// every shard of every entity is drawn equally often whatever the
+// interleaving of goroutines.
+func roundRobin() func(int) int {
+	var mu sync.Mutex
+	next := map[int]int{}
+	return func(n int) int {
+		mu.Lock()
+		defer mu.Unlock()
+		i := next[n] % n
+		next[n]++
+		return i
 	}
 }
 
@@ -235,38 +266,51 @@ func TestCascadeParentDisabled(t *testing.T) {
 }
 
 // TestCascadeNoOverAdmission: 32 goroutines on a cascading child with the
-// clock held still admit exactly the parent's capacity, and every refund
-// is exact: the child's tc equals the admissions.
+// clock held still admit exactly the parent's capacity — with the parent on
+// 1 and on 4 shards — and every refund is exact: the child's tc equals the
+// admissions.
 func TestCascadeNoOverAdmission(t *testing.T) {
-	const parentCap = 40
-	e := cascadeEnv(t, parentCap, 1000)
-	ctx := context.Background()
-	var admitted atomic.Int64
-	var wg sync.WaitGroup
-	for g := 0; g < 32; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < 4; i++ {
-				_, err := e.lim.Acquire(ctx, "key", "api", limiter.Consume{"rpm": 1})
-				var rle *limiter.RateLimitExceeded
-				switch {
-				case err == nil:
-					admitted.Add(1)
-				case !errors.As(err, &rle):
-					t.Errorf("acquire: %v", err)
+	for _, shards := range []int{1, 4} {
+		t.Run(strconv.Itoa(shards)+" parent shards", func(t *testing.T) {
+			const parentCap = 40
+			e := cascadeEnv(t, parentCap, 1000, roundRobin())
+			ctx := context.Background()
+			if shards > 1 {
+				if _, err := e.lim.Acquire(ctx, "key", "api", limiter.Consume{"rpm": 0}); err != nil {
+					t.Fatal(err)
+				}
+				// Raise the parent to 4 shards; shard 0 keeps its share.
+				e.setAttr("org", "SET shard_count = :s, b_rpm_tk = :t", map[string]types.AttributeValue{
+					":s": nv(strconv.Itoa(shards)), ":t": nv(strconv.Itoa(parentCap / shards * 1000))})
+				if _, err := e.lim.Acquire(ctx, "org", "api", limiter.Consume{"rpm": 0}); err != nil {
+					t.Fatal(err) // teaches the process the parent's shard count
 				}
 			}
-		}()
-	}
-	wg.Wait()
-	if admitted.Load() != parentCap {
-		t.Fatalf("admitted %d, want %d", admitted.Load(), parentCap)
-	}
-	if _, tc := e.tk("org"); tc != "40000" {
-		t.Fatalf("parent tc %s, want 40000", tc)
-	}
-	if _, tc := e.tk("key"); tc != "40000" {
-		t.Fatalf("child tc %s, want 40000: refunds must be exact", tc)
+			var admitted atomic.Int64
+			var wg sync.WaitGroup
+			for g := 0; g < 32; g++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 0; i < 4; i++ {
+						_, err := e.lim.Acquire(ctx, "key", "api", limiter.Consume{"rpm": 1})
+						var rle *limiter.RateLimitExceeded
+						switch {
+						case err == nil:
+							admitted.Add(1)
+						case !errors.As(err, &rle):
+							t.Errorf("acquire: %v", err)
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			if admitted.Load() != parentCap {
+				t.Fatalf("admitted %d, want %d", admitted.Load(), parentCap)
+			}
+			if _, tc := e.tk("key"); tc != "40000" {
+				t.Fatalf("child tc %s, want 40000: refunds must be exact", tc)
+			}
+		})
 	}
 }

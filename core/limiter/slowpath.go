@@ -504,7 +504,61 @@ func (l *Limiter) writeBoth(ctx context.Context, child, parent *pass) (*Lease, b
 			}
 		}
 		l.log.Debug("cascade transaction cancelled", "reasons", fmtReasons(tce.CancellationReasons))
-		return nil, true, nil // a lock or a create was lost: read both again
+		return l.retryBoth(ctx, child, parent) // a lock or a create was lost
+	}
+	l.written(child)
+	l.written(parent)
+	return &Lease{lim: l, resource: child.id.Resource, parts: []leasePart{child.part(), parent.part()}}, false, nil
+}
+
+// retryBoth is the Retry shape for a cascaded pair (SPEC §6.8 step 7):
+// consumption only on both shards, conditioned per hard limit, in one
+// transaction. A cancellation asks for another pass, which reads the state
+// again and rejects from it if it is short.
+func (l *Limiter) retryBoth(ctx context.Context, child, parent *pass) (*Lease, bool, error) {
+	items := make([]types.TransactWriteItem, 0, 2)
+	for _, p := range []*pass{child, parent} {
+		var limits []RetryLimit
+		for _, pl := range p.plan {
+			if pl.declared {
+				limits = append(limits, RetryLimit{Name: pl.lim.Name, Amount: pl.amount, Hard: !pl.lim.Soft && !p.bypass})
+			}
+		}
+		mode := AdjustBoth
+		var in *dynamodb.UpdateItemInput
+		var err error
+		if p.bypass {
+			// A bypassed side adds tc only, unconditioned but for existence.
+			mode = AdjustConsumed
+			ds := make([]Declared, 0, len(limits))
+			for _, r := range limits {
+				ds = append(ds, Declared{Name: r.Name, Amount: r.Amount})
+			}
+			in, err = l.writes.Adjust(p.id, mode, ds, false)
+		} else {
+			in, err = l.writes.Retry(p.id, limits)
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		items = append(items, types.TransactWriteItem{Update: &types.Update{
+			TableName: in.TableName, Key: in.Key, UpdateExpression: in.UpdateExpression,
+			ConditionExpression: in.ConditionExpression, ExpressionAttributeNames: in.ExpressionAttributeNames,
+			ExpressionAttributeValues: in.ExpressionAttributeValues,
+		}})
+	}
+	_, err := l.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	if err != nil {
+		var tce *types.TransactionCanceledException
+		if !errors.As(err, &tce) {
+			return nil, false, &dbError{op: "slow path retry transaction", err: err}
+		}
+		for _, r := range tce.CancellationReasons {
+			if aws.ToString(r.Code) == "TransactionConflict" {
+				return nil, false, &transactionConflict{err: err}
+			}
+		}
+		return nil, true, nil
 	}
 	l.written(child)
 	l.written(parent)
