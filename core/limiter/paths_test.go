@@ -3,8 +3,8 @@ package limiter_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
