@@ -5,6 +5,9 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
@@ -252,36 +255,80 @@ func (l *Lease) finish(ctx context.Context, delta func(leaseEntry) int64) error 
 	var errs []error
 	for _, p := range l.parts {
 		var deltas []Declared
-		credit := false
+		var ceilings []int64
 		for _, e := range p.entries {
 			if d := delta(e); d != 0 {
 				deltas = append(deltas, Declared{Name: e.name, Amount: d})
-				credit = credit || d < 0
+				ceilings = append(ceilings, e.share.Ceiling)
 			}
 		}
 		if len(deltas) > 0 {
-			errs = append(errs, l.lim.adjust(ctx, l.resource, p, deltas, credit))
+			errs = append(errs, l.lim.adjust(ctx, l.resource, p, deltas, ceilings))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// adjust writes one part's deltas with the Adjust shape. A credit can lift
-// tk above its ceiling, so it also forces one materialising pass on the
-// shard, which clamps it (SPEC §6.9). A bypassed part never touched tk.
-func (l *Limiter) adjust(ctx context.Context, resource string, p leasePart, deltas []Declared, credit bool) error {
-	mode := AdjustBoth
-	if p.bypassed {
-		mode = AdjustConsumed
-	}
+// adjust writes one part's deltas (tokens; negative gives back) with the
+// Adjust shape of SPEC §4.6. A bypassed part never touched tk: it moves tc
+// only. A credit could lift the stored tk above the shard's ceiling, where
+// the fast path would admit more than the bucket holds; SPEC §6.9 clamps by
+// forcing one materialising pass (`vu = 0`). The credit is therefore sent
+// first on condition that every credited tk stays at or below its ceiling
+// after it (`tk <= ceiling − credit`): the common case, one write and no
+// forced pass. Only when that fails is it sent again with `SET vu = 0`
+// (docs/decisions.md P16). A bucket that no longer exists is left alone.
+func (l *Limiter) adjust(ctx context.Context, resource string, p leasePart, deltas []Declared, ceilings []int64) error {
 	id := schema.BucketID{Namespace: l.ns, Entity: p.entity, Resource: resource, Shard: p.shard}
-	in, err := l.writes.Adjust(id, mode, deltas, credit && !p.bypassed)
-	if err != nil {
+	send := func(in *dynamodb.UpdateItemInput) error {
+		_, err := l.db.UpdateItem(ctx, in)
+		if err != nil {
+			l.log.WarnContext(ctx, "lease write failed", "resource", resource, "shard", p.shard, "error", err)
+			return &dbError{op: "lease adjust", err: err}
+		}
+		return nil
+	}
+	credit := false
+	for _, d := range deltas {
+		credit = credit || d.Amount < 0
+	}
+	if p.bypassed || !credit {
+		mode := AdjustBoth
+		if p.bypassed {
+			mode = AdjustConsumed
+		}
+		in, err := l.writes.Adjust(id, mode, deltas, false)
+		if err != nil {
+			return err
+		}
+		return send(in)
+	}
+	build := func(force bool) *dynamodb.UpdateItemInput {
+		u := &updateBuilder{}
+		u.cond("attribute_exists(" + u.name(schema.AttrPK) + ")")
+		for i, d := range deltas {
+			milli := d.Amount * bucket.MilliPerToken // validated to fit at admission
+			tk := schema.BucketAttr(d.Name, schema.LimitTokens)
+			u.add(tk, num(-milli))
+			u.add(schema.BucketAttr(d.Name, schema.LimitConsumed), num(milli))
+			if d.Amount < 0 && !force {
+				u.cond(u.name(tk) + " <= " + u.value(num(ceilings[i]+milli)))
+			}
+		}
+		if force {
+			u.set(schema.AttrVU, num(0))
+		}
+		in := u.input(l.table, id.Key())
+		in.ReturnValues = types.ReturnValueNone
+		return in
+	}
+	err := send(build(false))
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
 		return err
 	}
-	if _, err := l.db.UpdateItem(ctx, in); err != nil {
-		l.log.WarnContext(ctx, "lease write failed", "resource", resource, "shard", p.shard, "error", err)
-		return &dbError{op: "lease adjust", err: err}
+	if err := send(build(true)); !errors.As(err, &ccf) {
+		return err
 	}
-	return nil
+	return nil // the bucket is gone (TTL or a delete): nothing to give back
 }

@@ -94,6 +94,7 @@ func Run(ctx context.Context, out io.Writer, o Options) error {
 		{"Query the indexes as the limiter uses them", d.queryIndexes},
 		{"The stream, delivered as Lambda DynamoDB events", d.stream},
 		{"Validation refuses bad input with typed errors", d.validation},
+		{"Acquire: limits, the fast and slow paths, a 429, leases", d.acquire},
 	}
 	for i, s := range steps {
 		fmt.Fprintf(out, "\n== %d. %s\n", i+1, s.title)

@@ -45,4 +45,41 @@ func TestRunShowsEachStep(t *testing.T) {
 			t.Errorf("output lacks %q\n%s", want, text)
 		}
 	}
+	// The acquire step, line by line: each admission with its balances and
+	// the path its DynamoDB calls show, the 429 with its retry-after, body
+	// and header, admission once the clock has moved past it, and leases.
+	step := text[strings.Index(text, "== 7. Acquire"):]
+	for _, want := range []string{
+		"the limiter's clock starts at 2026-11-29T19:30:00Z and moves only when this step moves it",
+		"  #1      admitted, rpm 4, tpm 8500 left     slow path, new bucket: UpdateItem (condition failed), BatchGetItem ×3, PutItem",
+		"  #2      admitted, rpm 3, tpm 7000 left     fast path: UpdateItem",
+		"  #3      admitted, rpm 2, tpm 5500 left     fast path: UpdateItem",
+		"  #4      admitted, rpm 1, tpm 4000 left     fast path: UpdateItem",
+		"  #5      admitted, rpm 0, tpm 2500 left     fast path: UpdateItem",
+		"  #6      429 Too Many Requests              fast rejection: UpdateItem (condition failed)",
+		"5 admitted, then a 429: retry_after_seconds 12.001, Retry-After: 13, body:",
+		`      "message": "rate limit exceeded for key-a on anthropic/claude: rpm; retry after 12.001s",`,
+		`      "retry_after_seconds": 12.001,`,
+		`      "retry_after_ms": 12001,`,
+		"clock moved on 13s, past the retry-after: refill covers the request, the slow path admits it:",
+		"  #7      admitted, rpm 0, tpm 3166 left     slow path: UpdateItem (condition failed), BatchGetItem ×2, UpdateItem",
+		"  key-vip admitted, rpm 99, tpm 98500 left   slow path, new bucket: UpdateItem (condition failed), BatchGetItem ×3, PutItem",
+		"  search  admitted, rpm 59 left              slow path, new bucket: UpdateItem (condition failed), BatchGetItem ×3, PutItem",
+		"  lease   admitted, rpm 98, tpm 96500 left   fast path: UpdateItem",
+		"          used 1200 of the 2000 tpm estimated: Adjust(tpm, -800) then Commit: tpm 97300 left; 1 call: UpdateItem",
+		"  lease   admitted, rpm 97, tpm 96800 left   fast path: UpdateItem",
+		"          Rollback gives back rpm 1 and tpm 500; 1 call: UpdateItem",
+		"  peek    admitted, rpm 98, tpm 97300 left   fast path: UpdateItem",
+		`  rpd     *schema.ValidationError: invalid limits "rpd": is not a limit of entity key-a on resource anthropic/claude`,
+	} {
+		if !strings.Contains(step, "\n"+want+"\n") {
+			t.Errorf("the acquire step lacks the line %q\n%s", want, step)
+		}
+	}
+	if n := strings.Count(step, " admitted, rpm "); n != 11 {
+		t.Errorf("the acquire step admitted %d requests, want 11", n)
+	}
+	if n := strings.Count(step, "429 Too Many Requests"); n != 1 {
+		t.Errorf("the acquire step shows %d 429s, want 1", n)
+	}
 }

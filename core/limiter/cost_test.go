@@ -1,0 +1,546 @@
+package limiter_test
+
+// Tests that pin what each path of the acquire costs in DynamoDB calls, the
+// keys each read asks for and the write units each successful write reports.
+// docs/costs.md turns these into read and write units and cites the test of
+// every figure. Each expectation is exact: a call more or less, a key more or
+// less, or an index written that was not before, fails the test.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/limit"
+	"github.com/zae-limiter/zae-limiter-go/core/limiter"
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
+	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
+	"github.com/zae-limiter/zae-limiter-go/internal/faultproxy"
+)
+
+const costNS = "c0stNamesp_"
+
+// cost is what one measured operation spent.
+type cost struct {
+	// calls counts the requests DynamoDB Local received, per operation
+	// (faultproxy's Forwarded); failed counts those it answered with an
+	// error (Forwarded − Succeeded): on these paths, failed conditions.
+	calls, failed map[string]int
+	// keys lists the keys each BatchGetItem asked for, in call order.
+	keys []int
+	// writes sums the write units the successful writes reported, by
+	// "table" or index name (ReturnConsumedCapacity INDEXES).
+	writes map[string]float64
+}
+
+// String renders c canonically (sorted, zeros left out), so that two costs
+// are equal exactly when their strings are.
+func (c cost) String() string {
+	var parts []string
+	for _, op := range slices.Sorted(maps.Keys(c.calls)) {
+		if n := c.calls[op]; n > 0 {
+			p := fmt.Sprintf("%s %d", op, n)
+			if f := c.failed[op]; f > 0 {
+				p += fmt.Sprintf(" (%d failed)", f)
+			}
+			parts = append(parts, p)
+		}
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "no call")
+	}
+	if len(c.keys) > 0 {
+		parts = append(parts, fmt.Sprintf("BatchGetItem keys %v", c.keys))
+	}
+	var w []string
+	for _, k := range slices.Sorted(maps.Keys(c.writes)) {
+		if u := c.writes[k]; u != 0 {
+			w = append(w, fmt.Sprintf("%s %g", k, u))
+		}
+	}
+	if len(w) > 0 {
+		parts = append(parts, "write units: "+strings.Join(w, ", "))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// costMeter sits between the limiter and the proxy. It asks DynamoDB Local
+// for the consumed capacity of every read and write and records it; every
+// other call passes through untouched (the proxy still counts it).
+type costMeter struct {
+	limiter.DB
+	t *testing.T
+
+	mu     sync.Mutex
+	keys   []int
+	writes map[string]float64
+}
+
+func (m *costMeter) reset() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.keys, m.writes = nil, map[string]float64{}
+}
+
+func (m *costMeter) wrote(cc *types.ConsumedCapacity) {
+	if cc == nil {
+		m.t.Error("a successful write reported no consumed capacity")
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if cc.Table != nil {
+		m.writes["table"] += aws.ToFloat64(cc.Table.CapacityUnits)
+	}
+	for name, ix := range cc.GlobalSecondaryIndexes {
+		m.writes[name] += aws.ToFloat64(ix.CapacityUnits)
+	}
+	for name, ix := range cc.LocalSecondaryIndexes {
+		m.writes[name] += aws.ToFloat64(ix.CapacityUnits)
+	}
+}
+
+func (m *costMeter) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	cp := *in
+	cp.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
+	out, err := m.DB.UpdateItem(ctx, &cp, o...)
+	if err == nil {
+		m.wrote(out.ConsumedCapacity)
+	}
+	return out, err
+}
+
+func (m *costMeter) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	cp := *in
+	cp.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
+	out, err := m.DB.PutItem(ctx, &cp, o...)
+	if err == nil {
+		m.wrote(out.ConsumedCapacity)
+	}
+	return out, err
+}
+
+// BatchGetItem records the keys asked for. It also checks the two facts the
+// read-unit figures of docs/costs.md rest on: every read is eventually
+// consistent, and every item found is at most 4 KB (DynamoDB Local reports
+// 0.5 units per item found; it charges nothing for a key it does not find,
+// where DynamoDB charges the same 0.5).
+func (m *costMeter) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	cp := *in
+	cp.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
+	out, err := m.DB.BatchGetItem(ctx, &cp, o...)
+	if err != nil {
+		return out, err
+	}
+	keys, found := 0, 0
+	for table, ka := range in.RequestItems {
+		keys += len(ka.Keys)
+		found += len(out.Responses[table])
+		if aws.ToBool(ka.ConsistentRead) {
+			m.t.Errorf("a strongly consistent BatchGetItem of %d keys: the read-unit figures assume eventually consistent reads", len(ka.Keys))
+		}
+	}
+	var units float64
+	for _, cc := range out.ConsumedCapacity {
+		units += aws.ToFloat64(cc.CapacityUnits)
+	}
+	if units != 0.5*float64(found) {
+		m.t.Errorf("BatchGetItem found %d items and reported %g read units, want 0.5 per item (items ≤ 4 KB)", found, units)
+	}
+	m.mu.Lock()
+	m.keys = append(m.keys, keys)
+	m.mu.Unlock()
+	return out, err
+}
+
+// costEnv is one test's table, proxy, meter, clock and limiter.
+type costEnv struct {
+	t     *testing.T
+	tbl   *ddbtest.Table
+	proxy *faultproxy.Proxy
+	meter *costMeter
+	ms    atomic.Int64 // the limiter's clock, epoch ms
+	lim   *limiter.Limiter
+}
+
+// forcePass stamps vu = 0 on shard 0, as a parameter sync would, so the
+// next acquire materialises the bucket.
+func (e *costEnv) forcePass(entity, resource string) {
+	e.t.Helper()
+	_, err := e.tbl.DB.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+		TableName: aws.String(e.tbl.Name), Key: schema.BucketKey(costNS, entity, resource, 0).AttributeValues(),
+		UpdateExpression:          aws.String("SET vu = :z"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":z": &types.AttributeValueMemberN{Value: "0"}},
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func newCostEnv(t *testing.T, o limiter.Options, tableOpts ...schema.TableOption) *costEnv {
+	t.Helper()
+	e := &costEnv{t: t, tbl: ddbtest.NewTable(t, tableOpts...)}
+	e.ms.Store(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC).UnixMilli())
+	e.proxy = faultproxy.Start(t, e.tbl.Endpoint)
+	// One attempt per call: an SDK retry would be a call the test did not ask for.
+	e.meter = &costMeter{DB: e.proxy.DynamoDB(func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }), t: t}
+	e.meter.reset()
+	o.Clock = func() time.Time { return time.UnixMilli(e.ms.Load()) }
+	o.Rand = func(int) int { return 0 }
+	lim, err := limiter.New(e.meter, e.tbl.Name, costNS, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.lim = lim
+	return e
+}
+
+func (e *costEnv) advance(d time.Duration) { e.ms.Add(d.Milliseconds()) }
+
+// measure runs f with fresh counters and returns what it spent.
+func (e *costEnv) measure(f func()) cost {
+	e.t.Helper()
+	e.proxy.ResetStats()
+	e.meter.reset()
+	f()
+	c := cost{calls: map[string]int{}, failed: map[string]int{}}
+	for op, s := range e.proxy.Stats() {
+		c.calls[op] = s.Forwarded
+		c.failed[op] = s.Forwarded - s.Succeeded
+	}
+	e.meter.mu.Lock()
+	c.keys, c.writes = e.meter.keys, e.meter.writes
+	e.meter.mu.Unlock()
+	return c
+}
+
+// check fails the test unless got is exactly want.
+func (e *costEnv) check(what string, got, want cost) {
+	e.t.Helper()
+	if got.String() != want.String() {
+		e.t.Errorf("%s costs\n  %s\nwant\n  %s", what, got, want)
+	}
+}
+
+func (e *costEnv) setResourceLimits(resource string, limits ...limit.Limit) {
+	e.t.Helper()
+	if err := e.lim.Store().SetResourceLimits(context.Background(), costNS, resource, limits); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *costEnv) setSystemLimits(limits ...limit.Limit) {
+	e.t.Helper()
+	if err := e.lim.Store().SetSystemLimits(context.Background(), costNS, limits, config.SystemOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// acquire must admit.
+func (e *costEnv) acquire(entity, resource string, consume limiter.Consume) *limiter.Lease {
+	e.t.Helper()
+	lease, err := e.lim.Acquire(context.Background(), entity, resource, consume)
+	if err != nil {
+		e.t.Fatalf("acquire %s on %s: %v", entity, resource, err)
+	}
+	return lease
+}
+
+// reject must return a 429.
+func (e *costEnv) reject(entity, resource string, consume limiter.Consume) {
+	e.t.Helper()
+	_, err := e.lim.Acquire(context.Background(), entity, resource, consume)
+	var rle *limiter.RateLimitExceeded
+	if !errors.As(err, &rle) {
+		e.t.Fatalf("acquire %s on %s: %v, want RateLimitExceeded", entity, resource, err)
+	}
+}
+
+// deleteBucket removes a bucket shard behind the limiter's back, as TTL
+// does, so that the next acquire creates it again with a warm config cache.
+func (e *costEnv) deleteBucket(entity, resource string, shard int) {
+	e.t.Helper()
+	_, err := e.tbl.DB.DeleteItem(context.Background(), &dynamodb.DeleteItemInput{
+		TableName: aws.String(e.tbl.Name), Key: schema.BucketKey(costNS, entity, resource, shard).AttributeValues(),
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// Expected shapes, named after the paths of docs/costs.md.
+var (
+	// costCreateWrites is a new bucket: the item, and one entry in each index
+	// whose keys it carries (GSI2 resource, GSI3 entity, GSI4 namespace).
+	costCreateWrites = map[string]float64{"table": 1, schema.GSI2: 1, schema.GSI3: 1, schema.GSI4: 1}
+	// costOneWrite is an update of a bucket that moves no index key.
+	costOneWrite = map[string]float64{"table": 1}
+)
+
+func costOps(kv ...any) map[string]int {
+	m := map[string]int{}
+	for i := 0; i < len(kv); i += 2 {
+		m[kv[i].(string)] = kv[i+1].(int)
+	}
+	return m
+}
+
+// TestCostFastPath: an admission on an existing bucket is one conditional
+// UpdateItem and nothing else; with GSI2 KEYS_ONLY (our default,
+// docs/compatibility.md C1) it writes the table only, with GSI2 ALL (tables
+// shared with Python clients) the GSI2 replica too.
+func TestCostFastPath(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		projection types.ProjectionType
+		writes     map[string]float64
+	}{
+		{"GSI2 KEYS_ONLY", types.ProjectionTypeKeysOnly, costOneWrite},
+		{"GSI2 ALL", types.ProjectionTypeAll, map[string]float64{"table": 1, schema.GSI2: 1}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newCostEnv(t, limiter.Options{}, schema.WithGSI2Projection(c.projection))
+			e.setResourceLimits("api", limit.PerMinute("rpm", 5), limit.PerMinute("tpm", 1000))
+			e.acquire("u", "api", limiter.Consume{"rpm": 1, "tpm": 10})
+			got := e.measure(func() { e.acquire("u", "api", limiter.Consume{"rpm": 1, "tpm": 10}) })
+			e.check("a fast-path admission", got, cost{calls: costOps("UpdateItem", 1), writes: c.writes})
+		})
+	}
+}
+
+// TestCostFastRejection: a 429 that refill cannot avoid is the one failed
+// conditional UpdateItem, decided from the image it returns.
+func TestCostFastRejection(t *testing.T) {
+	e := newCostEnv(t, limiter.Options{})
+	e.setResourceLimits("api", limit.PerMinute("rpm", 2))
+	e.acquire("u", "api", limiter.Consume{"rpm": 1})
+	e.acquire("u", "api", limiter.Consume{"rpm": 1})
+	got := e.measure(func() { e.reject("u", "api", limiter.Consume{"rpm": 1}) })
+	e.check("a fast rejection", got, cost{calls: costOps("UpdateItem", 1), failed: costOps("UpdateItem", 1)})
+}
+
+// TestCostCreate: the first acquire on a missing shard. The fast path fails
+// (no item), then the slow path reads the limits (one BatchGetItem of the
+// four config slots, only on a cold cache), walks the access items without
+// the cache (three keys, four when the limits come from the system level),
+// reads the entity's META and the shard, and puts the new bucket. The
+// config cache holds slots, not pairs: a new entity on a known resource
+// reads only its own two entity slots.
+func TestCostCreate(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		system    bool // limits at the system level rather than the resource's
+		warm      bool // the config cache already holds the pair's slots
+		neighbour bool // another entity's acquire cached the resource and system slots
+		keys      []int
+		batchGets int
+	}{
+		{"resource limits, cold config cache", false, false, false, []int{4, 3, 2}, 3},
+		{"resource limits, warm config cache", false, true, false, []int{3, 2}, 2},
+		{"resource limits, a new entity", false, false, true, []int{2, 3, 2}, 3},
+		{"system limits, cold config cache", true, false, false, []int{4, 4, 2}, 3},
+		{"system limits, warm config cache", true, true, false, []int{4, 2}, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newCostEnv(t, limiter.Options{})
+			if c.system {
+				e.setSystemLimits(limit.PerMinute("rpm", 5))
+			} else {
+				e.setResourceLimits("api", limit.PerMinute("rpm", 5))
+			}
+			if c.warm {
+				e.acquire("u", "api", limiter.Consume{"rpm": 1})
+				e.deleteBucket("u", "api", 0)
+			}
+			if c.neighbour {
+				e.acquire("v", "api", limiter.Consume{"rpm": 1})
+			}
+			got := e.measure(func() { e.acquire("u", "api", limiter.Consume{"rpm": 1}) })
+			e.check("creating a shard", got, cost{
+				calls:  costOps("UpdateItem", 1, "BatchGetItem", c.batchGets, "PutItem", 1),
+				failed: costOps("UpdateItem", 1),
+				keys:   c.keys, writes: costCreateWrites,
+			})
+		})
+	}
+}
+
+// TestCostFallback: the fast path fails on an exhausted limit that refill
+// has since covered (SPEC §4.7), and the slow path admits: the failed
+// write, the access walk, META and the shard, and the rf-locked write.
+func TestCostFallback(t *testing.T) {
+	e := newCostEnv(t, limiter.Options{})
+	e.setResourceLimits("api", limit.PerMinute("rpm", 2))
+	e.acquire("u", "api", limiter.Consume{"rpm": 1})
+	e.acquire("u", "api", limiter.Consume{"rpm": 1})
+	e.advance(30 * time.Second) // one token back
+	got := e.measure(func() { e.acquire("u", "api", limiter.Consume{"rpm": 1}) })
+	e.check("a fallback that refill lets through", got, cost{
+		calls:  costOps("UpdateItem", 2, "BatchGetItem", 2),
+		failed: costOps("UpdateItem", 1),
+		keys:   []int{3, 2}, writes: costOneWrite,
+	})
+}
+
+// TestCostDoubling: the fast path fails on an exhausted wcu; the limiter
+// doubles shard_count on shard 0 (one UpdateItem), then takes the slow path
+// on the drawn shard.
+func TestCostDoubling(t *testing.T) {
+	e := newCostEnv(t, limiter.Options{})
+	e.setResourceLimits("api", limit.PerMinute("rpm", 1000))
+	e.acquire("u", "api", limiter.Consume{"rpm": 1})
+	_, err := e.tbl.DB.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+		TableName: aws.String(e.tbl.Name), Key: schema.BucketKey(costNS, "u", "api", 0).AttributeValues(),
+		UpdateExpression:          aws.String("SET b_wcu_tk = :z"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":z": &types.AttributeValueMemberN{Value: "500"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := e.measure(func() { e.acquire("u", "api", limiter.Consume{"rpm": 1}) })
+	e.check("an admission that doubles", got, cost{
+		calls:  costOps("UpdateItem", 3, "BatchGetItem", 2),
+		failed: costOps("UpdateItem", 1),
+		keys:   []int{3, 2}, writes: map[string]float64{"table": 2},
+	})
+}
+
+// TestCostSlowPathOnly: with speculative writes off every acquire is the
+// slow path: no failed write first, and a rejection writes nothing.
+func TestCostSlowPathOnly(t *testing.T) {
+	e := newCostEnv(t, limiter.Options{DisableSpeculativeWrites: true})
+	e.setResourceLimits("api", limit.PerMinute("rpm", 2))
+	got := e.measure(func() { e.acquire("u", "api", limiter.Consume{"rpm": 1}) })
+	e.check("creating a shard, cold config cache", got, cost{
+		calls: costOps("BatchGetItem", 3, "PutItem", 1), keys: []int{4, 3, 2}, writes: costCreateWrites,
+	})
+	got = e.measure(func() { e.acquire("u", "api", limiter.Consume{"rpm": 1}) })
+	e.check("an admission, warm config cache", got, cost{
+		calls: costOps("BatchGetItem", 2, "UpdateItem", 1), keys: []int{3, 2}, writes: costOneWrite,
+	})
+	got = e.measure(func() { e.reject("u", "api", limiter.Consume{"rpm": 1}) })
+	e.check("a rejection", got, cost{calls: costOps("BatchGetItem", 2), keys: []int{3, 2}})
+}
+
+// TestCostLease: Commit writes one UpdateItem when the lease changed since
+// admission and nothing otherwise; Rollback writes one. A credit (Rollback,
+// or a Commit that gives tokens back) stamps vu = 0 on the shard, so the
+// next acquire there takes one slow pass (SPEC §6.9): the failed fast-path
+// write, the access walk, META and the shard, and the write.
+func TestCostLease(t *testing.T) {
+	e := newCostEnv(t, limiter.Options{})
+	e.setResourceLimits("llm", limit.PerHour("tpm", 10_000))
+	ctx := context.Background()
+	e.acquire("u", "llm", limiter.Consume{"tpm": 100})
+
+	lease := e.acquire("u", "llm", limiter.Consume{"tpm": 100})
+	got := e.measure(func() {
+		if err := lease.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+	e.check("Commit of an unchanged lease", got, cost{})
+
+	lease = e.acquire("u", "llm", limiter.Consume{"tpm": 100})
+	if err := lease.Adjust("tpm", 50); err != nil {
+		t.Fatal(err)
+	}
+	got = e.measure(func() {
+		if err := lease.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+	e.check("Commit of a lease that took more", got, cost{calls: costOps("UpdateItem", 1), writes: costOneWrite})
+	got = e.measure(func() { e.acquire("u", "llm", limiter.Consume{"tpm": 100}) })
+	e.check("the acquire after a debit", got, cost{calls: costOps("UpdateItem", 1), writes: costOneWrite})
+
+	lease = e.acquire("u", "llm", limiter.Consume{"tpm": 100})
+	got = e.measure(func() {
+		if err := lease.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+	e.check("Rollback", got, cost{calls: costOps("UpdateItem", 1), writes: costOneWrite})
+	fastPath := cost{calls: costOps("UpdateItem", 1), writes: costOneWrite}
+	// The balance is far below the ceiling and no time has passed: the
+	// credit cannot overfill, so nothing forces a slow pass.
+	got = e.measure(func() { e.acquire("u", "llm", limiter.Consume{"tpm": 100}) })
+	e.check("the acquire after a Rollback", got, fastPath)
+
+	lease = e.acquire("u", "llm", limiter.Consume{"tpm": 100})
+	if err := lease.Release("tpm", 40); err != nil {
+		t.Fatal(err)
+	}
+	got = e.measure(func() {
+		if err := lease.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+	e.check("Commit of a lease that gave tokens back", got, cost{calls: costOps("UpdateItem", 1), writes: costOneWrite})
+	got = e.measure(func() { e.acquire("u", "llm", limiter.Consume{"tpm": 100}) })
+	e.check("the acquire after a credit", got, fastPath)
+
+	// A credit onto a full bucket: a lease takes 100, an hour passes and a
+	// materialising pass refills the shard to its ceiling; giving the 100
+	// back would lift tk above it. The conditional credit fails, the credit
+	// is sent again with vu = 0, and the next acquire takes one
+	// materialising slow pass (SPEC §6.9).
+	lease = e.acquire("u", "llm", limiter.Consume{"tpm": 100})
+	e.ms.Add(time.Hour.Milliseconds())
+	e.forcePass("u", "llm")
+	e.acquire("u", "llm", limiter.Consume{"tpm": 0})
+	got = e.measure(func() {
+		if err := lease.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+	e.check("Rollback onto a full bucket", got, cost{calls: costOps("UpdateItem", 2), failed: costOps("UpdateItem", 1), writes: costOneWrite})
+	slowPass := cost{
+		calls: costOps("UpdateItem", 2, "BatchGetItem", 2), failed: costOps("UpdateItem", 1),
+		keys: []int{3, 2}, writes: map[string]float64{"table": 1},
+	}
+	got = e.measure(func() { e.acquire("u", "llm", limiter.Consume{"tpm": 100}) })
+	e.check("the acquire after a credit onto a full bucket", got, slowPass)
+
+	lease = e.acquire("u", "llm", limiter.Consume{"tpm": 0})
+	got = e.measure(func() {
+		if err := lease.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+	e.check("Rollback of a lease that took nothing", got, cost{})
+}
+
+// TestCostBadInput: a bad name or amount never reaches DynamoDB; a limit
+// the pair does not configure is found out on the slow path, after the
+// failed fast-path write and the access walk, before META and the shard
+// are read.
+func TestCostBadInput(t *testing.T) {
+	e := newCostEnv(t, limiter.Options{})
+	e.setResourceLimits("api", limit.PerMinute("rpm", 5))
+	e.acquire("u", "api", limiter.Consume{"rpm": 1})
+	invalid := func(consume limiter.Consume) func() {
+		return func() {
+			if _, err := e.lim.Acquire(context.Background(), "u", "api", consume); !limiter.IsValidationError(err) {
+				t.Fatalf("consume %v: %v, want a validation error", consume, err)
+			}
+		}
+	}
+	e.check("a reserved limit name", e.measure(invalid(limiter.Consume{"wcu": 1})), cost{})
+	e.check("a negative amount", e.measure(invalid(limiter.Consume{"rpm": -1})), cost{})
+	e.check("a limit the pair does not have", e.measure(invalid(limiter.Consume{"rpd": 1})), cost{
+		calls: costOps("UpdateItem", 1, "BatchGetItem", 1), failed: costOps("UpdateItem", 1), keys: []int{3},
+	})
+}
