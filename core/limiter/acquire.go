@@ -459,7 +459,7 @@ func (l *Limiter) double(ctx context.Context, req *request, img *bucket.Image) {
 		l.log.WarnContext(ctx, "doubling write failed", "resource", req.resource, "error", err)
 		return
 	}
-	l.pairs.learnShardCount(req.entity, req.resource, 2*old)
+	l.pairs.learnShardCount(req.entity, req.resource, min(2*old, MaxShardCount))
 }
 
 // status turns an arithmetic status into a LimitStatus of the request.

@@ -246,7 +246,9 @@ func (w *Writes) Double(ns, entity, resource string, old int64) (*dynamodb.Updat
 		k.kind = kindDoubleFromOne
 	}
 	id := schema.BucketID{Namespace: ns, Entity: entity, Resource: resource}
-	in, err := w.build(id, k, nil, opDouble, 0, nil, false, numbers{old: old, new: 2 * old})
+	// Counts are powers of two, so 2×old never passes the cap; min keeps a
+	// corrupt count (say 20) from writing one above it (INVARIANT 54).
+	in, err := w.build(id, k, nil, opDouble, 0, nil, false, numbers{old: old, new: min(2*old, MaxShardCount)})
 	if err != nil {
 		return nil, err
 	}

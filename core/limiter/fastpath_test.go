@@ -649,3 +649,22 @@ func FuzzFastPath(f *testing.F) {
 		}
 	})
 }
+
+func TestDoubleNeverPassesTheCap(t *testing.T) {
+	w := NewWrites("t")
+	for _, old := range []int64{1, 2, 16, 20, 31} {
+		in, err := w.Double("tEsTnAmEsP0", "e", "r", old)
+		if err != nil {
+			t.Fatalf("old %d: %v", old, err)
+		}
+		want := min(2*old, MaxShardCount)
+		for _, v := range in.ExpressionAttributeValues {
+			if n, ok := v.(*types.AttributeValueMemberN); ok && n.Value != strconv.FormatInt(old, 10) && n.Value != strconv.FormatInt(want, 10) {
+				t.Fatalf("old %d: value %s, want only %d and %d", old, n.Value, old, want)
+			}
+		}
+	}
+	if _, err := w.Double("tEsTnAmEsP0", "e", "r", 32); err == nil {
+		t.Fatal("doubling at the cap must be refused")
+	}
+}

@@ -1,0 +1,288 @@
+package maintenance
+
+import (
+	"fmt"
+	"maps"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
+)
+
+// This file checks built writes against the rules they must follow,
+// independently of how plan.go builds them: INVARIANT 33 (no stamp, owner
+// attribute, tu or ttl in any write but a clone, whose values are shard
+// 0's), the rf lock on every write that credits, exact aliases, the cap,
+// and no write at all for an abstaining bucket.
+
+var aliasRE = regexp.MustCompile(`[#:][A-Za-z0-9_]+`)
+
+// isStampOrOwned reports the attributes the aggregator must never write
+// (other than verbatim in a clone).
+func isStampOrOwned(attr string) bool {
+	switch attr {
+	case schema.AttrBypass, schema.AttrCascade, schema.AttrParentID, schema.AttrPGen,
+		schema.AttrTTL, schema.AttrDisabled:
+		return true
+	}
+	_, f, ok := schema.ParseBucketAttr(attr)
+	return ok && (f == schema.LimitSoft || f == schema.LimitTopUp)
+}
+
+// rawOutsidePhase1 is DECISIONS D2 read straight off the attribute map.
+func rawOutsidePhase1(it item) bool {
+	present := map[string]bool{}
+	for k := range it {
+		switch k {
+		case schema.AttrSched, schema.AttrRSched, schema.AttrSchedTZ:
+			return true
+		}
+		name, f, ok := schema.ParseBucketAttr(k)
+		if !ok {
+			continue
+		}
+		switch f {
+		case schema.LimitGrantShards, schema.LimitTopUp, schema.LimitWindowStart, schema.LimitResetAfter,
+			schema.LimitWindowAnchor, schema.LimitWindowConsumed, schema.LimitSchedule, schema.LimitResetSchedule:
+			return true
+		case schema.LimitTokens:
+			if _, ok := it[schema.BucketAttr(name, schema.LimitCapacity)]; ok {
+				present[name] = true
+			}
+		}
+	}
+	n := func(k string) int64 {
+		v, ok := it[k].(*types.AttributeValueMemberN)
+		if !ok {
+			return 0
+		}
+		x, _ := strconv.ParseInt(v.Value, 10, 64)
+		return x
+	}
+	for name := range present {
+		if n(schema.BucketAttr(name, schema.LimitRefillAmount)) <= 0 ||
+			n(schema.BucketAttr(name, schema.LimitRefillPeriod)) <= 0 ||
+			n(schema.BucketAttr(name, schema.LimitCapacity)) < 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func pairOf(id schema.BucketID) schema.BucketID { id.Shard = 0; return id }
+
+// checkWrites checks every write built from recs.
+func checkWrites(t testing.TB, recs []Record, ups []*dynamodb.UpdateItemInput, puts []*dynamodb.PutItemInput) {
+	t.Helper()
+	last := map[schema.BucketID]bucket.Image{}
+	abst := map[schema.BucketID]bool{}
+	for _, r := range recs {
+		img, err := bucket.DecodeImage(r.NewItem)
+		if err != nil || len(r.NewItem) == 0 || r.ID.Shard < 0 {
+			continue
+		}
+		last[r.ID] = img
+		if rawOutsidePhase1(r.NewItem) {
+			abst[r.ID] = true
+		}
+	}
+	idOf := func(pk types.AttributeValue) schema.BucketID {
+		s, ok := pk.(*types.AttributeValueMemberS)
+		if !ok {
+			t.Fatalf("PK %s", render(pk))
+		}
+		id, err := schema.ParseBucketPK(s.Value)
+		if err != nil {
+			t.Fatalf("PK %q: %v", s.Value, err)
+		}
+		return id
+	}
+
+	for _, in := range ups {
+		id := idOf(in.Key[schema.AttrPK])
+		upd, cond := aws.ToString(in.UpdateExpression), aws.ToString(in.ConditionExpression)
+		if cond == "" {
+			t.Errorf("%s: unconditioned update %q", id.PK(), upd)
+		}
+		checkAliases(t, upd+" "+cond, in.ExpressionAttributeNames, in.ExpressionAttributeValues)
+		if abst[id] {
+			t.Errorf("%s: update on an abstaining bucket: %q", id.PK(), upd)
+		}
+		for alias, attr := range in.ExpressionAttributeNames {
+			if isStampOrOwned(attr) {
+				t.Errorf("%s: update names %s (%s)", id.PK(), attr, alias)
+			}
+		}
+		setsRF, setsSC := false, false
+		for _, a := range aliasRE.FindAllString(upd, -1) {
+			if a[0] != '#' {
+				continue
+			}
+			attr := in.ExpressionAttributeNames[a]
+			_, f, isLimit := schema.ParseBucketAttr(attr)
+			switch {
+			case attr == schema.AttrRF:
+				setsRF = true
+			case attr == schema.AttrShardCount:
+				setsSC = true
+			case isLimit && f == schema.LimitTokens:
+			default:
+				t.Errorf("%s: update writes %s: %q", id.PK(), attr, upd)
+			}
+		}
+		writesTK := strings.Contains(upd, "ADD")
+		if setsRF || writesTK {
+			// Every write that credits or moves rf holds the rf lock of the
+			// last image of its bucket, and moves rf forward only.
+			img, ok := last[id]
+			if !ok || !strings.HasPrefix(cond, "#rf = :erf AND ") || in.ExpressionAttributeNames["#rf"] != schema.AttrRF {
+				t.Errorf("%s: credit without the rf lock: %q / %q", id.PK(), upd, cond)
+				continue
+			}
+			if got := numOf(t, in.ExpressionAttributeValues[":erf"]); got != img.RF {
+				t.Errorf("%s: conditions on rf %d, image has %d", id.PK(), got, img.RF)
+			}
+			if numOf(t, in.ExpressionAttributeValues[":rf"]) < img.RF {
+				t.Errorf("%s: rf moves backwards", id.PK())
+			}
+			wantVU := "attribute_not_exists(#vu)"
+			if img.HasVU {
+				wantVU = "#vu = :evu"
+				if got := numOf(t, in.ExpressionAttributeValues[":evu"]); got != img.VU {
+					t.Errorf("%s: pins vu %d, image has %d", id.PK(), got, img.VU)
+				}
+			}
+			if !strings.HasSuffix(cond, wantVU) {
+				t.Errorf("%s: vu pin missing: %q", id.PK(), cond)
+			}
+		}
+		if setsSC && id.Shard != 0 && abst[pairOf(id)] {
+			t.Errorf("%s: raise propagated from an abstaining shard 0", id.PK())
+		}
+		if setsSC {
+			if v := numOf(t, in.ExpressionAttributeValues[":new"]); v > MaxShardCount || v < 2 {
+				t.Errorf("%s: writes shard_count %d", id.PK(), v)
+			}
+		}
+	}
+
+	for _, in := range puts {
+		id := idOf(in.Item[schema.AttrPK])
+		if aws.ToString(in.ConditionExpression) != "attribute_not_exists(#pk)" ||
+			!maps.Equal(in.ExpressionAttributeNames, map[string]string{"#pk": schema.AttrPK}) || len(in.ExpressionAttributeValues) != 0 {
+			t.Errorf("%s: clone condition %q %v", id.PK(), aws.ToString(in.ConditionExpression), in.ExpressionAttributeNames)
+		}
+		if id.Shard == 0 || abst[id] || abst[pairOf(id)] {
+			t.Errorf("%s: clone onto shard %d (abstaining %v/%v)", id.PK(), id.Shard, abst[id], abst[pairOf(id)])
+		}
+		sc := numOf(t, in.Item[schema.AttrShardCount])
+		if sc > MaxShardCount || int64(id.Shard) >= sc {
+			t.Errorf("%s: clone with shard_count %d", id.PK(), sc)
+		}
+		// Some shard-0 record of the batch that raised the count to sc is
+		// the clone's source: every attribute it carries is copied verbatim
+		// but keys, shard_count, tk and tc; tu is dropped; nothing is added.
+		var why []string
+		found := false
+		for _, r := range recs {
+			if r.ID != pairOf(id) || r.OldItem == nil {
+				continue
+			}
+			img, err := bucket.DecodeImage(r.NewItem)
+			if err != nil || img.ShardCount != sc {
+				continue
+			}
+			if d := cloneDiff(r.NewItem, in.Item); d == "" {
+				found = true
+				break
+			} else {
+				why = append(why, d)
+			}
+		}
+		if !found {
+			t.Errorf("%s: clone matches no shard-0 image of the batch: %v", id.PK(), why)
+		}
+	}
+}
+
+// cloneDiff explains how clone departs from a verbatim copy of src.
+func cloneDiff(src, clone item) string {
+	for k, v := range src {
+		_, f, isLimit := schema.ParseBucketAttr(k)
+		switch {
+		case k == schema.AttrPK || k == schema.AttrSK || strings.HasPrefix(k, "GSI") || k == schema.AttrShardCount:
+		case isLimit && f == schema.LimitTopUp:
+			if _, ok := clone[k]; ok {
+				return k + " copied"
+			}
+		case isLimit && f == schema.LimitConsumed:
+			if render(clone[k]) != "N:0" {
+				return k + " = " + render(clone[k])
+			}
+		case isLimit && f == schema.LimitTokens:
+			if _, ok := clone[k]; !ok {
+				return k + " dropped"
+			}
+		default:
+			if render(clone[k]) != render(v) {
+				return fmt.Sprintf("%s = %s, source %s", k, render(clone[k]), render(v))
+			}
+		}
+	}
+	for k := range clone {
+		if _, ok := src[k]; ok {
+			continue
+		}
+		if k == schema.AttrPK || k == schema.AttrSK || strings.HasPrefix(k, "GSI") || k == schema.AttrShardCount {
+			continue
+		}
+		return k + " added"
+	}
+	return ""
+}
+
+// checkAliases fails unless the expressions use exactly the defined aliases.
+func checkAliases(t testing.TB, expr string, names map[string]string, values map[string]types.AttributeValue) {
+	t.Helper()
+	used := map[string]bool{}
+	for _, a := range aliasRE.FindAllString(expr, -1) {
+		used[a] = true
+		if a[0] == '#' {
+			if _, ok := names[a]; !ok {
+				t.Errorf("%q: name %s undefined", expr, a)
+			}
+		} else if _, ok := values[a]; !ok {
+			t.Errorf("%q: value %s undefined", expr, a)
+		}
+	}
+	for a := range names {
+		if !used[a] {
+			t.Errorf("%q: name %s unused", expr, a)
+		}
+	}
+	for a := range values {
+		if !used[a] {
+			t.Errorf("%q: value %s unused", expr, a)
+		}
+	}
+}
+
+func numOf(t testing.TB, v types.AttributeValue) int64 {
+	t.Helper()
+	n, ok := v.(*types.AttributeValueMemberN)
+	if !ok {
+		t.Fatalf("not an N: %s", render(v))
+	}
+	x, err := strconv.ParseInt(n.Value, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
+}

@@ -1,0 +1,486 @@
+package maintenance
+
+import (
+	"maps"
+	"math"
+	"strconv"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
+)
+
+// opKind is what a planned write does.
+type opKind uint8
+
+const (
+	opRefill opKind = iota + 1 // SPEC §14.5, rf-locked UpdateItem
+	opDouble                   // SPEC §14.6, shard 0 UpdateItem
+	opRaise                    // SPEC §14.7 Path 1, sibling UpdateItem
+	opClone                    // SPEC §14.7 Path 2, PutItem
+)
+
+func (k opKind) String() string {
+	switch k {
+	case opRefill:
+		return "refill"
+	case opDouble:
+		return "double"
+	case opRaise:
+		return "raise"
+	case opClone:
+		return "clone"
+	}
+	return "op(" + strconv.Itoa(int(k)) + ")"
+}
+
+// op is one planned write: exactly one of update and put is set. Every
+// input is built for this op alone and sent once.
+type op struct {
+	kind   opKind
+	id     schema.BucketID // the item written
+	update *dynamodb.UpdateItemInput
+	put    *dynamodb.PutItemInput
+}
+
+// plan is the work for one batch, in execution order.
+type plan struct {
+	ops       []op
+	abstained int // buckets skipped under DECISIONS D2
+	refused   int // doublings or propagations refused at the cap
+	corrupt   int // records whose images do not decode
+}
+
+// image is one record's decoded images.
+type image struct {
+	rec      *Record
+	new, old *bucket.Image // old is nil for an INSERT (or an undecodable old image)
+}
+
+// state is one bucket's aggregate over the batch (SPEC §14.5).
+type state struct {
+	id      schema.BucketID
+	last    *bucket.Image    // the last NewImage
+	demand  map[string]int64 // Σ (new.tc − old.tc) per limit, wcu included
+	abstain bool             // some NewImage of the batch is outside phase 1
+}
+
+// planBatch builds every write of a batch from its records alone (no I/O): the
+// refills, then the doubling, then the propagation (SPEC §14.9 steps 3–5).
+func (m *Maintainer) planBatch(records []Record, now int64) plan {
+	var p plan
+	imgs, buckets, byID := m.collect(records, &p)
+	for _, s := range buckets {
+		if s.abstain {
+			p.abstained++
+			m.log.Debug("maintenance: abstained (phase-2 attributes)",
+				"entity", s.id.Entity, "resource", s.id.Resource, "shard", s.id.Shard)
+		}
+	}
+	for _, s := range buckets {
+		if s.abstain {
+			continue
+		}
+		if o, ok := m.refill(s, now); ok {
+			p.ops = append(p.ops, o)
+		}
+	}
+	for _, s := range buckets {
+		if s.abstain || s.id.Shard != 0 {
+			continue
+		}
+		if o, ok := m.double(s, &p); ok {
+			p.ops = append(p.ops, o)
+		}
+	}
+	for i := range imgs {
+		m.propagate(&imgs[i], byID, &p)
+	}
+	return p
+}
+
+// collect decodes the records and aggregates them per bucket, in order of
+// first appearance. A record whose NewImage does not decode is skipped
+// (counted corrupt); an undecodable OldImage is treated as absent.
+func (m *Maintainer) collect(records []Record, p *plan) ([]image, []*state, map[schema.BucketID]*state) {
+	imgs := make([]image, 0, len(records))
+	byID := make(map[schema.BucketID]*state)
+	var buckets []*state
+	for i := range records {
+		r := &records[i]
+		nw := r.NewImage
+		if nw == nil {
+			if len(r.NewItem) == 0 {
+				p.corrupt++
+				m.log.Warn("maintenance: record without a new image skipped", "seq", r.Seq)
+				continue
+			}
+			img, err := bucket.DecodeImage(r.NewItem)
+			if err != nil {
+				p.corrupt++
+				m.log.Warn("maintenance: undecodable new image skipped", "seq", r.Seq, "error", err.Error())
+				continue
+			}
+			nw = &img
+		}
+		old := r.OldImage
+		if old == nil && len(r.OldItem) > 0 {
+			if img, err := bucket.DecodeImage(r.OldItem); err == nil {
+				old = &img
+			}
+		}
+		if r.ID.Shard < 0 {
+			p.corrupt++
+			continue
+		}
+		imgs = append(imgs, image{rec: r, new: nw, old: old})
+		s := byID[r.ID]
+		if s == nil {
+			s = &state{id: r.ID, demand: make(map[string]int64)}
+			byID[r.ID] = s
+			buckets = append(buckets, s)
+		}
+		s.last = nw
+		if outsidePhase1(nw) {
+			s.abstain = true
+		}
+		addDemand(s.demand, nw, old)
+	}
+	return imgs, buckets, byID
+}
+
+// outsidePhase1 reports an item the phase-1 aggregator must not refill,
+// double, raise or clone (DECISIONS D2, SPEC §19 rule 7). bucket.Image.Phase2
+// covers any schedule (sched, rsched, sched_tz, b_n_sched, b_n_rsched —
+// HasSchedule is a subset), window (ws, rsa, wa, wtc), grant (gc) or top-up
+// (tu) attribute on any limit, partial ones and wcu included, and a present
+// limit with ra = 0 or no ra. Beyond it: a present limit (wcu included)
+// whose parameters the drip arithmetic cannot use — a negative cp or ra, or
+// rp <= 0 (absent included) — a corrupt or foreign item.
+func outsidePhase1(img *bucket.Image) bool {
+	if img.Phase2() {
+		return true
+	}
+	bad := func(l *bucket.LimitImage) bool {
+		return l.Present() && (l.Capacity < 0 || l.RefillAmount <= 0 || l.RefillPeriod <= 0)
+	}
+	if bad(&img.WCU) {
+		return true
+	}
+	for i := range img.Limits {
+		if bad(&img.Limits[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// addDemand adds one record's tc deltas (new − old, old = 0 when absent)
+// per limit to d: every limit, partial one and wcu carrying tc in new.
+func addDemand(d map[string]int64, nw, old *bucket.Image) {
+	add := func(l *bucket.LimitImage) {
+		if !l.Fields.Has(bucket.FieldConsumed) {
+			return
+		}
+		var prev int64
+		if old != nil {
+			if o := old.Lookup(l.Name); o != nil && o.Fields.Has(bucket.FieldConsumed) {
+				prev = o.Consumed
+			}
+		}
+		d[l.Name] = addSat(d[l.Name], subSat(l.Consumed, prev))
+	}
+	if nw.WCU.Fields != 0 {
+		add(&nw.WCU)
+	}
+	for i := range nw.Limits {
+		add(&nw.Limits[i])
+	}
+	for i := range nw.Partial {
+		add(&nw.Partial[i])
+	}
+}
+
+// delta is one limit's planned ADD.
+type delta struct {
+	attr string // b_{n}_tk
+	d    int64
+}
+
+// refill plans the proactive refill of one bucket (SPEC §14.5, phase 1:
+// dripping limits and wcu only) from its last image.
+//
+// Per limit the balance is materialised at now from the image's tk and rf
+// (bucket.Materialise, ceiling C // S and rate R // S; wcu undivided). The
+// bucket is written when some limit asks for it:
+//   - a negative delta (a balance above a lowered ceiling) always does
+//     (INVARIANT 57);
+//   - a positive delta of a user limit does when the STORED balance is
+//     below max(0, the batch's tc delta of that limit) (the demand proxy):
+//     the fast path tests the stored tk, so that is when another burst like
+//     this batch's would fail it and a refill saves the client a slow path
+//     (SPEC §14.5 says the refilled balance; docs/decisions.md P17);
+//   - a positive delta of wcu does when the stored b_wcu_tk, less the
+//     batch's wcu tc delta, is below half of b_wcu_cp (see below).
+//
+// The write then ADDs every non-zero delta, not only those of the limits
+// that asked: it moves rf, the instant up to which every limit on the item
+// has been credited, so a limit whose credit were left out would lose it.
+//
+// wcu: the fast path conditions on the stored b_wcu_tk and only the rf
+// writers (slow path, this) ever credit it, while wcu refills its whole
+// capacity every second, so its refilled balance is nearly always full and
+// the user-limit rule would never fire for it. Left alone, the stored
+// balance falls by one token per fast-path write however slow the traffic,
+// until doubling (< 20 %) or the client's WCU_EXHAUSTED (< 1 token) fires
+// for a partition that was never hot. Keying wcu on the stored balance less
+// the observed demand, with half the capacity as the margin, keeps it well
+// above both thresholds at the cost of about one write per 500 fast-path
+// writes on a shard, and never writes for a bucket whose wcu is above half.
+func (m *Maintainer) refill(s *state, now int64) (op, bool) {
+	img := s.last
+	if !img.HasRF {
+		m.log.Debug("maintenance: no rf on the image, no refill",
+			"entity", s.id.Entity, "resource", s.id.Resource, "shard", s.id.Shard)
+		return op{}, false
+	}
+	sc := max(img.ShardCount, 1)
+	deltas := make([]delta, 0, len(img.Limits)+1)
+	write := false
+	for i := range img.Limits {
+		l := &img.Limits[i]
+		sh := bucket.Effective(l.Params(), sc)
+		_, cr := bucket.Materialise(l.Tokens, img.RF, now, sh.Ceiling, sh.Rate, sh.Period)
+		if cr == 0 {
+			continue
+		}
+		deltas = append(deltas, delta{schema.BucketAttr(l.Name, schema.LimitTokens), cr})
+		if cr < 0 || l.Tokens < max(0, s.demand[l.Name]) {
+			write = true
+		}
+	}
+	if w := &img.WCU; w.Present() {
+		sh := bucket.Undivided(w.Params())
+		_, cr := bucket.Materialise(w.Tokens, img.RF, now, sh.Ceiling, sh.Rate, sh.Period)
+		if cr != 0 {
+			deltas = append(deltas, delta{schema.BucketAttr(schema.WCULimit, schema.LimitTokens), cr})
+			if cr < 0 || subSat(w.Tokens, max(0, s.demand[schema.WCULimit])) < bucket.FloorDiv(w.Capacity, 2) {
+				write = true
+			}
+		}
+	}
+	if !write {
+		return op{}, false
+	}
+	return op{kind: opRefill, id: s.id, update: m.refillInput(s.id, img, now, deltas)}, true
+}
+
+// refillInput builds
+//
+//	SET #rf = :rf ADD #t0 :d0, #t1 :d1, …
+//	Condition: #rf = :erf AND attribute_not_exists(#vu)     (image without vu)
+//	           #rf = :erf AND #vu = :evu                     (image with vu)
+//
+// with rf_new = max(now, image rf) (SPEC §11.3; never backwards).
+func (m *Maintainer) refillInput(id schema.BucketID, img *bucket.Image, now int64, deltas []delta) *dynamodb.UpdateItemInput {
+	names := map[string]string{"#rf": schema.AttrRF, "#vu": schema.AttrVU}
+	values := map[string]types.AttributeValue{
+		":rf":  num(bucket.StampRF(img.RF, now)),
+		":erf": num(img.RF),
+	}
+	upd := make([]byte, 0, 32+16*len(deltas))
+	upd = append(upd, "SET #rf = :rf ADD "...)
+	for i, d := range deltas {
+		if i > 0 {
+			upd = append(upd, ", "...)
+		}
+		n, v := "#t"+strconv.Itoa(i), ":d"+strconv.Itoa(i)
+		upd = append(upd, n...)
+		upd = append(upd, ' ')
+		upd = append(upd, v...)
+		names[n] = d.attr
+		values[v] = num(d.d)
+	}
+	cond := "#rf = :erf AND attribute_not_exists(#vu)"
+	if img.HasVU {
+		cond = "#rf = :erf AND #vu = :evu"
+		values[":evu"] = num(img.VU)
+	}
+	return &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(m.table),
+		Key:                       id.Key().AttributeValues(),
+		UpdateExpression:          aws.String(string(upd)),
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+	}
+}
+
+// wcuLow reports tk < 0.2 × cp without overflow (cp > 0).
+func wcuLow(tk, cp int64) bool {
+	if tk < 0 {
+		return true
+	}
+	if tk > math.MaxInt64/5 {
+		return false
+	}
+	return 5*tk < cp
+}
+
+// double plans the proactive doubling of shard 0 from its last image
+// (SPEC §14.6): when b_wcu_tk < 0.2 × b_wcu_cp, SET shard_count = 2S under
+// shard_count = S (an item without shard_count reads as S = 1). Refused at
+// S >= MaxShardCount, and never above it: a count that is not a power of
+// two (another writer's) goes to MaxShardCount at most.
+func (m *Maintainer) double(s *state, p *plan) (op, bool) {
+	img := s.last
+	w := &img.WCU
+	if !w.Present() || w.Capacity <= 0 || !wcuLow(w.Tokens, w.Capacity) {
+		return op{}, false
+	}
+	old := max(img.ShardCount, 1)
+	if old >= MaxShardCount {
+		p.refused++
+		m.log.Warn("maintenance: shard 0 is hot but shard_count is at the cap; doubling refused",
+			"shard_count", old, "cap", MaxShardCount)
+		return op{}, false
+	}
+	nw := min(2*old, MaxShardCount)
+	names := map[string]string{"#sc": schema.AttrShardCount}
+	values := map[string]types.AttributeValue{":new": num(nw), ":old": num(old)}
+	cond := "#sc = :old"
+	if old == 1 {
+		names["#pk"] = schema.AttrPK
+		cond = "attribute_exists(#pk) AND (attribute_not_exists(#sc) OR #sc = :old)"
+	}
+	return op{kind: opDouble, id: s.id, update: &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(m.table),
+		Key:                       s.id.Key().AttributeValues(),
+		UpdateExpression:          aws.String("SET #sc = :new"),
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+	}}, true
+}
+
+// propagate plans Path 1 and Path 2 of SPEC §14.7 for one record of shard 0
+// whose NewImage shard_count exceeds its OldImage's. Nothing is planned for
+// an INSERT (no old count), for a bucket that abstains, or for a count above
+// MaxShardCount (refused: clients create shards lazily, and the loop stays
+// bounded whatever a corrupt item says).
+func (m *Maintainer) propagate(im *image, byID map[schema.BucketID]*state, p *plan) {
+	id := im.rec.ID
+	if id.Shard != 0 || im.old == nil {
+		return
+	}
+	if s := byID[id]; s == nil || s.abstain {
+		return
+	}
+	oldSC, newSC := max(im.old.ShardCount, 1), max(im.new.ShardCount, 1)
+	if newSC <= oldSC {
+		return
+	}
+	if newSC > MaxShardCount {
+		p.refused++
+		m.log.Warn("maintenance: shard_count above the cap not propagated",
+			"shard_count", newSC, "cap", MaxShardCount)
+		return
+	}
+	// Path 1: raise the existing siblings.
+	for sh := 1; sh < int(oldSC); sh++ {
+		sib := id
+		sib.Shard = sh
+		if s := byID[sib]; s != nil && s.abstain {
+			continue
+		}
+		p.ops = append(p.ops, op{kind: opRaise, id: sib, update: &dynamodb.UpdateItemInput{
+			TableName:                 aws.String(m.table),
+			Key:                       sib.Key().AttributeValues(),
+			UpdateExpression:          aws.String("SET #sc = :new"),
+			ConditionExpression:       aws.String("attribute_exists(#pk) AND (attribute_not_exists(#sc) OR #sc < :new)"),
+			ExpressionAttributeNames:  map[string]string{"#pk": schema.AttrPK, "#sc": schema.AttrShardCount},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":new": num(newSC)},
+		}})
+	}
+	// Path 2: clone shard 0's NewImage into the new shards.
+	if len(im.rec.NewItem) == 0 {
+		m.log.Warn("maintenance: no raw new image, Path 2 clones skipped")
+		return
+	}
+	for sh := int(oldSC); sh < int(newSC); sh++ {
+		dst := id
+		dst.Shard = sh
+		if s := byID[dst]; s != nil && s.abstain {
+			continue
+		}
+		p.ops = append(p.ops, op{kind: opClone, id: dst, put: &dynamodb.PutItemInput{
+			TableName:                aws.String(m.table),
+			Item:                     cloneItem(im.rec.NewItem, im.new, dst, newSC),
+			ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
+			ExpressionAttributeNames: map[string]string{"#pk": schema.AttrPK},
+		}})
+	}
+}
+
+// cloneItem returns shard 0's image src (decoded as img) as the item of
+// shard dst.Shard (SPEC §14.7 Path 2, phase 1): the key attributes of the
+// target shard (PK, SK and the GSI2/3/4 keys, as a client create writes
+// them), shard_count = newSC, wcu tk = cp, every present limit
+// tk = cp // newSC, every b_{n}_tc = 0 (partial limits included: the clone's
+// INSERT record must not read as consumption), every b_{n}_tu removed; every
+// other attribute — rf, vu, ttl, cascade, parent_id, pgen, disabled, bypass,
+// every b_{n}_soft, cp, ra, rp and whatever this package does not know — is
+// shard 0's value, verbatim (the same AttributeValue).
+func cloneItem(src map[string]types.AttributeValue, img *bucket.Image, dst schema.BucketID, newSC int64) map[string]types.AttributeValue {
+	out := maps.Clone(src)
+	for k := range out {
+		_, f, ok := schema.ParseBucketAttr(k)
+		switch {
+		case !ok:
+		case f == schema.LimitConsumed:
+			out[k] = num(0)
+		case f == schema.LimitTopUp:
+			delete(out, k)
+		}
+	}
+	schema.BucketItemKeys(dst.Namespace, dst.Entity, dst.Resource, dst.Shard).AddTo(out)
+	out[schema.AttrShardCount] = num(newSC)
+	if img.WCU.Present() {
+		out[schema.BucketAttr(schema.WCULimit, schema.LimitTokens)] = num(img.WCU.Capacity)
+	}
+	for i := range img.Limits {
+		l := &img.Limits[i]
+		out[schema.BucketAttr(l.Name, schema.LimitTokens)] = num(bucket.FloorDiv(l.Capacity, newSC))
+	}
+	return out
+}
+
+func num(n int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}
+
+// addSat returns a + b, saturated to the int64 range.
+func addSat(a, b int64) int64 {
+	s := a + b
+	if a > 0 && b > 0 && s < 0 {
+		return math.MaxInt64
+	}
+	if a < 0 && b < 0 && s >= 0 {
+		return math.MinInt64
+	}
+	return s
+}
+
+// subSat returns a − b, saturated to the int64 range.
+func subSat(a, b int64) int64 {
+	if b == math.MinInt64 {
+		if a >= 0 {
+			return math.MaxInt64
+		}
+		return a - b
+	}
+	return addSat(a, -b)
+}

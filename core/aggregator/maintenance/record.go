@@ -1,0 +1,67 @@
+// Package maintenance is the aggregator's best-effort bucket upkeep
+// (SPEC §14.5–§14.7): proactive refill under the rf lock, proactive
+// doubling of shard 0, and shard-count propagation (Path 1 raises the
+// siblings, Path 2 clones shard 0 into new shards, copying every stamp
+// verbatim and never writing a later deadline). Every write is conditional;
+// a lost race is skipped silently. Failures are logged and counted, never
+// reported to the stream: each step is re-derivable from later records or
+// done by clients.
+//
+// Phase 1 (DECISIONS D2): a bucket any of whose NewImages in the batch
+// carries a schedule, a window, a grant (gc) or a top-up (tu) attribute, or
+// a limit with a zero (or unusable) rate, is left alone — no refill,
+// doubling, raise or clone from or onto it — and counted in
+// Stats.Abstained. Its usage is still aggregated by the handler.
+//
+// Writes name attributes through positional aliases only (#rf, #t0, :d0, …;
+// SPEC §2, §19) and never name a stamp (bypass, b_{n}_soft), an owner
+// attribute (cascade, parent_id, pgen), disabled, ttl or tu; only a Path 2
+// clone carries them, with shard 0's values (INVARIANT 33).
+package maintenance
+
+import (
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
+)
+
+// Record is one bucket stream record (INSERT or MODIFY of a `#STATE` item),
+// already parsed by the aggregator. Records are given in stream order.
+type Record struct {
+	// Seq is the stream sequence number as delivered.
+	Seq string
+	// ID is the bucket the record is about.
+	ID schema.BucketID
+	// NewItem and OldItem are the images as SDK attribute values (OldItem is
+	// nil for an INSERT); NewImage and OldImage are the same decoded.
+	NewItem, OldItem   map[string]types.AttributeValue
+	NewImage, OldImage *bucket.Image
+	// At is the record's ApproximateCreationDateTime (zero when absent).
+	At time.Time
+}
+
+// Stats counts what one Run did.
+type Stats struct {
+	Refills    int // refill writes that landed
+	RefillRace int // refill writes skipped: the rf lock or vu pin moved
+	Doublings  int // shard-0 doublings that landed
+	Raises     int // Path 1 shard_count raises that landed
+	Clones     int // Path 2 clones created
+	Abstained  int // buckets skipped for phase-2 attributes (DECISIONS D2)
+	Failures   int // writes that failed for any other reason (logged)
+
+	// Superseded counts doubling, raise and clone writes whose condition
+	// failed: another writer doubled, a higher count is already there, or
+	// the client created the shard first.
+	Superseded int
+	// Refused counts doublings refused at MaxShardCount and propagations
+	// of a shard_count above it (logged as warnings).
+	Refused int
+	// Corrupt counts records skipped because an image does not decode.
+	Corrupt int
+	// Pending counts planned writes never started because ctx was done.
+	Pending int
+}
