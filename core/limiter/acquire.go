@@ -230,6 +230,12 @@ func (l *Limiter) acquire(ctx context.Context, req *request) (*Lease, error) {
 			}
 			return l.slowPath(ctx, req, shard)
 		case ActionDouble:
+			if !wcuPressure(img, c.now) {
+				// The stored wcu ran down over slow traffic: only rf writers
+				// credit it. Refill covers the write, so the partition is
+				// not hot: the slow path refills it; no doubling (P21).
+				return l.slowPath(ctx, req, shard)
+			}
 			l.double(ctx, req, img)
 			return l.slowPath(ctx, req, shard)
 		case ActionShardRetryOrReject:
@@ -263,6 +269,17 @@ func (l *Limiter) speculatePair(ctx context.Context, req *request, shard int, sh
 	c = l.speculate(ctx, req, shard, shape)
 	<-done
 	return c, p
+}
+
+// wcuPressure reports a shard whose wcu stays short even after the refill
+// it has earned since rf: real write pressure, which doubling relieves.
+func wcuPressure(img *bucket.Image, now int64) bool {
+	if img == nil || !img.WCU.Present() {
+		return false
+	}
+	s := bucket.Undivided(img.WCU.Params())
+	balance, _ := bucket.Materialise(img.WCU.Tokens, img.RF, now, s.Ceiling, s.Rate, s.Period)
+	return !bucket.Covers(balance, bucket.WCUDebit/bucket.MilliPerToken)
 }
 
 // cascades reports an image whose owner stamp says the pair cascades to a
@@ -333,7 +350,9 @@ func (l *Limiter) childAdmitted(ctx context.Context, req *request, c, p speculat
 			return nil, e
 		}
 	case ReasonWCUExhausted, ReasonBothExhausted:
-		l.double(ctx, p.req, p.img)
+		if wcuPressure(p.img, p.now) {
+			l.double(ctx, p.req, p.img)
+		}
 	}
 	// Parent-only slow path: the child's debit stands if the parent's
 	// materialised write lands (SPEC §6.7).

@@ -438,3 +438,28 @@ func TestSpeculativeWritesOff(t *testing.T) {
 		t.Fatalf("the slow path never consumes wcu: b_wcu_tk = %s", got)
 	}
 }
+
+// TestWCURunDownBySlowTrafficDoesNotDouble: the stored wcu falls one token
+// per fast-path write and only rf writers credit it back; when the refill
+// earned since rf covers the write, the partition is not hot: the slow path
+// refills wcu and nothing doubles (docs/decisions.md P21).
+func TestWCURunDownBySlowTrafficDoesNotDouble(t *testing.T) {
+	e := newEnv(t, limiter.Options{})
+	e.setResourceLimits("api", limit.PerMinute("rpm", 1000))
+	ctx := context.Background()
+	if _, err := e.lim.Acquire(ctx, "u", "api", limiter.Consume{"rpm": 1}); err != nil {
+		t.Fatal(err)
+	}
+	e.setAttr("u", "SET b_wcu_tk = :z", map[string]types.AttributeValue{":z": nv("500")})
+	e.clk.advance(2 * time.Second)
+	if _, err := e.lim.Acquire(ctx, "u", "api", limiter.Consume{"rpm": 1}); err != nil {
+		t.Fatal(err)
+	}
+	item := e.bucket("u", "api", 0)
+	if got := e.n(item, "shard_count"); got != "1" {
+		t.Fatalf("shard_count = %s, want 1: slow traffic is not write pressure", got)
+	}
+	if got := e.n(item, "b_wcu_tk"); got != "1000000" {
+		t.Fatalf("b_wcu_tk = %s, want the slow pass to refill it to 1000000", got)
+	}
+}

@@ -1,0 +1,713 @@
+package limiter_test
+
+// Benchmarks of the acquire path, side by side with the floors of
+// internal/benchkit (`make bench`):
+//
+//   - BenchmarkAcquire: latency, DynamoDB calls and write units of an
+//     acquire on DynamoDB Local, with each acquire's p50 as a ratio of the
+//     bare conditional UpdateItem measured in the same run (p50/floor);
+//   - BenchmarkClientCost: the client's own CPU time and allocations, with
+//     no emulator: an acquire and a bare SDK UpdateItem of the same request
+//     against a canned in-process endpoint (allocs-ratio, ns-ratio).
+//
+// The tests at the end keep the benchmarks honest: the acquire cases make
+// the calls they claim, the bare call sends exactly the fast-path request,
+// and the canned answer is what DynamoDB Local answers.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"net/http"
+	"reflect"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/zae-limiter/zae-limiter-go/core/limit"
+	"github.com/zae-limiter/zae-limiter-go/core/limiter"
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
+	"github.com/zae-limiter/zae-limiter-go/internal/benchkit"
+	"github.com/zae-limiter/zae-limiter-go/internal/ddblocal"
+	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
+)
+
+// The decorator must meter every call the limiter can make: when limiter.DB
+// grows, add the method to benchkit.MeteredDB (and benchkit.DB).
+var _ limiter.DB = (*benchkit.MeteredDB)(nil)
+
+// benchNS is the namespace of every benchmark and of the canned image.
+const benchNS = "bEnChNaMeSp"
+
+// benchHuge is a capacity no benchmark run drains, in tokens per minute.
+const benchHuge = 1_000_000_000_000
+
+// fastPathsPerBucket is how many fast-path acquires a benchmark sends to one
+// bucket. The fast path debits the bucket's stored wcu balance (1000
+// tokens, SPEC §2.3) without refilling it; today only a slow pass refills
+// it, so the 1000th fast path in a row on one bucket finds wcu exhausted
+// and doubles the shard count (SPEC §6.4 row 7), however slowly the 1000
+// came. Spreading the acquires over a pool of warm buckets keeps every
+// timed acquire on the fast path.
+const fastPathsPerBucket = 900
+
+// warmBuckets is the pool size for n fast-path acquires.
+func warmBuckets(n int) int { return n/fastPathsPerBucket + 1 }
+
+// acquireEnv is what BenchmarkAcquire's sub-benchmarks share: one table on
+// DynamoDB Local, and the result of floor/UpdateItem, which runs first.
+type acquireEnv struct {
+	tbl   *ddbtest.Table
+	floor benchkit.Result
+	runs  atomic.Int64 // tags the entities of each run, so every run starts cold
+}
+
+// acquireRun is one run of an acquire case: a limiter on the shared table
+// whose calls go through a metering decorator.
+type acquireRun struct {
+	lim   *limiter.Limiter
+	db    *benchkit.MeteredDB // the limiter's DB
+	table string
+	tag   string // fresh per run: the run's entity names carry it
+}
+
+// run returns a fresh run whose limiter has options o and meters into m.
+func (e *acquireEnv) run(tb testing.TB, m *benchkit.Meter, o limiter.Options) acquireRun {
+	tb.Helper()
+	db := benchkit.Metered(e.tbl.DB, m)
+	lim, err := limiter.New(db, e.tbl.Name, benchNS, o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return acquireRun{lim: lim, db: db, table: e.tbl.Name, tag: strconv.FormatInt(e.runs.Add(1), 10)}
+}
+
+// acquireCase is one acquire sub-benchmark of BenchmarkAcquire.
+type acquireCase struct {
+	name string
+	// goal is the p50/floor the issue asks for (0: none). It is reported
+	// beside the ratio, never enforced: DynamoDB Local is too noisy to gate
+	// on.
+	goal float64
+	// calls is the exact number of DynamoDB calls one acquire makes
+	// (0: not fixed). A run that makes another number fails.
+	calls float64
+	opts  limiter.Options
+	// setup makes n timed operations possible (limits set, buckets warm)
+	// and returns the operation to time.
+	setup func(tb testing.TB, r acquireRun, n int) benchkit.Op
+}
+
+// acquireCases are BenchmarkAcquire's acquire sub-benchmarks, in run order.
+// fast-path-request, the fast path's own UpdateItem sent bare, comes first:
+// between it and floor/UpdateItem lies what the bucket item and the
+// fast-path expressions cost DynamoDB and the SDK; between it and fast-path,
+// what the limiter's code costs.
+//
+// Warm cascade joins them, right after fast-path: an entry
+//
+//	{name: "warm-cascade", goal: 1.25, calls: 2, setup: setupWarmCascade},
+//
+// (goal ≤ 1.25× floor/UpdateItem: the child's and the parent's fast-path
+// writes go out in parallel, Limiter.speculatePair) whose setupWarmCascade
+// creates warmBuckets(n) (parent, child) entity pairs with
+// r.lim.Store().CreateEntity (the parent first, then the child with
+// config.EntityOptions{ParentID: parent, Cascade: true}), sets the
+// resource's limits with benchSetLimits, acquires once on every child so
+// that both buckets exist and the pair cache knows the cascade, and returns
+// an Op that acquires round-robin on the children, as setupFastPath does.
+// The pool matters doubly here: every acquire debits the parent's wcu too.
+// TestAcquireBenchCases then checks its 2 calls per acquire.
+var acquireCases = []acquireCase{
+	{name: "fast-path-request", calls: 1, setup: setupFastPathRequest},
+	{name: "fast-path", goal: 1.10, calls: 1, setup: setupFastPath},
+	{name: "slow-path", opts: limiter.Options{DisableSpeculativeWrites: true}, setup: setupSlowPath},
+	{name: "fast-reject", calls: 1, setup: setupFastReject},
+}
+
+func benchSetLimits(tb testing.TB, lim *limiter.Limiter, resource string, limits ...limit.Limit) {
+	tb.Helper()
+	if err := lim.Store().SetResourceLimits(context.Background(), benchNS, resource, limits); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// benchWarm acquires once on each entity: the first acquire of a pair
+// creates its bucket on the slow path.
+func benchWarm(tb testing.TB, lim *limiter.Limiter, resource string, consume limiter.Consume, entities ...string) {
+	tb.Helper()
+	for _, ent := range entities {
+		if _, err := lim.Acquire(context.Background(), ent, resource, consume); err != nil {
+			tb.Fatalf("warming %s: %v", ent, err)
+		}
+	}
+}
+
+// fastBuckets sets a limit that never rejects on resource and warms a pool
+// of buckets for n fast-path acquires; it returns their entities.
+func fastBuckets(tb testing.TB, r acquireRun, resource string, n int) []string {
+	tb.Helper()
+	benchSetLimits(tb, r.lim, resource, limit.PerMinute("rpm", benchHuge))
+	entities := make([]string, warmBuckets(n))
+	for i := range entities {
+		entities[i] = "fast-" + r.tag + "-" + strconv.Itoa(i)
+	}
+	benchWarm(tb, r.lim, resource, limiter.Consume{"rpm": 1}, entities...)
+	return entities
+}
+
+// setupFastPath: warm buckets with a limit that never rejects; each timed
+// acquire is one conditional UpdateItem.
+func setupFastPath(tb testing.TB, r acquireRun, n int) benchkit.Op {
+	const resource = "bench-fast"
+	entities := fastBuckets(tb, r, resource, n)
+	return func(ctx context.Context, i int) error {
+		_, err := r.lim.Acquire(ctx, entities[i%len(entities)], resource, limiter.Consume{"rpm": 1})
+		return err
+	}
+}
+
+// setupFastPathRequest: the same warm buckets, and on each the request the
+// fast path sends, built once by the limiter's write builder at setup time
+// (its clock reading stays valid far longer than a run: the bucket's ttl is
+// minutes ahead) and sent bare through the same DB, with no limiter code.
+func setupFastPathRequest(tb testing.TB, r acquireRun, n int) benchkit.Op {
+	const resource = "bench-fast"
+	entities := fastBuckets(tb, r, resource, n)
+	w, now := limiter.NewWrites(r.table), time.Now().UnixMilli()
+	requests := make([]*dynamodb.UpdateItemInput, len(entities))
+	for i, ent := range entities {
+		id := schema.BucketID{Namespace: benchNS, Entity: ent, Resource: resource}
+		in, err := w.FastPath(id, limiter.ShapeEnforce, []limiter.Declared{{Name: "rpm", Amount: 1}}, now)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		requests[i] = in
+	}
+	return func(ctx context.Context, i int) error {
+		_, err := r.db.UpdateItem(ctx, requests[i%len(requests)])
+		return err
+	}
+}
+
+// setupSlowPath: speculative writes off, so every acquire reads the access
+// config and the bucket and writes under the rf lock (SPEC §6.8).
+func setupSlowPath(tb testing.TB, r acquireRun, _ int) benchkit.Op {
+	const resource = "bench-slow"
+	benchSetLimits(tb, r.lim, resource, limit.PerMinute("rpm", benchHuge))
+	entity := "slow-" + r.tag
+	benchWarm(tb, r.lim, resource, limiter.Consume{"rpm": 1}, entity)
+	return func(ctx context.Context, _ int) error {
+		_, err := r.lim.Acquire(ctx, entity, resource, limiter.Consume{"rpm": 1})
+		return err
+	}
+}
+
+// errAdmitted is a fast-reject acquire that was admitted.
+var errAdmitted = errors.New("admitted, want a rejection")
+
+// setupFastReject: a bucket whose one token a day is spent; each timed
+// acquire fails its conditional write and is rejected from the ALL_OLD
+// image, since refill would not satisfy it (SPEC §4.7): one call.
+func setupFastReject(tb testing.TB, r acquireRun, _ int) benchkit.Op {
+	const resource = "bench-reject"
+	benchSetLimits(tb, r.lim, resource, limit.PerDay("rpd", 1))
+	entity := "reject-" + r.tag
+	benchWarm(tb, r.lim, resource, limiter.Consume{"rpd": 1}, entity)
+	return func(ctx context.Context, _ int) error {
+		_, err := r.lim.Acquire(ctx, entity, resource, limiter.Consume{"rpd": 1})
+		switch {
+		case err == nil:
+			return errAdmitted
+		case limiter.IsRateLimitError(err):
+			return nil
+		}
+		return err
+	}
+}
+
+// BenchmarkAcquire measures the acquire path on one DynamoDB Local table,
+// side by side with the floors: floor/UpdateItem (the bare conditional
+// UpdateItem) and floor/TransactWriteItems2 first, then each acquireCase,
+// reporting p50/floor: its p50 over floor/UpdateItem's in the same run
+// (only when -bench selects floor/UpdateItem too), and goal, the p50/floor
+// the issue asks for, where it asks for one.
+// Calls and write units per acquire come from a metering decorator on the
+// limiter's DB; a failed conditional write reports no units.
+func BenchmarkAcquire(b *testing.B) {
+	env := &acquireEnv{tbl: ddbtest.NewTable(b)}
+	benchWarmEmulator(b, env)
+	b.Run("floor", func(b *testing.B) {
+		ctx := context.Background()
+		b.Run("UpdateItem", func(b *testing.B) {
+			var m benchkit.Meter
+			op, err := benchkit.FloorUpdateItem(ctx, env.tbl.DB, env.tbl.Name, &m)
+			if err != nil {
+				b.Fatal(err)
+			}
+			env.floor = benchkit.Measure(b, &m, op)
+		})
+		b.Run("TransactWriteItems2", func(b *testing.B) {
+			var m benchkit.Meter
+			op, err := benchkit.FloorTransactWrite(ctx, env.tbl.DB, env.tbl.Name, &m)
+			if err != nil {
+				b.Fatal(err)
+			}
+			benchkit.Measure(b, &m, op)
+		})
+	})
+	for _, c := range acquireCases {
+		b.Run(c.name, func(b *testing.B) {
+			var m benchkit.Meter
+			op := c.setup(b, env.run(b, &m, c.opts), b.N)
+			r := benchkit.Measure(b, &m, op)
+			if c.calls > 0 && r.CallsPerOp != c.calls {
+				b.Errorf("%s made %v DynamoDB calls per acquire, want %v", c.name, r.CallsPerOp, c.calls)
+			}
+			if env.floor.P50 > 0 {
+				b.ReportMetric(float64(r.P50)/float64(env.floor.P50), "p50/floor")
+				if c.goal > 0 {
+					b.ReportMetric(c.goal, "goal")
+				}
+			}
+		})
+	}
+}
+
+// benchWarmEmulator sends a few hundred floor writes and fast-path
+// acquires before anything is timed, so the floor, which runs first, does
+// not pay for a cold emulator that the acquires after it no longer see.
+func benchWarmEmulator(b *testing.B, env *acquireEnv) {
+	const rounds = 300
+	ctx := context.Background()
+	floor, err := benchkit.FloorUpdateItem(ctx, env.tbl.DB, env.tbl.Name, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var m benchkit.Meter
+	acquire := setupFastPath(b, env.run(b, &m, limiter.Options{}), rounds)
+	for i := range rounds {
+		if err := floor(ctx, i); err != nil {
+			b.Fatal(err)
+		}
+		if err := acquire(ctx, i); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestAcquireBenchCases runs every acquire case on DynamoDB Local and checks
+// it makes the calls it claims: a benchmark of the wrong path is worse than
+// none.
+func TestAcquireBenchCases(t *testing.T) {
+	env := &acquireEnv{tbl: ddbtest.NewTable(t)}
+	ctx := context.Background()
+	const n = 40
+	for _, c := range acquireCases {
+		t.Run(c.name, func(t *testing.T) {
+			var m benchkit.Meter
+			op := c.setup(t, env.run(t, &m, c.opts), n)
+			m.Reset()
+			for i := range n {
+				if err := op(ctx, i); err != nil {
+					t.Fatalf("acquire %d: %v", i, err)
+				}
+			}
+			got := m.Totals()
+			if c.calls > 0 && float64(got.Calls) != c.calls*n {
+				t.Errorf("%d acquires made %d calls, want %v each", n, got.Calls, c.calls)
+			}
+			if c.calls == 0 && got.Calls < 2*n {
+				t.Errorf("%d slow-path acquires made %d calls, want at least a read and a write each", n, got.Calls)
+			}
+		})
+	}
+}
+
+// The canned endpoint of BenchmarkClientCost. cannedImage is the ALL_NEW
+// answer DynamoDB Local gives the fast-path write of cannedConsume on a
+// bucket of cannedLimits that one acquire of cannedConsume created, with the
+// clock at cannedNow (TestCannedImageIsDynamoDBLocals checks it, and prints
+// the new answer when the item's shape changes).
+const (
+	cannedEndpoint = "http://dynamodb.canned.invalid" // never dialled: the RoundTripper answers
+	cannedTable    = "canned-table"
+	cannedEntity   = "canned-user"
+	cannedResource = "canned-model"
+	cannedImage    = `{"Attributes":{"b_rpm_rp":{"N":"60000"},"b_tpm_ra":{"N":"100000000000"},"b_tpm_tc":{"N":"200000"},` +
+		`"b_tpm_cp":{"N":"100000000000"},"b_rpm_tk":{"N":"999998000"},"b_wcu_rp":{"N":"1000"},` +
+		`"GSI4SK":{"S":"BUCKET#canned-user#canned-model#0"},"pgen":{"N":"0"},"GSI3SK":{"S":"BUCKET#canned-model#0"},` +
+		`"GSI2SK":{"S":"BUCKET#canned-user#0"},"b_wcu_tk":{"N":"999000"},"shard_count":{"N":"1"},"SK":{"S":"#STATE"},` +
+		`"b_wcu_cp":{"N":"1000000"},"b_wcu_ra":{"N":"1000000"},"b_wcu_tc":{"N":"1000"},"resource":{"S":"canned-model"},` +
+		`"cascade":{"BOOL":false},"GSI4PK":{"S":"bEnChNaMeSp"},"GSI3PK":{"S":"bEnChNaMeSp/ENTITY#canned-user"},` +
+		`"GSI2PK":{"S":"bEnChNaMeSp/RESOURCE#canned-model"},"entity_id":{"S":"canned-user"},"ttl":{"N":"1795954027"},` +
+		`"b_tpm_tk":{"N":"99999800000"},"b_rpm_cp":{"N":"1000000000"},"b_rpm_ra":{"N":"1000000000"},"b_rpm_tc":{"N":"2000"},` +
+		`"rf":{"N":"1795953600000"},"PK":{"S":"bEnChNaMeSp/BUCKET#canned-user#canned-model#0"},"b_tpm_rp":{"N":"60000"}}}`
+)
+
+var (
+	cannedNow    = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	cannedLimits = []limit.Limit{limit.PerMinute("rpm", 1_000_000), limit.PerMinute("tpm", 100_000_000)}
+)
+
+func cannedConsume() limiter.Consume { return limiter.Consume{"rpm": 1, "tpm": 100} }
+
+// cannedDynamoDB is an http.RoundTripper that answers every UpdateItem with
+// cannedImage (and its x-amz-crc32) and anything else with a 400. It stands
+// in for the whole network: what a benchmark through it measures is the
+// client alone (SDK, limiter), not an HTTP transport or a server.
+type cannedDynamoDB struct {
+	body  []byte
+	crc   string
+	calls atomic.Int64
+
+	record   bool // keep request bodies (tests)
+	mu       sync.Mutex
+	requests [][]byte
+}
+
+func newCannedDynamoDB() *cannedDynamoDB {
+	body := []byte(cannedImage)
+	return &cannedDynamoDB{body: body, crc: strconv.FormatUint(uint64(crc32.ChecksumIEEE(body)), 10)}
+}
+
+// RoundTrip implements http.RoundTripper.
+func (c *cannedDynamoDB) RoundTrip(req *http.Request) (*http.Response, error) {
+	c.calls.Add(1)
+	if req.Body != nil {
+		if c.record {
+			b, err := io.ReadAll(req.Body)
+			if err != nil {
+				return nil, err
+			}
+			c.mu.Lock()
+			c.requests = append(c.requests, b)
+			c.mu.Unlock()
+		} else if _, err := io.Copy(io.Discard, req.Body); err != nil {
+			return nil, err
+		}
+		_ = req.Body.Close()
+	}
+	status, body, crc := http.StatusOK, c.body, c.crc
+	if target := req.Header.Get("X-Amz-Target"); target != "DynamoDB_20120810.UpdateItem" {
+		status = http.StatusBadRequest
+		body = []byte(`{"__type":"com.amazon.coral.service#UnknownOperationException","message":"canned endpoint answers UpdateItem only, not ` + target + `"}`)
+		crc = strconv.FormatUint(uint64(crc32.ChecksumIEEE(body)), 10)
+	}
+	return &http.Response{
+		Status: strconv.Itoa(status) + " " + http.StatusText(status), StatusCode: status,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: http.Header{
+			"Content-Type":     {"application/x-amz-json-1.0"},
+			"X-Amz-Crc32":      {crc},
+			"X-Amzn-Requestid": {"canned"},
+		},
+		Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)),
+		Request: req,
+	}, nil
+}
+
+func (c *cannedDynamoDB) recorded() [][]byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([][]byte(nil), c.requests...)
+}
+
+// client is an SDK client, configured as every client of the project is
+// (ddblocal.DynamoDB), whose HTTP client is the canned endpoint.
+func (c *cannedDynamoDB) client(optFns ...func(*dynamodb.Options)) *dynamodb.Client {
+	opts := append([]func(*dynamodb.Options){func(o *dynamodb.Options) {
+		o.HTTPClient = &http.Client{Transport: c}
+	}}, optFns...)
+	return ddblocal.DynamoDB(cannedEndpoint, opts...)
+}
+
+// cannedFastPath is the request the limiter's fast path sends for
+// cannedConsume at now: built by the limiter's own write builder.
+func cannedFastPath(tb testing.TB, table string, now time.Time) *dynamodb.UpdateItemInput {
+	tb.Helper()
+	id := schema.BucketID{Namespace: benchNS, Entity: cannedEntity, Resource: cannedResource}
+	in, err := limiter.NewWrites(table).FastPath(id, limiter.ShapeEnforce,
+		[]limiter.Declared{{Name: "rpm", Amount: 1}, {Name: "tpm", Amount: 100}}, now.UnixMilli())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return in
+}
+
+// clientCost is one client-cost measurement, per operation: wall time,
+// process CPU time (0 where benchkit.CPUTime cannot tell), heap
+// allocations and bytes.
+type clientCost struct {
+	wall, cpu, allocs, bytes float64
+}
+
+// measureClientCost runs op b.N times and returns its cost per call. It
+// reports cpu-ns/op beside the standard columns.
+func measureClientCost(b *testing.B, op func() error) clientCost {
+	b.Helper()
+	b.ReportAllocs()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	b.ResetTimer()
+	cpu0, cpuOK := benchkit.CPUTime()
+	start := time.Now()
+	for range b.N {
+		if err := op(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	elapsed := time.Since(start)
+	cpu1, _ := benchkit.CPUTime()
+	b.StopTimer()
+	runtime.ReadMemStats(&after)
+	n := float64(b.N)
+	c := clientCost{
+		wall:   float64(elapsed.Nanoseconds()) / n,
+		allocs: float64(after.Mallocs-before.Mallocs) / n,
+		bytes:  float64(after.TotalAlloc-before.TotalAlloc) / n,
+	}
+	if cpuOK {
+		c.cpu = float64((cpu1 - cpu0).Nanoseconds()) / n
+		b.ReportMetric(c.cpu, "cpu-ns/op")
+	}
+	return c
+}
+
+// pairBlock is the number of calls of each side in one block of
+// pairedTime.
+const pairBlock = 64
+
+// pairedTime runs op and ref n times each, alternating blocks of pairBlock
+// calls, and returns the time per call of each: CPU time where
+// benchkit.CPUTime can tell, else wall time. Interleaving makes a change of
+// load on the machine weigh on both alike, so their ratio is steadier than
+// that of two runs one after the other.
+func pairedTime(n int, op, ref func() error) (opNs, refNs float64, err error) {
+	now := func() time.Duration {
+		if d, ok := benchkit.CPUTime(); ok {
+			return d
+		}
+		return time.Duration(time.Now().UnixNano())
+	}
+	var spent [2]time.Duration
+	for done := 0; done < n; done += pairBlock {
+		k := min(pairBlock, n-done)
+		for side, f := range [2]func() error{op, ref} {
+			t0 := now()
+			for range k {
+				if err := f(); err != nil {
+					return 0, 0, err
+				}
+			}
+			spent[side] += now() - t0
+		}
+	}
+	return float64(spent[0].Nanoseconds()) / float64(n), float64(spent[1].Nanoseconds()) / float64(n), nil
+}
+
+// cannedBare returns the bare call of BenchmarkClientCost: an SDK
+// UpdateItem of the fast-path request, built once, sent to a canned
+// endpoint.
+func cannedBare(tb testing.TB) func() error {
+	tb.Helper()
+	ctx := context.Background()
+	db := newCannedDynamoDB().client()
+	in := cannedFastPath(tb, cannedTable, time.Now())
+	if _, err := db.UpdateItem(ctx, in); err != nil {
+		tb.Fatal(err)
+	}
+	return func() error {
+		_, err := db.UpdateItem(ctx, in)
+		return err
+	}
+}
+
+// cannedAcquire returns the acquire of BenchmarkClientCost, on a limiter
+// whose pair cache is warm, and its canned endpoint.
+func cannedAcquire(tb testing.TB) (func() error, *cannedDynamoDB) {
+	tb.Helper()
+	ctx := context.Background()
+	canned := newCannedDynamoDB()
+	lim, err := limiter.New(canned.client(), cannedTable, benchNS, limiter.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := lim.Acquire(ctx, cannedEntity, cannedResource, cannedConsume()); err != nil {
+		tb.Fatal(err)
+	}
+	return func() error {
+		// A literal Consume per call, as callers write it.
+		_, err := lim.Acquire(ctx, cannedEntity, cannedResource, limiter.Consume{"rpm": 1, "tpm": 100})
+		return err
+	}, canned
+}
+
+// BenchmarkClientCost measures the client's own CPU time and allocations
+// per call, with no emulator: bare-UpdateItem is an SDK UpdateItem of
+// exactly the fast-path request (built once, sent b.N times), acquire is
+// lim.Acquire of the same two limits with a warm pair cache, so it is that
+// request plus everything the limiter does around it (validation, the
+// write's construction, the image's decoding, the lease). Both go to the
+// same canned endpoint. Each reports cpu-ns/op (process CPU time per call)
+// beside ns/op (wall time). acquire reports, against bare-UpdateItem:
+// allocs-ratio and B-ratio (from the two sub-benchmarks: allocations do not
+// depend on load) and ns-ratio, the CPU time of b.N acquires over that of
+// b.N bare calls interleaved with them (pairedTime), after the timed loop.
+func BenchmarkClientCost(b *testing.B) {
+	var bare clientCost
+	b.Run("bare-UpdateItem", func(b *testing.B) {
+		bare = measureClientCost(b, cannedBare(b))
+	})
+	b.Run("acquire", func(b *testing.B) {
+		acquire, canned := cannedAcquire(b)
+		before := canned.calls.Load()
+		c := measureClientCost(b, acquire)
+		if calls := canned.calls.Load() - before; calls != int64(b.N) {
+			b.Fatalf("%d acquires sent %d requests, want one each", b.N, calls)
+		}
+		if bare.allocs > 0 {
+			b.ReportMetric(c.allocs/bare.allocs, "allocs-ratio")
+			b.ReportMetric(c.bytes/bare.bytes, "B-ratio")
+		}
+		opNs, refNs, err := pairedTime(b.N, acquire, cannedBare(b))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(opNs/refNs, "ns-ratio")
+	})
+}
+
+// TestBareCallSendsTheFastPathRequest: the bare call of BenchmarkClientCost
+// and an acquire at the same clock reading send the same request body, so
+// the benchmark compares the limiter with exactly its own DynamoDB call.
+func TestBareCallSendsTheFastPathRequest(t *testing.T) {
+	ctx := context.Background()
+	canned := newCannedDynamoDB()
+	canned.record = true
+	db := canned.client()
+	if _, err := db.UpdateItem(ctx, cannedFastPath(t, cannedTable, cannedNow)); err != nil {
+		t.Fatal(err)
+	}
+	lim, err := limiter.New(db, cannedTable, benchNS, limiter.Options{Clock: func() time.Time { return cannedNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lim.Acquire(ctx, cannedEntity, cannedResource, cannedConsume()); err != nil {
+		t.Fatal(err)
+	}
+	reqs := canned.recorded()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests, want 2", len(reqs))
+	}
+	var bare, acquire map[string]any
+	if err := json.Unmarshal(reqs[0], &bare); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(reqs[1], &acquire); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(bare, acquire) {
+		t.Fatalf("the bare call and the acquire send different requests:\nbare    %s\nacquire %s", reqs[0], reqs[1])
+	}
+}
+
+// TestCannedEndpointAnswersLikeDynamoDB: an acquire against the canned
+// endpoint, with response checksum validation on, is one call and returns a
+// lease whose Remaining is the canned image's balance.
+func TestCannedEndpointAnswersLikeDynamoDB(t *testing.T) {
+	canned := newCannedDynamoDB()
+	db := canned.client(func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = false })
+	lim, err := limiter.New(db, cannedTable, benchNS, limiter.Options{Clock: func() time.Time { return cannedNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease, err := lim.Acquire(context.Background(), cannedEntity, cannedResource, cannedConsume())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// b_rpm_tk 999998000 and b_tpm_tk 99999800000 millitokens, at rf = now.
+	for name, want := range map[string]int64{"rpm": 999_998, "tpm": 99_999_800} {
+		if got, ok := lease.Remaining(name); !ok || got != want {
+			t.Errorf("Remaining(%s) = %d, %v; want %d", name, got, ok, want)
+		}
+	}
+	if lease.Shard() != 0 || lease.Bypassed() || lease.Degraded() {
+		t.Errorf("lease shard %d, bypassed %v, degraded %v; want 0, false, false", lease.Shard(), lease.Bypassed(), lease.Degraded())
+	}
+	if n := canned.calls.Load(); n != 1 {
+		t.Errorf("%d requests, want 1", n)
+	}
+	// Anything but an UpdateItem is refused, so a benchmark that strays
+	// from the fast path fails instead of measuring something else.
+	_, err = db.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(cannedTable), Key: schema.BucketKey(benchNS, cannedEntity, cannedResource, 0).AttributeValues()})
+	if err == nil {
+		t.Fatal("the canned endpoint answered a GetItem")
+	}
+}
+
+// TestCannedImageIsDynamoDBLocals creates the canned bucket on DynamoDB
+// Local exactly as the canned image says (one acquire at cannedNow), sends
+// the fast-path request and checks DynamoDB Local's answer equals the
+// canned one. When the bucket item changes shape, it prints the new answer
+// to paste into cannedImage.
+func TestCannedImageIsDynamoDBLocals(t *testing.T) {
+	tbl := ddbtest.NewTable(t)
+	ctx := context.Background()
+	clock := func() time.Time { return cannedNow }
+	lim, err := limiter.New(tbl.DB, tbl.Name, benchNS, limiter.Options{Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lim.Store().SetResourceLimits(ctx, benchNS, cannedResource, cannedLimits); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lim.Acquire(ctx, cannedEntity, cannedResource, cannedConsume()); err != nil {
+		t.Fatal(err)
+	}
+	var raw []byte
+	emu := ddblocal.DynamoDB(tbl.Endpoint, func(o *dynamodb.Options) {
+		o.HTTPClient = &http.Client{Transport: recordBody{&raw}}
+	})
+	got, err := emu.UpdateItem(ctx, cannedFastPath(t, tbl.Name, cannedNow))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := newCannedDynamoDB().client().UpdateItem(ctx, cannedFastPath(t, cannedTable, cannedNow))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Attributes, want.Attributes) {
+		t.Fatalf("DynamoDB Local answers the fast path differently from cannedImage; its answer:\n%s", raw)
+	}
+}
+
+// recordBody is a RoundTripper to the real network that keeps the last
+// response body.
+type recordBody struct{ last *[]byte }
+
+func (r recordBody) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("reading the response: %w", err)
+	}
+	*r.last = b
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	return resp, nil
+}
