@@ -129,3 +129,38 @@ func FloorTransactWrite(ctx context.Context, db FloorAPI, table string, m *Meter
 		return nil
 	}, nil
 }
+
+// FloorParallelUpdates seeds two items and returns an Op that sends the bare
+// conditional UpdateItem to both at once, from two goroutines: the floor of
+// a warm cascaded acquire, whose child and parent writes go out in parallel.
+// Against an emulator that serialises writes it shows what parallelism the
+// emulator allows.
+func FloorParallelUpdates(ctx context.Context, db FloorAPI, table string, m *Meter) (Op, error) {
+	var ins [2]*dynamodb.UpdateItemInput
+	for i, pk := range []string{"bench/BUCKET#floor-child#pair#0", "bench/BUCKET#floor-parent#pair#0"} {
+		if err := seed(ctx, db, table, pk); err != nil {
+			return nil, err
+		}
+		ins[i] = floorUpdate(table, pk)
+	}
+	send := func(ctx context.Context, in *dynamodb.UpdateItemInput) error {
+		out, err := db.UpdateItem(ctx, in)
+		if err == nil && m != nil {
+			if out.ConsumedCapacity != nil {
+				m.Write(*out.ConsumedCapacity)
+			} else {
+				m.Write()
+			}
+		}
+		return err
+	}
+	return func(ctx context.Context, _ int) error {
+		errc := make(chan error, 1)
+		go func() { errc <- send(ctx, ins[1]) }()
+		err := send(ctx, ins[0])
+		if perr := <-errc; err == nil {
+			err = perr
+		}
+		return err
+	}, nil
+}
