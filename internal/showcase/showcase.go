@@ -6,7 +6,6 @@ package showcase
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
+	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 	"github.com/zae-limiter/zae-limiter-go/core/streamimage"
 	"github.com/zae-limiter/zae-limiter-go/core/streampoll"
@@ -123,32 +123,14 @@ func (d *demo) createTable(ctx context.Context) error {
 	return nil
 }
 
-// registerNamespace writes R1 and R2 in one transaction, each under
-// attribute_not_exists(PK), as SPEC §1.5 describes.
+// registerNamespace registers the namespace through the config store: R1
+// and R2 in one transaction, each under attribute_not_exists(PK) (SPEC §1.5).
 func (d *demo) registerNamespace(ctx context.Context) error {
-	ns, err := schema.NewNamespaceID(rand.Reader)
+	ns, err := config.NewStore(d.db, d.table, config.WithClock(func() time.Time { return d.now })).RegisterNamespace(ctx, "demo")
 	if err != nil {
 		return err
 	}
 	d.ns = ns
-	created := d.now.Format("2006-01-02T15:04:05Z")
-	put := func(k schema.ItemKeys) types.TransactWriteItem {
-		item := k.Item()
-		item[schema.AttrNamespaceID] = s(ns)
-		item[schema.AttrNamespaceName] = s("demo")
-		item[schema.AttrStatus] = s("active")
-		item[schema.AttrCreatedAt] = s(created)
-		return types.TransactWriteItem{Put: &types.Put{
-			TableName: aws.String(d.table), Item: item,
-			ConditionExpression: aws.String("attribute_not_exists(PK)"),
-		}}
-	}
-	_, err = d.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
-		put(schema.NamespaceForwardItemKeys("demo")), put(schema.NamespaceReverseItemKeys(ns)),
-	}})
-	if err != nil {
-		return err
-	}
 	fmt.Fprintf(d.out, "namespace %q registered as id %s (R1 %s, R2 %s)\n", "demo", ns,
 		schema.NamespaceForwardKey("demo").SK, schema.NamespaceReverseKey(ns).SK)
 	return nil

@@ -1,0 +1,103 @@
+package config
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
+)
+
+// Namespace states (SPEC §1.5).
+const (
+	NamespaceActive  = "active"
+	NamespaceDeleted = "deleted"
+	NamespacePurging = "purging"
+)
+
+// NamespaceNotFoundError reports a name with no live registration.
+type NamespaceNotFoundError struct{ Name string }
+
+func (e *NamespaceNotFoundError) Error() string {
+	return fmt.Sprintf("namespace %q is not registered", e.Name)
+}
+
+// NamespaceStateError reports a registration that exists but is not usable.
+type NamespaceStateError struct{ Name, State string }
+
+func (e *NamespaceStateError) Error() string {
+	return fmt.Sprintf("namespace %q is %s", e.Name, e.State)
+}
+
+// RegisterNamespace returns the id of namespace name, registering it when
+// it is new: the forward (R1) and reverse (R2) records are written in one
+// transaction, each under attribute_not_exists(PK) (SPEC §1.5). When another
+// writer registered the name first, its id is returned.
+func (s *Store) RegisterNamespace(ctx context.Context, name string) (string, error) {
+	if err := schema.ValidateNamespaceName(name); err != nil {
+		return "", err
+	}
+	if id, err := s.ResolveNamespace(ctx, name); err == nil {
+		return id, nil
+	} else if nf := (*NamespaceNotFoundError)(nil); !errors.As(err, &nf) {
+		return "", err
+	}
+	id, err := schema.NewNamespaceID(s.opts.entropy)
+	if err != nil {
+		return "", err
+	}
+	created := isoSeconds(s.opts.now())
+	put := func(k schema.ItemKeys) types.TransactWriteItem {
+		item := k.Item()
+		item[schema.AttrNamespaceID] = str(id)
+		item[schema.AttrNamespaceName] = str(name)
+		item[schema.AttrStatus] = str(NamespaceActive)
+		item[schema.AttrCreatedAt] = str(created)
+		return types.TransactWriteItem{Put: &types.Put{
+			TableName: aws.String(s.table), Item: item,
+			ConditionExpression: aws.String("attribute_not_exists(PK)"),
+		}}
+	}
+	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		put(schema.NamespaceForwardItemKeys(name)), put(schema.NamespaceReverseItemKeys(id)),
+	}})
+	var tce *types.TransactionCanceledException
+	switch {
+	case errors.As(err, &tce):
+		return s.ResolveNamespace(ctx, name) // registered by another writer: use theirs
+	case err != nil:
+		return "", fmt.Errorf("register namespace %q: %w", name, err)
+	}
+	return id, nil
+}
+
+// ResolveNamespace returns the id of a registered, live namespace (R1
+// present with a status other than deleted or purging).
+func (s *Store) ResolveNamespace(ctx context.Context, name string) (string, error) {
+	if err := schema.ValidateNamespaceName(name); err != nil {
+		return "", err
+	}
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.table), ConsistentRead: aws.Bool(true),
+		Key: schema.NamespaceForwardKey(name).AttributeValues(),
+	})
+	if err != nil {
+		return "", fmt.Errorf("resolve namespace %q: %w", name, err)
+	}
+	if out.Item == nil {
+		return "", &NamespaceNotFoundError{Name: name}
+	}
+	state, _ := getS(out.Item, schema.AttrStatus)
+	if state == NamespaceDeleted || state == NamespacePurging {
+		return "", &NamespaceStateError{Name: name, State: state}
+	}
+	id, _ := getS(out.Item, schema.AttrNamespaceID)
+	if err := schema.ValidateNamespaceID(id); err != nil {
+		return "", fmt.Errorf("namespace %q: corrupt registration: %w", name, err)
+	}
+	return id, nil
+}
