@@ -1,0 +1,191 @@
+// Package aggregator is the DynamoDB Streams consumer of the limiter table
+// (SPEC §14): it turns the tc counters of bucket records into usage
+// snapshots, exactly once under redelivery, keeps hot buckets refilled under
+// the rf lock, doubles and propagates shards, and copies stamps into clones
+// without ever extending them. It reads only stream images and writes only
+// conditional or commutative updates.
+//
+// Handle has the Lambda signature for a DynamoDB Streams event source
+// mapping with ReportBatchItemFailures; functions/aggregator wires it.
+//
+// Exactly once. Each snapshot item carries one S attribute `seq#{shard}`
+// per bucket shard: the padded sequence number of the last record of that
+// shard applied to it. A run of consecutive records of one bucket shard that
+// map to the same item is one UpdateItem conditioned on the mark being below
+// the run's first record; when it is not, the records above the mark are
+// written one by one, each under its own condition. Records at or below the
+// mark are already applied, so a redelivered batch, a prefix, a suffix or a
+// bisected half changes nothing.
+//
+// Reporting. A failed snapshot write reports the first record of its run;
+// runs not started near the deadline report their first records too. Of
+// those, only the lowest sequence number is returned: for a stream, Lambda
+// uses the reported identifiers as a checkpoint, restarting from the lowest
+// and redelivering everything after it, so further identifiers change
+// nothing, and a single one states exactly what happens. Every record before
+// it has all its snapshot work applied (a record's runs can only fail with
+// the record or an earlier one reported), which is what makes the
+// checkpoint safe. Poison records are never reported.
+package aggregator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+)
+
+// Window is a snapshot window.
+type Window string
+
+// The snapshot windows (SPEC §14.3).
+const (
+	Hourly  Window = "hourly"
+	Daily   Window = "daily"
+	Monthly Window = "monthly"
+)
+
+// Config is the aggregator's configuration (SPEC §14.1 environment).
+type Config struct {
+	// TableName is the limiter table (TABLE_NAME).
+	TableName string
+	// Windows are the snapshot windows (SNAPSHOT_WINDOWS, default hourly,daily).
+	// The SPEC's key formats give the hour starting at midnight its day's key
+	// and the first day of a month its month's key; such a shared item
+	// belongs to the coarser configured window, and the finer one is not
+	// written for it (see WindowKey).
+	Windows []Window
+	// SnapshotTTL is how long a snapshot lives (SNAPSHOT_TTL_DAYS, default 90 days).
+	SnapshotTTL time.Duration
+	// DeadlineMargin: with less than this left on the invocation's context,
+	// no new write starts and unfinished must-succeed work is reported
+	// (default 5 s, SPEC §14.2).
+	DeadlineMargin time.Duration
+	// Workers bounds the snapshot writes in flight (default 8).
+	Workers int
+}
+
+// ConfigFromEnv reads the configuration from environment variables through
+// getenv (os.Getenv in the Lambda).
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	c := Config{TableName: getenv("TABLE_NAME")}
+	if c.TableName == "" {
+		return Config{}, errors.New("aggregator: TABLE_NAME is not set")
+	}
+	windows := getenv("SNAPSHOT_WINDOWS")
+	if windows == "" {
+		windows = "hourly,daily"
+	}
+	for _, w := range strings.Split(windows, ",") {
+		switch Window(strings.TrimSpace(w)) {
+		case Hourly, Daily, Monthly:
+			c.Windows = append(c.Windows, Window(strings.TrimSpace(w)))
+		default:
+			return Config{}, fmt.Errorf("aggregator: SNAPSHOT_WINDOWS: unknown window %q (hourly, daily, monthly)", w)
+		}
+	}
+	c.SnapshotTTL = 90 * 24 * time.Hour
+	if s := getenv("SNAPSHOT_TTL_DAYS"); s != "" {
+		days, err := strconv.Atoi(s)
+		if err != nil || days < 1 {
+			return Config{}, fmt.Errorf("aggregator: SNAPSHOT_TTL_DAYS=%q: want a positive whole number of days", s)
+		}
+		c.SnapshotTTL = time.Duration(days) * 24 * time.Hour
+	}
+	return c, nil
+}
+
+// DB is the part of the DynamoDB client the aggregator uses.
+type DB interface {
+	UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+}
+
+// Options carry the aggregator's collaborators; zero values are defaults.
+type Options struct {
+	// Clock is the wall clock (default time.Now).
+	Clock func() time.Time
+	// Logger receives the JSON log lines (default slog.Default()).
+	Logger *slog.Logger
+	// Metrics receives one EMF document per invocation; the Lambda main
+	// passes WriterSink(os.Stdout). Nil disables metrics.
+	Metrics MetricsSink
+	// Maintainer does the best-effort refill, doubling and propagation
+	// after the snapshots (the Lambda main wires *maintenance.Maintainer).
+	// Nil: no maintenance.
+	Maintainer Maintainer
+}
+
+// Aggregator processes stream batches. It is safe for concurrent use.
+type Aggregator struct {
+	db      DB
+	cfg     Config
+	now     func() time.Time
+	log     *slog.Logger
+	metrics MetricsSink
+	maint   Maintainer
+}
+
+// New returns an aggregator writing to cfg.TableName through db.
+func New(db DB, cfg Config, o Options) (*Aggregator, error) {
+	if db == nil {
+		return nil, errors.New("aggregator: no DynamoDB client")
+	}
+	if cfg.TableName == "" {
+		return nil, errors.New("aggregator: no table name")
+	}
+	if len(cfg.Windows) == 0 {
+		cfg.Windows = []Window{Hourly, Daily}
+	}
+	var windows []Window
+	for _, w := range cfg.Windows {
+		if windowRank(w) == 0 {
+			return nil, fmt.Errorf("aggregator: unknown snapshot window %q (hourly, daily, monthly)", w)
+		}
+		if !slices.Contains(windows, w) {
+			windows = append(windows, w)
+		}
+	}
+	cfg.Windows = windows
+	if cfg.SnapshotTTL == 0 {
+		cfg.SnapshotTTL = 90 * 24 * time.Hour
+	}
+	if cfg.DeadlineMargin == 0 {
+		cfg.DeadlineMargin = 5 * time.Second
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 8
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	o.Logger = o.Logger.With("logger", "aggregator")
+	return &Aggregator{db: db, cfg: cfg, now: o.Clock, log: o.Logger, metrics: o.Metrics, maint: o.Maintainer}, nil
+}
+
+// Handle processes one batch (SPEC §14.2, §14.9): parse and classify the
+// records, write the snapshots (must succeed), then refill, double and
+// propagate (best effort). When some must-succeed work is not done it
+// returns one BatchItemFailure, the lowest sequence number to redeliver
+// from (see the package doc); poison records are logged and skipped, never
+// reported. A panic inside becomes an error, never a crash of the runtime.
+func (a *Aggregator) Handle(ctx context.Context, ev events.DynamoDBEvent) (resp events.DynamoDBEventResponse, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			a.log.ErrorContext(ctx, "aggregator panic", "panic", fmt.Sprint(r))
+			err = fmt.Errorf("aggregator: panic: %v", r)
+		}
+	}()
+	return a.handle(ctx, ev)
+}

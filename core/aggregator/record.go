@@ -1,0 +1,324 @@
+package aggregator
+
+import (
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/zae-limiter/zae-limiter-go/core/aggregator/maintenance"
+	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
+	"github.com/zae-limiter/zae-limiter-go/core/streamimage"
+)
+
+// outcome is what parsing made of one delivered record.
+type outcome uint8
+
+const (
+	// outBucket: an INSERT or MODIFY of a bucket's `#STATE` item, parsed.
+	outBucket outcome = iota
+	// outSkipped: not a bucket INSERT/MODIFY (a REMOVE, a snapshot, a
+	// config or audit record, a key of no known shape). Ignored silently.
+	outSkipped
+	// outPoison: a bucket INSERT/MODIFY that cannot be used (malformed
+	// number, undecodable image, missing image, bad sequence number).
+	// Logged with its index and skipped, never reported (SPEC §14.2).
+	outPoison
+)
+
+// Event names of DynamoDB stream records.
+const (
+	eventInsert = string(events.DynamoDBOperationTypeInsert)
+	eventModify = string(events.DynamoDBOperationTypeModify)
+	eventRemove = string(events.DynamoDBOperationTypeRemove)
+)
+
+// Window instants outside these bounds are poison: nothing real is filed
+// before the epoch, and a key must format as YYYY-MM-DD.
+var (
+	minInstant = time.Unix(1, 0).UTC()
+	maxInstant = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+)
+
+// bucketRecord is one bucket INSERT or MODIFY, parsed.
+type bucketRecord struct {
+	// index is the record's position in the delivered batch.
+	index int
+	// seq is the sequence number as delivered (the ItemIdentifier to
+	// report); padded is it zero-padded to 40 digits (the seq# mark).
+	seq, padded string
+	// id is the bucket, from its partition key.
+	id schema.BucketID
+	// newItem, oldItem are the images in SDK form (oldItem nil for an
+	// INSERT); newImg, oldImg are the same decoded (oldImg nil for an INSERT).
+	newItem, oldItem map[string]types.AttributeValue
+	newImg, oldImg   *bucket.Image
+	// at is ApproximateCreationDateTime (zero when absent); instant is the
+	// window instant: at, else NewImage rf (DECISIONS D7).
+	at, instant time.Time
+	// contrib is what the record adds to a snapshot item (SPEC §14.3); nil
+	// when it adds nothing.
+	contrib []limitDelta
+}
+
+// maintenanceRecord converts r for the best-effort maintainer.
+func (r *bucketRecord) maintenanceRecord() maintenance.Record {
+	return maintenance.Record{
+		Seq: r.seq, ID: r.id,
+		NewItem: r.newItem, OldItem: r.oldItem,
+		NewImage: r.newImg, OldImage: r.oldImg,
+		At: r.at,
+	}
+}
+
+// poisonError says why a bucket record is unusable. Its text names no key
+// value (entity ids are often API keys): only attributes and shapes.
+type poisonError struct{ reason string }
+
+func (e *poisonError) Error() string { return e.reason }
+
+func poison(reason string) error { return &poisonError{reason: reason} }
+
+// poisonFrom describes err without repeating values from the record: a
+// corrupt attribute and a conversion path name attributes, never keys.
+func poisonFrom(what string, err error) error {
+	var ce *bucket.CorruptItemError
+	var pe *streamimage.PathError
+	switch {
+	case errors.As(err, &ce):
+		reason := ce.Reason
+		if strings.Contains(reason, `"`) {
+			reason = "value is not an int64" // the reason quotes the value
+		}
+		return poison(what + ": attribute " + safeAttr(ce.Attribute) + ": " + reason)
+	case errors.As(err, &pe):
+		return poison(what + ": attribute " + safeAttr(pe.Path) + ": " + causeOf(pe.Err))
+	}
+	return poison(what)
+}
+
+// causeOf names the sentinel a streamimage error wraps, without its detail
+// (which can quote a value).
+func causeOf(err error) string {
+	switch {
+	case errors.Is(err, streamimage.ErrNilValue):
+		return streamimage.ErrNilValue.Error()
+	case errors.Is(err, streamimage.ErrUnsupportedType):
+		return streamimage.ErrUnsupportedType.Error()
+	case errors.Is(err, streamimage.ErrMalformed):
+		return streamimage.ErrMalformed.Error()
+	}
+	return "invalid"
+}
+
+// safeAttr shortens an attribute name or path for a log line.
+func safeAttr(s string) string {
+	const max = 80
+	if len(s) > max {
+		return s[:max] + "…"
+	}
+	return s
+}
+
+// parseRecord classifies and parses the record at index of a batch.
+// For outBucket the returned record is complete except for contrib; for
+// outPoison err says why (safe to log).
+func parseRecord(rec events.DynamoDBEventRecord, index int) (*bucketRecord, outcome, error) {
+	pk, sk, ok := recordKey(rec)
+	if !ok {
+		return nil, outSkipped, nil
+	}
+	info := schema.ClassifyKey(pk, sk)
+	if info.Kind != schema.KindBucket {
+		return nil, outSkipped, nil
+	}
+	switch rec.EventName {
+	case eventInsert, eventModify:
+	case eventRemove:
+		return nil, outSkipped, nil // a bucket TTL delete or delete_entity: no usage
+	default:
+		return nil, outPoison, poison("unknown eventName")
+	}
+	r := &bucketRecord{
+		index: index,
+		seq:   rec.Change.SequenceNumber,
+		id:    schema.BucketID{Namespace: info.Namespace, Entity: info.Entity, Resource: info.Resource, Shard: info.Shard},
+	}
+	var err error
+	if r.padded, err = schema.PadSequenceNumber(r.seq); err != nil {
+		return nil, outPoison, poison("sequence number is not 1 to 40 decimal digits")
+	}
+	if r.newItem, err = streamimage.ImageToDynamoDB(rec.Change.NewImage); err != nil {
+		return nil, outPoison, poisonFrom("NewImage does not convert", err)
+	}
+	if len(r.newItem) == 0 {
+		return nil, outPoison, poison("no NewImage (stream view type must be NEW_AND_OLD_IMAGES)")
+	}
+	if !sameKey(r.newItem, pk, sk) {
+		return nil, outPoison, poison("NewImage key differs from the record key")
+	}
+	newImg, err := bucket.DecodeImage(r.newItem)
+	if err != nil {
+		return nil, outPoison, poisonFrom("NewImage does not decode", err)
+	}
+	r.newImg = &newImg
+	if newImg.Entity == "" {
+		return nil, outPoison, poison("NewImage has no entity_id")
+	}
+	if newImg.Entity != r.id.Entity {
+		return nil, outPoison, poison("NewImage entity_id differs from the bucket key")
+	}
+	if rec.EventName == eventModify {
+		if r.oldItem, err = streamimage.ImageToDynamoDB(rec.Change.OldImage); err != nil {
+			return nil, outPoison, poisonFrom("OldImage does not convert", err)
+		}
+		if len(r.oldItem) == 0 {
+			return nil, outPoison, poison("MODIFY without OldImage (stream view type must be NEW_AND_OLD_IMAGES)")
+		}
+		if !sameKey(r.oldItem, pk, sk) {
+			return nil, outPoison, poison("OldImage key differs from the record key")
+		}
+		oldImg, err := bucket.DecodeImage(r.oldItem)
+		if err != nil {
+			return nil, outPoison, poisonFrom("OldImage does not decode", err)
+		}
+		r.oldImg = &oldImg
+	}
+	// Window instant (DECISIONS D7): the record's creation time, else rf.
+	if at := rec.Change.ApproximateCreationDateTime.Time; !at.IsZero() && at.Unix() > 0 {
+		r.at = at.UTC()
+		r.instant = r.at
+	} else if newImg.HasRF && newImg.RF > 0 {
+		r.instant = time.UnixMilli(newImg.RF).UTC()
+	}
+	if r.instant.Before(minInstant) || r.instant.After(maxInstant) {
+		return nil, outPoison, poison("no usable time: ApproximateCreationDateTime and rf absent or out of range")
+	}
+	return r, outBucket, nil
+}
+
+// recordKey returns the record's PK and SK: from Keys, else from NewImage,
+// else from OldImage. ok is false when either is missing or not a string.
+func recordKey(rec events.DynamoDBEventRecord) (pk, sk string, ok bool) {
+	for _, img := range []map[string]events.DynamoDBAttributeValue{rec.Change.Keys, rec.Change.NewImage, rec.Change.OldImage} {
+		if len(img) == 0 {
+			continue
+		}
+		pk, okPK := eventString(img, schema.AttrPK)
+		sk, okSK := eventString(img, schema.AttrSK)
+		return pk, sk, okPK && okSK
+	}
+	return "", "", false
+}
+
+// eventString returns the S value of attribute name, without the panics
+// the events accessors have on values of another type.
+func eventString(img map[string]events.DynamoDBAttributeValue, name string) (string, bool) {
+	av, ok := img[name]
+	if !ok {
+		return "", false
+	}
+	v, err := streamimage.ToDynamoDB(av)
+	if err != nil {
+		return "", false
+	}
+	s, ok := v.(*types.AttributeValueMemberS)
+	if !ok {
+		return "", false
+	}
+	return s.Value, true
+}
+
+// sameKey reports whether item carries no key attributes or the given ones.
+func sameKey(item map[string]types.AttributeValue, pk, sk string) bool {
+	for name, want := range map[string]string{schema.AttrPK: pk, schema.AttrSK: sk} {
+		v, ok := item[name]
+		if !ok {
+			continue
+		}
+		s, isS := v.(*types.AttributeValueMemberS)
+		if !isS || s.Value != want {
+			return false
+		}
+	}
+	return true
+}
+
+// limitDelta is one limit's contribution from one record (SPEC §14.3).
+type limitDelta struct {
+	name string
+	// tokens is floor(new_tc/1000) − floor(old_tc/1000) (DECISIONS D8).
+	tokens int64
+	// overdraw: a soft limit consumed (delta_milli > 0) into debt (tk < 0).
+	overdraw bool
+}
+
+// contributions returns what a record adds to its snapshot items, limit by
+// limit (sorted by name), and the names of limits skipped because a
+// snapshot cannot hold them (a reserved or malformed name).
+func contributions(newImg, oldImg *bucket.Image) (out []limitDelta, refused []string) {
+	for _, set := range [][]bucket.LimitImage{newImg.Limits, newImg.Partial} {
+		for i := range set {
+			l := &set[i]
+			if !l.Fields.Has(bucket.FieldConsumed) {
+				continue
+			}
+			var old int64
+			if o := findLimit(oldImg, l.Name); o != nil && o.Fields.Has(bucket.FieldConsumed) {
+				old = o.Consumed
+			}
+			d := limitDelta{
+				name:   l.Name,
+				tokens: bucket.FloorDiv(l.Consumed, 1000) - bucket.FloorDiv(old, 1000),
+				overdraw: l.Fields.Has(bucket.FieldSoft) && l.Consumed > old &&
+					l.Fields.Has(bucket.FieldTokens) && l.Tokens < 0,
+			}
+			if d.tokens == 0 && !d.overdraw {
+				continue
+			}
+			if !snapshotName(l.Name) {
+				refused = append(refused, l.Name)
+				continue
+			}
+			out = append(out, d)
+		}
+	}
+	// Limits and Partial are each sorted; merge order for determinism.
+	if len(out) > 1 {
+		sortDeltas(out)
+	}
+	return out, refused
+}
+
+func sortDeltas(ds []limitDelta) {
+	for i := 1; i < len(ds); i++ {
+		for j := i; j > 0 && ds[j].name < ds[j-1].name; j-- {
+			ds[j], ds[j-1] = ds[j-1], ds[j]
+		}
+	}
+}
+
+// findLimit returns the limit called name on img (present or partial).
+func findLimit(img *bucket.Image, name string) *bucket.LimitImage {
+	if img == nil {
+		return nil
+	}
+	for _, set := range [][]bucket.LimitImage{img.Limits, img.Partial} {
+		for i := range set {
+			if set[i].Name == name {
+				return &set[i]
+			}
+		}
+	}
+	return nil
+}
+
+// snapshotName reports whether a limit name can be a snapshot counter: not
+// wcu (hidden), not a name D6 reserves (it would collide with a snapshot
+// attribute, and the write would fail forever), non-empty and free of `#`.
+func snapshotName(name string) bool {
+	return name != "" && !strings.Contains(name, "#") && !schema.IsReservedLimitName(name)
+}

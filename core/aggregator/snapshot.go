@@ -1,0 +1,402 @@
+package aggregator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
+)
+
+// WindowKey returns the key of the window w containing t: the UTC start of
+// its hour (`YYYY-MM-DDTHH:00:00Z`), day (`YYYY-MM-DDT00:00:00Z`) or month
+// (`YYYY-MM-01T00:00:00Z`), SPEC §14.3. It is also the snapshot's
+// window_start. An unknown window gives "".
+func WindowKey(w Window, t time.Time) string {
+	t = t.UTC()
+	y, m, d := t.Date()
+	var start time.Time
+	switch w {
+	case Hourly:
+		start = time.Date(y, m, d, t.Hour(), 0, 0, 0, time.UTC)
+	case Daily:
+		start = time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+	case Monthly:
+		start = time.Date(y, m, 1, 0, 0, 0, 0, time.UTC)
+	default:
+		return ""
+	}
+	return start.Format("2006-01-02T15:04:05Z")
+}
+
+// shardKey identifies a bucket shard; idempotency marks and runs are per
+// bucket shard (SPEC §14.4).
+type shardKey struct {
+	ns, entity, resource string
+	shard                int
+}
+
+// snapKey is a snapshot item's primary key.
+type snapKey struct{ pk, sk string }
+
+// run is a maximal sequence of consecutive contributing records of one
+// bucket shard (in stream order) that map to the same snapshot item: one
+// conditional UpdateItem (SPEC §14.3, DECISIONS D9).
+type run struct {
+	key       snapKey
+	window    Window
+	windowKey string
+	shard     shardKey
+	recs      []*bucketRecord
+
+	// Sums over recs. counters and overdraws are sorted by name; a limit
+	// is listed when some record contributed to it, even when the sum is
+	// zero, so that a coalesced write and one write per record leave the
+	// same attributes.
+	counters  []counter
+	overdraws []counter
+	events    int64
+
+	// Results, written by the one worker that owns the key.
+	done     bool  // the run's contribution is applied (now or before)
+	writes   int   // UpdateItems that applied
+	failures int   // failed writes (not a lost condition)
+	err      error // why the run is not done
+}
+
+// counter is a named sum.
+type counter struct {
+	name string
+	n    int64
+}
+
+// first and last are the run's first and last records.
+func (r *run) first() *bucketRecord { return r.recs[0] }
+func (r *run) last() *bucketRecord  { return r.recs[len(r.recs)-1] }
+
+// add folds rec's contribution into the run; it refuses (false) when a sum
+// would overflow an int64, and the caller starts a new run.
+func (r *run) add(rec *bucketRecord) bool {
+	events := int64(0)
+	counters := slices.Clone(r.counters)
+	overdraws := slices.Clone(r.overdraws)
+	var ok bool
+	for _, d := range rec.contrib {
+		if d.tokens != 0 {
+			events++
+			if counters, ok = addCounter(counters, d.name, d.tokens); !ok {
+				return false
+			}
+		}
+		if d.overdraw {
+			if overdraws, ok = addCounter(overdraws, d.name, 1); !ok {
+				return false
+			}
+		}
+	}
+	if r.events > math.MaxInt64-events {
+		return false
+	}
+	r.counters, r.overdraws = counters, overdraws
+	r.events += events
+	r.recs = append(r.recs, rec)
+	return true
+}
+
+// addCounter adds n to the counter called name, keeping cs sorted.
+func addCounter(cs []counter, name string, n int64) ([]counter, bool) {
+	i, found := slices.BinarySearchFunc(cs, name, func(c counter, name string) int { return strings.Compare(c.name, name) })
+	if !found {
+		return slices.Insert(cs, i, counter{name: name, n: n}), true
+	}
+	s := cs[i].n + n
+	if (n > 0 && s < cs[i].n) || (n < 0 && s > cs[i].n) {
+		return cs, false
+	}
+	cs[i].n = s
+	return cs, true
+}
+
+// coarser reports whether window a spans more time than b.
+func coarser(a, b Window) bool { return windowRank(a) > windowRank(b) }
+
+func windowRank(w Window) int {
+	switch w {
+	case Hourly:
+		return 1
+	case Daily:
+		return 2
+	case Monthly:
+		return 3
+	}
+	return 0
+}
+
+// plan groups the contributing records into runs, per window, and the runs
+// by snapshot item. keys lists the items in order of their first run; each
+// item's runs are in stream order.
+//
+// Key collisions: the key formats of SPEC §14.3 give the hour starting at
+// midnight the key of its day (YYYY-MM-DDT00:00:00Z), and the first day of a
+// month the key of its month, so both windows would share one item. Such an
+// item belongs to the coarser window: for a record whose key in window w
+// equals its key in a coarser configured window, w is not written.
+func plan(recs []*bucketRecord, windows []Window) (keys []snapKey, byKey map[snapKey][]*run) {
+	byKey = make(map[snapKey][]*run)
+	type open struct {
+		shard  shardKey
+		window Window
+	}
+	current := make(map[open]*run)
+	for _, rec := range recs {
+		if len(rec.contrib) == 0 {
+			continue
+		}
+		sh := shardKey{rec.id.Namespace, rec.id.Entity, rec.id.Resource, rec.id.Shard}
+	windows:
+		for _, w := range windows {
+			wk := WindowKey(w, rec.instant)
+			for _, c := range windows {
+				if coarser(c, w) && WindowKey(c, rec.instant) == wk {
+					continue windows
+				}
+			}
+			uk := schema.UsageKey(sh.ns, sh.entity, sh.resource, wk)
+			key := snapKey{uk.PK, uk.SK}
+			o := open{sh, w}
+			if r := current[o]; r != nil && r.key == key && r.add(rec) {
+				continue
+			}
+			r := &run{key: key, window: w, windowKey: wk, shard: sh}
+			if !r.add(rec) {
+				continue // unreachable: one record's sums always fit
+			}
+			current[o] = r
+			if _, seen := byKey[key]; !seen {
+				keys = append(keys, key)
+			}
+			byKey[key] = append(byKey[key], r)
+		}
+	}
+	return keys, byKey
+}
+
+// errDeadline marks work not started because the invocation is about to
+// end (SPEC §14.2).
+var errDeadline = errors.New("aggregator: too little time left to start a write")
+
+// writeSnapshots applies every run: items in parallel on at most
+// cfg.Workers goroutines, the runs of one item one after the other in
+// stream order. After a run of an item fails, later runs of that item are
+// not attempted (they come later in the stream and are redelivered; applying
+// them first would raise the seq# mark over the failed records).
+//
+// ctx is the invocation's context, whose deadline decides whether a write
+// may start; work carries the calls.
+func (a *Aggregator) writeSnapshots(ctx, work context.Context, keys []snapKey, byKey map[snapKey][]*run, ttl int64) {
+	jobs := make(chan []*run)
+	var wg sync.WaitGroup
+	for range min(a.cfg.Workers, len(keys)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for runs := range jobs {
+				a.writeItemSafely(ctx, work, runs, ttl)
+			}
+		}()
+	}
+	for _, k := range keys {
+		jobs <- byKey[k]
+	}
+	close(jobs)
+	wg.Wait()
+}
+
+// errPanic marks runs left undone by a panic in their worker.
+var errPanic = errors.New("aggregator: panic while writing a snapshot")
+
+// writeItemSafely is writeItem in a worker goroutine, where Handle's own
+// recover cannot reach: a panic leaves the item's unfinished runs failed
+// (and so reported) instead of killing the process.
+func (a *Aggregator) writeItemSafely(ctx, work context.Context, runs []*run, ttl int64) {
+	defer func() {
+		if v := recover(); v != nil {
+			a.log.ErrorContext(ctx, "panic while writing a snapshot item", "panic", fmt.Sprint(v))
+			for _, r := range runs {
+				if !r.done && r.err == nil {
+					r.err, r.failures = errPanic, 1
+				}
+			}
+		}
+	}()
+	a.writeItem(ctx, work, runs, ttl)
+}
+
+// writeItem applies the runs of one snapshot item in order.
+func (a *Aggregator) writeItem(ctx, work context.Context, runs []*run, ttl int64) {
+	for i, r := range runs {
+		a.writeRun(ctx, work, r, ttl)
+		if !r.done {
+			for _, later := range runs[i+1:] {
+				later.err = errSkippedAfterFailure
+			}
+			return
+		}
+	}
+}
+
+var errSkippedAfterFailure = errors.New("aggregator: an earlier write to the same snapshot item failed")
+
+// writeRun applies one run: one coalesced conditional write; when its
+// condition fails (part of the run was applied by an earlier delivery), one
+// write per record not yet covered by the item's mark (SPEC §14.4).
+func (a *Aggregator) writeRun(ctx, work context.Context, r *run, ttl int64) {
+	if !a.canStart(ctx) {
+		r.err = errDeadline
+		return
+	}
+	in := a.updateInput(r, false, ttl)
+	_, err := a.db.UpdateItem(work, in)
+	if err == nil {
+		r.done, r.writes = true, 1
+		return
+	}
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		r.err, r.failures = err, 1
+		return
+	}
+	// The mark is at or past the run's first record. Records at or below
+	// it are applied (the mark only grows, so their own conditions would be
+	// false forever); write the others one by one.
+	mark := markOf(ccf.Item, schema.SeqAttr(r.shard.shard))
+	for _, rec := range r.recs {
+		if mark != "" && rec.padded <= mark {
+			continue
+		}
+		if !a.canStart(ctx) {
+			r.err = errDeadline
+			return
+		}
+		one := &run{shard: r.shard, window: r.window, windowKey: r.windowKey, key: r.key}
+		one.add(rec) // cannot overflow: it fit in the run
+		in := a.updateInput(one, true, ttl)
+		_, err := a.db.UpdateItem(work, in)
+		switch {
+		case err == nil:
+			r.writes++
+		case errors.As(err, &ccf):
+			// Already applied.
+		default:
+			r.err = err
+			r.failures++
+			return
+		}
+	}
+	r.done = true
+}
+
+// markOf returns the S value of the seq# attribute of item, or "".
+func markOf(item map[string]types.AttributeValue, attr string) string {
+	if s, ok := item[attr].(*types.AttributeValueMemberS); ok {
+		return s.Value
+	}
+	return ""
+}
+
+// canStart reports whether a new write may start: ctx is live and, when it
+// has a deadline, at least cfg.DeadlineMargin of it is left.
+func (a *Aggregator) canStart(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	dl, ok := ctx.Deadline()
+	return !ok || time.Until(dl) >= a.cfg.DeadlineMargin
+}
+
+// The fixed part of the snapshot write (SPEC §14.3). Limit counters and
+// overdraw counters get positional aliases (#l0, #od0, …): names may hold
+// `_`, `.` and `-`.
+const (
+	snapshotSet = "SET entity_id = :e, #res = if_not_exists(#res, :r), #win = if_not_exists(#win, :w), " +
+		"#wst = if_not_exists(#wst, :k), GSI2PK = :g2p, GSI2SK = :g2s, " +
+		"GSI4PK = if_not_exists(GSI4PK, :g4p), GSI4SK = if_not_exists(GSI4SK, :g4s), " +
+		"#ttl = if_not_exists(#ttl, :ttl), #sq = "
+	runCondition    = "attribute_not_exists(#sq) OR #sq < :first"
+	recordCondition = "attribute_not_exists(#sq) OR #sq < :seq"
+)
+
+// updateInput builds the snapshot UpdateItem of a run (SPEC §14.3) or, with
+// single, the fallback's write of the one record r holds (SPEC §14.4).
+func (a *Aggregator) updateInput(r *run, single bool, ttl int64) *dynamodb.UpdateItemInput {
+	keys := schema.UsageItemKeys(r.shard.ns, r.shard.entity, r.shard.resource, r.windowKey)
+	names := map[string]string{
+		"#res": schema.AttrResource,
+		"#win": schema.AttrWindow,
+		"#wst": schema.AttrWindowStart,
+		"#ttl": schema.AttrTTL,
+		"#te":  schema.AttrTotalEvents,
+		"#sq":  schema.SeqAttr(r.shard.shard),
+	}
+	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	n := func(v int64) types.AttributeValue {
+		return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+	}
+	values := map[string]types.AttributeValue{
+		":e":      s(r.shard.entity),
+		":r":      s(r.shard.resource),
+		":w":      s(string(r.window)),
+		":k":      s(r.windowKey),
+		":g2p":    s(keys.GSI2.PK),
+		":g2s":    s(keys.GSI2.SK),
+		":g4p":    s(keys.GSI4.PK),
+		":g4s":    s(keys.GSI4.SK),
+		":ttl":    n(ttl),
+		":events": n(r.events),
+	}
+	var b strings.Builder
+	b.WriteString(snapshotSet)
+	cond := runCondition
+	if single {
+		b.WriteString(":seq")
+		values[":seq"] = s(r.first().padded)
+		cond = recordCondition
+	} else {
+		b.WriteString(":last")
+		values[":first"] = s(r.first().padded)
+		values[":last"] = s(r.last().padded)
+	}
+	b.WriteString(" ADD ")
+	for i, c := range r.counters {
+		alias, val := "#l"+strconv.Itoa(i), ":d"+strconv.Itoa(i)
+		names[alias] = c.name
+		values[val] = n(c.n)
+		b.WriteString(alias + " " + val + ", ")
+	}
+	for i, c := range r.overdraws {
+		alias, val := "#od"+strconv.Itoa(i), ":o"+strconv.Itoa(i)
+		names[alias] = schema.OverdrawAttr(c.name)
+		values[val] = n(c.n)
+		b.WriteString(alias + " " + val + ", ")
+	}
+	b.WriteString("#te :events")
+	return &dynamodb.UpdateItemInput{
+		TableName:                           aws.String(a.cfg.TableName),
+		Key:                                 keys.Key.AttributeValues(),
+		UpdateExpression:                    aws.String(b.String()),
+		ConditionExpression:                 aws.String(cond),
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+
+	"github.com/zae-limiter/zae-limiter-go/core/aggregator"
+	"github.com/zae-limiter/zae-limiter-go/core/streamimage"
+	"github.com/zae-limiter/zae-limiter-go/core/streampoll"
+	"github.com/zae-limiter/zae-limiter-go/internal/ddblocal"
+)
+
+// processFile runs the handler on one Lambda-shaped event file and prints
+// the batch response as JSON.
+func processFile(ctx context.Context, agg *aggregator.Aggregator, path string, out io.Writer) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	ev, err := streamimage.DecodeEvent(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	resp, err := agg.Handle(ctx, ev)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(resp)
+}
+
+// followStream tails the table's stream with the Lambda-faithful poller
+// (batches of 100, partial batch failures re-delivered, 3 retries) until
+// ctx ends.
+func followStream(ctx context.Context, awsCfg aws.Config, db *dynamodb.Client, agg *aggregator.Aggregator, table string, local bool, log *slog.Logger) error {
+	desc, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	if err != nil {
+		return err
+	}
+	arn := aws.ToString(desc.Table.LatestStreamArn)
+	if arn == "" {
+		return fmt.Errorf("table %s has no stream", table)
+	}
+	opts := []func(*dynamodbstreams.Options){}
+	if ep := os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"); local && os.Getenv("AWS_ENDPOINT_URL_DYNAMODB_STREAMS") == "" {
+		opts = append(opts, func(o *dynamodbstreams.Options) { o.BaseEndpoint = aws.String(ep) })
+	}
+	if local {
+		opts = append(opts, ddblocal.FixEmptyMaps)
+	}
+	streams := dynamodbstreams.NewFromConfig(awsCfg, opts...)
+	p, err := streampoll.New(streams, arn, streampoll.Options{
+		Handler: agg.Handle, BatchSize: 100, MaxRetries: 3, BisectOnError: true,
+		StartingPosition: streampoll.Latest, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	log.Info("following stream", "table", table)
+	if err := p.Poll(ctx); err != nil && ctx.Err() == nil {
+		return err
+	}
+	return nil
+}

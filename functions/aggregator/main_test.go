@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/zae-limiter/zae-limiter-go/core/aggregator"
+	"github.com/zae-limiter/zae-limiter-go/core/aggregator/maintenance"
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
+	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
+)
+
+func TestMain(m *testing.M) { ddbtest.Main(m) }
+
+// TestSampleEvents runs every file in events/ through the -event mode on
+// DynamoDB Local: each is a valid Lambda event, nothing is reported (the
+// poison record is skipped), and the samples that carry consumption write
+// their snapshots.
+func TestSampleEvents(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "events", "stream-*.json"))
+	if err != nil || len(files) < 6 {
+		t.Fatalf("sample events: %v %v", files, err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			tbl := ddbtest.NewTable(t)
+			cfg := aggregator.Config{TableName: tbl.Name}
+			log := slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil))
+			agg, err := aggregator.New(tbl.DB, cfg, aggregator.Options{
+				Logger: log, Maintainer: maintenance.New(tbl.DB, tbl.Name, maintenance.Options{Logger: log}),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			if err := processFile(context.Background(), agg, f, &out); err != nil {
+				t.Fatal(err)
+			}
+			var resp events.DynamoDBEventResponse
+			if err := json.Unmarshal(out.Bytes(), &resp); err != nil {
+				t.Fatalf("response %q: %v", out.String(), err)
+			}
+			if len(resp.BatchItemFailures) != 0 {
+				t.Fatalf("failures reported: %+v", resp.BatchItemFailures)
+			}
+			snaps := scanUsage(t, tbl)
+			switch filepath.Base(f) {
+			case "stream-remove.json":
+				if len(snaps) != 0 {
+					t.Fatalf("a REMOVE wrote %d snapshots", len(snaps))
+				}
+			case "stream-doubling.json":
+				if len(snaps) == 0 {
+					t.Fatal("no snapshots")
+				}
+				clone := getItem(t, tbl, schema.BucketKey("a1B2c3D4e5F", "hot-key", "gpt-4", 1))
+				if clone == nil {
+					t.Fatal("the doubling did not clone shard 0 into shard 1")
+				}
+			default:
+				if len(snaps) == 0 {
+					t.Fatal("no snapshots")
+				}
+			}
+		})
+	}
+}
+
+func TestProcessFileRejectsBadInput(t *testing.T) {
+	tbl := ddbtest.NewTable(t)
+	agg, err := aggregator.New(tbl.DB, aggregator.Config{TableName: tbl.Name}, aggregator.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"Records": [`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := processFile(context.Background(), agg, bad, &bytes.Buffer{}); err == nil {
+		t.Fatal("a truncated event file must be an error")
+	}
+	if err := processFile(context.Background(), agg, filepath.Join(t.TempDir(), "missing.json"), &bytes.Buffer{}); err == nil {
+		t.Fatal("a missing event file must be an error")
+	}
+}
+
+func scanUsage(t *testing.T, tbl *ddbtest.Table) []map[string]types.AttributeValue {
+	t.Helper()
+	out, err := tbl.DB.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(tbl.Name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var snaps []map[string]types.AttributeValue
+	for _, it := range out.Items {
+		if sk, ok := it["SK"].(*types.AttributeValueMemberS); ok && len(sk.Value) > 7 && sk.Value[:7] == "#USAGE#" {
+			snaps = append(snaps, it)
+		}
+	}
+	return snaps
+}
+
+func getItem(t *testing.T, tbl *ddbtest.Table, k schema.Key) map[string]types.AttributeValue {
+	t.Helper()
+	out, err := tbl.DB.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(tbl.Name), Key: k.AttributeValues(), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.Item
+}
