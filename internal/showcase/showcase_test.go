@@ -3,6 +3,7 @@ package showcase_test
 import (
 	"bytes"
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -81,5 +82,67 @@ func TestRunShowsEachStep(t *testing.T) {
 	}
 	if n := strings.Count(step, "429 Too Many Requests"); n != 1 {
 		t.Errorf("the acquire step shows %d 429s, want 1", n)
+	}
+}
+
+// TestRunShowsSnapshots: the last step runs the aggregator on the real
+// stream and shows exact snapshots of the acquire step's traffic, and that
+// redelivery changes nothing. Window starts come from the records' real
+// ApproximateCreationDateTime, so only the counters are asserted.
+func TestRunShowsSnapshots(t *testing.T) {
+	var out bytes.Buffer
+	err := showcase.Run(context.Background(), &out, showcase.Options{
+		Endpoint: ddbtest.Endpoint(t),
+		Table:    ddbtest.TableName(t.Name()),
+		Now:      func() time.Time { return time.Date(2026, 11, 29, 19, 30, 0, 0, time.UTC) },
+	})
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	_, step, ok := strings.Cut(out.String(), "== 8. ")
+	if !ok {
+		t.Fatalf("no step 8:\n%s", out.String())
+	}
+	lines := strings.Split(step, "\n")
+	// sum adds a counter over the lines of a window and entity: a run that
+	// crosses midnight (or an hour) splits its traffic over two items.
+	sum := func(window, entity, counter string) (total int, n int) {
+		for _, l := range lines {
+			f := strings.Fields(l)
+			if len(f) < 3 || f[0] != window || f[1] != entity {
+				continue
+			}
+			n++
+			for _, kv := range f[3:] {
+				if v, ok := strings.CutPrefix(kv, counter+"="); ok {
+					x, _ := strconv.Atoi(v)
+					total += x
+				}
+			}
+		}
+		return total, n
+	}
+	// key-a: 6 admissions of rpm 1 + tpm 1500; key-vip: 1500 + 2000 − 800 +
+	// 500 − 500 tpm and 1 + 1 + 1 − 1 rpm.
+	for _, c := range []struct {
+		entity, counter string
+		want            int
+	}{
+		{"key-a", "rpm", 6}, {"key-a", "tpm", 9000}, {"key-a", "total_events", 12},
+		{"key-vip", "rpm", 2}, {"key-vip", "tpm", 2700}, {"key-vip", "total_events", 9},
+	} {
+		if got, n := sum("daily", c.entity, c.counter); got != c.want || n == 0 {
+			t.Errorf("daily %s %s = %d over %d items, want %d\n%s", c.entity, c.counter, got, n, c.want, step)
+		}
+		// The hour starting at midnight shares the daily item (P22), so
+		// hourly items may hold less than the day, never more.
+		if got, _ := sum("hourly", c.entity, c.counter); got > c.want {
+			t.Errorf("hourly %s %s = %d, more than the day's %d", c.entity, c.counter, got, c.want)
+		}
+	}
+	for _, want := range []string{"; 0 reported as failed", "snapshots unchanged: true"} {
+		if !strings.Contains(step, want) {
+			t.Errorf("step 8 lacks %q:\n%s", want, step)
+		}
 	}
 }
