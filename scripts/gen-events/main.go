@@ -35,7 +35,9 @@ const (
 
 type item = map[string]types.AttributeValue
 
-func n(v int64) types.AttributeValue { return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)} }
+func n(v int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+}
 func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 
 // bucket is a bucket item as the client writes it: limit rpm (100 per
