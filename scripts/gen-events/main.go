@@ -67,11 +67,13 @@ func with(it item, kv ...any) item {
 	return out
 }
 
-var seq = 100
+// stream numbers the records it builds, as a stream shard does.
+type stream struct{ seq int }
 
 // record builds one stream record; old is nil for an INSERT, nw for a REMOVE.
-func record(name string, old, nw item) events.DynamoDBEventRecord {
-	seq++
+func (st *stream) record(name string, old, nw item) events.DynamoDBEventRecord {
+	st.seq++
+	seq := st.seq
 	conv := func(it item) map[string]events.DynamoDBAttributeValue {
 		if it == nil {
 			return nil
@@ -109,6 +111,8 @@ func main() {
 }
 
 func write(dir string) error {
+	st := &stream{seq: 100}
+	record := st.record
 	fresh := bucket("user-1", 0, 1, 99_000, 1_000, 1_000_000, 0)
 	after2 := with(fresh, "b_rpm_tk", n(97_000), "b_rpm_tc", n(3_000), "b_wcu_tk", n(999_000), "b_wcu_tc", n(1_000))
 	after3 := with(after2, "b_rpm_tk", n(96_500), "b_rpm_tc", n(3_500), "b_wcu_tk", n(998_000), "b_wcu_tc", n(2_000))
