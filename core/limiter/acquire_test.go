@@ -293,30 +293,8 @@ func TestNoOverAdmission(t *testing.T) {
 					t.Fatal(err) // learns the shard count from the image
 				}
 			}
-			var admitted, rejected, failed atomic.Int64
-			var wg sync.WaitGroup
-			for g := 0; g < 32; g++ {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for i := 0; i < 4; i++ {
-						_, err := e.lim.Acquire(ctx, "hot", "api", limiter.Consume{"rpd": 1})
-						var rle *limiter.RateLimitExceeded
-						switch {
-						case err == nil:
-							admitted.Add(1)
-						case errors.As(err, &rle):
-							rejected.Add(1)
-						default:
-							failed.Add(1)
-							t.Errorf("acquire: %v", err)
-						}
-					}
-				}()
-			}
-			wg.Wait()
-			if admitted.Load() != capacity {
-				t.Fatalf("admitted %d of 128 with capacity %d (rejected %d, failed %d)", admitted.Load(), capacity, rejected.Load(), failed.Load())
+			if got := e.hammer("hot", "api", 32, 4, limiter.Consume{"rpd": 1}); got != capacity {
+				t.Fatalf("admitted %d of 128 with capacity %d", got, capacity)
 			}
 		})
 	}
@@ -462,4 +440,31 @@ func TestWCURunDownBySlowTrafficDoesNotDouble(t *testing.T) {
 	if got := e.n(item, "b_wcu_tk"); got != "1000000" {
 		t.Fatalf("b_wcu_tk = %s, want the slow pass to refill it to 1000000", got)
 	}
+}
+
+// hammer runs goroutines × each concurrent acquires of consume on (entity,
+// resource) and returns how many were admitted; any error other than a
+// rate limit fails the test.
+func (e *env) hammer(entity, resource string, goroutines, each int, consume limiter.Consume) int64 {
+	e.t.Helper()
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				_, err := e.lim.Acquire(context.Background(), entity, resource, consume)
+				var rle *limiter.RateLimitExceeded
+				switch {
+				case err == nil:
+					admitted.Add(1)
+				case !errors.As(err, &rle):
+					e.t.Errorf("acquire: %v", err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return admitted.Load()
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,27 +25,8 @@ func TestSlowPathUnderContention(t *testing.T) {
 	if _, err := e.lim.Acquire(ctx, "hot", "api", limiter.Consume{"rpd": 0}); err != nil {
 		t.Fatal(err) // create the shard first: creation races are another test
 	}
-	var admitted atomic.Int64
-	var wg sync.WaitGroup
-	for g := 0; g < 16; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < 3; i++ {
-				_, err := e.lim.Acquire(ctx, "hot", "api", limiter.Consume{"rpd": 1})
-				var rle *limiter.RateLimitExceeded
-				switch {
-				case err == nil:
-					admitted.Add(1)
-				case !errors.As(err, &rle):
-					t.Errorf("acquire: %v", err)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if admitted.Load() != capacity {
-		t.Fatalf("admitted %d, want %d", admitted.Load(), capacity)
+	if got := e.hammer("hot", "api", 16, 3, limiter.Consume{"rpd": 1}); got != capacity {
+		t.Fatalf("admitted %d, want %d", got, capacity)
 	}
 	if _, tc := e.tkOf("hot", "rpd"); tc != "24000" {
 		t.Fatalf("tc %s, want 24000", tc)

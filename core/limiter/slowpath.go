@@ -483,32 +483,50 @@ func (l *Limiter) writeBoth(ctx context.Context, child, parent *pass) (*Lease, b
 			}})
 			continue
 		}
-		in := p.update.input(l.table, p.id.Key())
-		items = append(items, types.TransactWriteItem{Update: &types.Update{
-			TableName: in.TableName, Key: in.Key, UpdateExpression: in.UpdateExpression,
-			ConditionExpression: in.ConditionExpression, ExpressionAttributeNames: in.ExpressionAttributeNames,
-			ExpressionAttributeValues: in.ExpressionAttributeValues,
-		}})
+		items = append(items, transactUpdate(p.update.input(l.table, p.id.Key())))
 	}
-	// A fresh input per call: the SDK writes its idempotency token into it
-	// (docs/decisions.md P3).
-	_, err := l.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
-	if err != nil {
-		var tce *types.TransactionCanceledException
-		if !errors.As(err, &tce) {
-			return nil, false, &dbError{op: "slow path transaction", err: err}
-		}
-		for _, r := range tce.CancellationReasons {
-			if aws.ToString(r.Code) == "TransactionConflict" {
-				return nil, false, &transactionConflict{err: err}
-			}
-		}
-		l.log.Debug("cascade transaction cancelled", "reasons", fmtReasons(tce.CancellationReasons))
+	cancelled, err := l.transact(ctx, "slow path transaction", items)
+	switch {
+	case err != nil:
+		return nil, false, err
+	case cancelled:
 		return l.retryBoth(ctx, child, parent) // a lock or a create was lost
 	}
 	l.written(child)
 	l.written(parent)
 	return &Lease{lim: l, resource: child.id.Resource, parts: []leasePart{child.part(), parent.part()}}, false, nil
+}
+
+// transactUpdate is an UpdateItem request as a transaction item.
+func transactUpdate(in *dynamodb.UpdateItemInput) types.TransactWriteItem {
+	return types.TransactWriteItem{Update: &types.Update{
+		TableName: in.TableName, Key: in.Key, UpdateExpression: in.UpdateExpression,
+		ConditionExpression: in.ConditionExpression, ExpressionAttributeNames: in.ExpressionAttributeNames,
+		ExpressionAttributeValues: in.ExpressionAttributeValues,
+	}}
+}
+
+// transact sends a TransactWriteItems built fresh for this call (the SDK
+// writes its idempotency token into the input, docs/decisions.md P3).
+// cancelled reports a cancellation for a failed condition; a
+// TransactionConflict is a *transactionConflict error, retried by the slow
+// path after a back-off; anything else is an infrastructure error.
+func (l *Limiter) transact(ctx context.Context, op string, items []types.TransactWriteItem) (cancelled bool, err error) {
+	_, err = l.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	if err == nil {
+		return false, nil
+	}
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) {
+		return false, &dbError{op: op, err: err}
+	}
+	for _, r := range tce.CancellationReasons {
+		if aws.ToString(r.Code) == "TransactionConflict" {
+			return false, &transactionConflict{err: err}
+		}
+	}
+	l.log.Debug("transaction cancelled", "op", op, "reasons", fmtReasons(tce.CancellationReasons))
+	return true, nil
 }
 
 // retryBoth is the Retry shape for a cascaded pair (SPEC §6.8 step 7):
@@ -541,23 +559,13 @@ func (l *Limiter) retryBoth(ctx context.Context, child, parent *pass) (*Lease, b
 		if err != nil {
 			return nil, false, err
 		}
-		items = append(items, types.TransactWriteItem{Update: &types.Update{
-			TableName: in.TableName, Key: in.Key, UpdateExpression: in.UpdateExpression,
-			ConditionExpression: in.ConditionExpression, ExpressionAttributeNames: in.ExpressionAttributeNames,
-			ExpressionAttributeValues: in.ExpressionAttributeValues,
-		}})
+		items = append(items, transactUpdate(in))
 	}
-	_, err := l.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
-	if err != nil {
-		var tce *types.TransactionCanceledException
-		if !errors.As(err, &tce) {
-			return nil, false, &dbError{op: "slow path retry transaction", err: err}
-		}
-		for _, r := range tce.CancellationReasons {
-			if aws.ToString(r.Code) == "TransactionConflict" {
-				return nil, false, &transactionConflict{err: err}
-			}
-		}
+	cancelled, err := l.transact(ctx, "slow path retry transaction", items)
+	switch {
+	case err != nil:
+		return nil, false, err
+	case cancelled:
 		return nil, true, nil
 	}
 	l.written(child)
