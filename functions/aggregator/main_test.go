@@ -8,15 +8,20 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/aggregator"
 	"github.com/zae-limiter/zae-limiter-go/core/aggregator/maintenance"
+	"github.com/zae-limiter/zae-limiter-go/core/limit"
+	"github.com/zae-limiter/zae-limiter-go/core/limiter"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
+	"github.com/zae-limiter/zae-limiter-go/internal/ddblocal"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
 )
 
@@ -116,4 +121,59 @@ func getItem(t *testing.T, tbl *ddbtest.Table, k schema.Key) map[string]types.At
 		t.Fatal(err)
 	}
 	return out.Item
+}
+
+// TestFollowTailsTheStream runs -follow against a real table: acquires made
+// after it starts turn into snapshots, and it stops cleanly when its
+// context ends.
+func TestFollowTailsTheStream(t *testing.T) {
+	tbl := ddbtest.NewTable(t)
+	for k, v := range map[string]string{
+		"TABLE_NAME": tbl.Name, "AWS_ENDPOINT_URL_DYNAMODB": tbl.Endpoint, "AWS_REGION": ddblocal.Region,
+		"AWS_ACCESS_KEY_ID": ddblocal.AccessKeyID, "AWS_SECRET_ACCESS_KEY": ddblocal.SecretAccessKey,
+	} {
+		t.Setenv(k, v)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = true })
+	log := slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil))
+	agg, err := aggregator.New(db, aggregator.Config{TableName: tbl.Name}, aggregator.Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- followStream(ctx, awsCfg, db, agg, tbl.Name, true, log) }()
+
+	lim, err := limiter.New(tbl.DB, tbl.Name, "fOlLoWnAmEs", limiter.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lim.Store().SetResourceLimits(ctx, "fOlLoWnAmEs", "api", []limit.Limit{limit.PerMinute("rpm", 100)}); err != nil {
+		t.Fatal(err)
+	}
+	// The poller starts at LATEST once it has described the stream; keep
+	// acquiring until the snapshot shows up, within a bound.
+	deadline := time.Now().Add(30 * time.Second)
+	for len(scanUsage(t, tbl)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no snapshot from -follow within 30 s")
+		}
+		if _, err := lim.Acquire(ctx, "u", "api", limiter.Consume{"rpm": 1}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("follow stopped early: %v", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("follow after cancel: %v", err)
+	}
 }
