@@ -7,15 +7,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 fuzztime="${FUZZTIME:-20000x}"
 status=0
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
 while IFS= read -r file; do
 	dir="./$(dirname "$file")"
 	for target in $(grep -oE '^func (Fuzz[A-Za-z0-9_]+)\(' "$file" | sed -E 's/^func (Fuzz[A-Za-z0-9_]+)\(/\1/'); do
 		echo "fuzz $dir $target ($fuzztime)"
-		if ! go test -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzztime" "$dir" >/tmp/fuzz-$$.log 2>&1; then
-			cat /tmp/fuzz-$$.log
+		if ! go test -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzztime" "$dir" >"$log" 2>&1; then
+			cat "$log"
 			status=1
 		fi
 	done
 done < <(grep -rlE '^func Fuzz' --include='*_test.go' . | grep -v '^./infra/' | grep -v '/_' | sort)
-rm -f /tmp/fuzz-$$.log
 exit $status
