@@ -342,7 +342,7 @@ func (l *Limiter) childAdmitted(ctx context.Context, req *request, c, p speculat
 		satisfy, statuses := bucket.WouldRefillSatisfy(nil, limits, p.img.RF, max(p.img.ShardCount, 1), p.now)
 		if !satisfy {
 			l.refund(ctx, c)
-			e := &RateLimitExceeded{Statuses: l.imageStatuses(c)}
+			e := &RateLimitExceeded{Statuses: imageStatuses(c)}
 			for i, d := range req.declared {
 				pp, _ := p.img.Params(d.Name)
 				e.Statuses = append(e.Statuses, l.status(p.req, d, pp, limits[i].Soft, statuses[i]))
@@ -390,14 +390,21 @@ func (l *Limiter) parentOnly(ctx context.Context, preq *request, shard int) (lea
 // (SPEC §6.5), refunding the debit of an enforce-shaped write that landed
 // on a bypassed bucket.
 func (l *Limiter) admittedPart(ctx context.Context, sp speculation) leasePart {
-	img := sp.img
-	part := leasePart{entity: sp.id.Entity, shard: sp.id.Shard, bypassed: sp.shape == ShapeBypass}
-	if sp.shape == ShapeEnforce && img.Bypass.Live(sp.now) {
+	part := imagePart(sp)
+	if sp.shape == ShapeEnforce && sp.img.Bypass.Live(sp.now) {
 		// Bypass discovered: give the tokens back, keep the tc (ADR-151
 		// decision 3).
 		l.credit(ctx, sp.id, AdjustTokens, negate(sp.req.declared), "bypass refund")
 		part.bypassed = true
 	}
+	return part
+}
+
+// imagePart describes the declared limits of a successful write from its
+// ALL_NEW image, materialised at the write's clock reading.
+func imagePart(sp speculation) leasePart {
+	img := sp.img
+	part := leasePart{entity: sp.id.Entity, shard: sp.id.Shard, bypassed: sp.shape == ShapeBypass}
 	shards := max(img.ShardCount, 1)
 	for _, d := range sp.req.declared {
 		e := leaseEntry{name: d.Name, initial: d.Amount}
@@ -414,9 +421,8 @@ func (l *Limiter) admittedPart(ctx context.Context, sp speculation) leasePart {
 }
 
 // imageStatuses are the statuses of a successful write's declared limits.
-func (l *Limiter) imageStatuses(sp speculation) []LimitStatus {
-	sp.shape = ShapeBypass // describe only: no refund from here
-	part := l.admittedPart(context.Background(), sp)
+func imageStatuses(sp speculation) []LimitStatus {
+	part := imagePart(sp)
 	out := make([]LimitStatus, 0, len(part.entries))
 	for _, e := range part.entries {
 		out = append(out, e.status(sp.id.Entity, sp.id.Resource, e.initial))
