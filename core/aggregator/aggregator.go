@@ -57,10 +57,8 @@ type Config struct {
 	// TableName is the limiter table (TABLE_NAME).
 	TableName string
 	// Windows are the snapshot windows (SNAPSHOT_WINDOWS, default hourly,daily).
-	// The SPEC's key formats give the hour starting at midnight its day's key
-	// and the first day of a month its month's key; such a shared item
-	// belongs to the coarser configured window, and the finer one is not
-	// written for it (see WindowKey).
+	// Each gets its own item per window start; where a finer window starts
+	// with a coarser configured one, its key is suffixed (see SnapshotKey).
 	Windows []Window
 	// SnapshotTTL is how long a snapshot lives (SNAPSHOT_TTL_DAYS, default 90 days).
 	SnapshotTTL time.Duration
@@ -143,7 +141,7 @@ func New(db DB, cfg Config, o Options) (*Aggregator, error) {
 		return nil, errors.New("aggregator: no table name")
 	}
 	if len(cfg.Windows) == 0 {
-		cfg.Windows = []Window{Hourly, Daily}
+		cfg.Windows = DefaultWindows()
 	}
 	var windows []Window
 	for _, w := range cfg.Windows {

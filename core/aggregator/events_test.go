@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -152,22 +153,39 @@ func TestWindowFromRecordTime(t *testing.T) {
 	}
 }
 
-// TestMidnightBelongsToTheDay: the hour starting at midnight has its day's
-// key, and the first of a month its month's; the shared item belongs to the
-// coarser window, counts each record once and says so in its window
-// attribute.
-func TestMidnightBelongsToTheDay(t *testing.T) {
+// TestEveryWindowHasItsOwnItem (docs/decisions.md P22): records at 23:30
+// on the last day of a month, 00:10 and 01:10 on the 1st. The hour starting
+// at midnight, the 1st and the month each get an item of their own with
+// exactly their records' counts; the coarsest window starting at an instant
+// keeps the plain key, the finer ones are suffixed; a redelivery changes
+// nothing.
+func TestEveryWindowHasItsOwnItem(t *testing.T) {
 	for _, tc := range []struct {
 		windows []aggregator.Window
-		want    map[string]string // window_start → "window rpm"
+		want    map[string]string // "window window_start" → "rpm key"
 	}{
 		{[]aggregator.Window{aggregator.Hourly, aggregator.Daily}, map[string]string{
-			"2026-01-31T23:00:00Z": "hourly 1", "2026-01-31T00:00:00Z": "daily 1",
-			"2026-02-01T00:00:00Z": "daily 6", "2026-02-01T01:00:00Z": "hourly 4",
+			"hourly 2026-01-31T23:00:00Z": "1 2026-01-31T23:00:00Z",
+			"daily 2026-01-31T00:00:00Z":  "1 2026-01-31T00:00:00Z",
+			"hourly 2026-02-01T00:00:00Z": "2 2026-02-01T00:00:00Z#hourly",
+			"daily 2026-02-01T00:00:00Z":  "6 2026-02-01T00:00:00Z",
+			"hourly 2026-02-01T01:00:00Z": "4 2026-02-01T01:00:00Z",
 		}},
 		{[]aggregator.Window{aggregator.Monthly, aggregator.Daily, aggregator.Hourly}, map[string]string{
-			"2026-01-31T23:00:00Z": "hourly 1", "2026-01-31T00:00:00Z": "daily 1", "2026-01-01T00:00:00Z": "monthly 1",
-			"2026-02-01T00:00:00Z": "monthly 6", "2026-02-01T01:00:00Z": "hourly 4",
+			"hourly 2026-01-31T23:00:00Z":  "1 2026-01-31T23:00:00Z",
+			"daily 2026-01-31T00:00:00Z":   "1 2026-01-31T00:00:00Z",
+			"monthly 2026-01-01T00:00:00Z": "1 2026-01-01T00:00:00Z",
+			"hourly 2026-02-01T00:00:00Z":  "2 2026-02-01T00:00:00Z#hourly",
+			"daily 2026-02-01T00:00:00Z":   "6 2026-02-01T00:00:00Z#daily",
+			"monthly 2026-02-01T00:00:00Z": "6 2026-02-01T00:00:00Z",
+			"hourly 2026-02-01T01:00:00Z":  "4 2026-02-01T01:00:00Z",
+		}},
+		{[]aggregator.Window{aggregator.Hourly, aggregator.Monthly}, map[string]string{
+			"hourly 2026-01-31T23:00:00Z":  "1 2026-01-31T23:00:00Z",
+			"monthly 2026-01-01T00:00:00Z": "1 2026-01-01T00:00:00Z",
+			"hourly 2026-02-01T00:00:00Z":  "2 2026-02-01T00:00:00Z#hourly",
+			"monthly 2026-02-01T00:00:00Z": "6 2026-02-01T00:00:00Z",
+			"hourly 2026-02-01T01:00:00Z":  "4 2026-02-01T01:00:00Z",
 		}},
 	} {
 		t.Run(fmt.Sprint(tc.windows), func(t *testing.T) {
@@ -186,14 +204,22 @@ func TestMidnightBelongsToTheDay(t *testing.T) {
 				b.limits["rpm"] = limState{tc: step.tc}
 				recs = append(recs, b.record(100+i, step.at))
 			}
-			mustHandle(t, agg, recs)
-			mustHandle(t, agg, recs) // and again: nothing changes
-			got := map[string]string{}
-			for _, it := range scanSnapshots(t, tbl) {
-				got[it["window_start"][2:]] = it["window"][2:] + " " + it["rpm"][2:]
+			read := func() map[string]string {
+				got := map[string]string{}
+				for _, it := range scanSnapshots(t, tbl) {
+					key := strings.TrimPrefix(it["SK"], "S:"+schema.SKUsagePrefix+"api#")
+					got[it["window"][2:]+" "+it["window_start"][2:]] = it["rpm"][2:] + " " + key
+				}
+				return got
 			}
-			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			mustHandle(t, agg, recs)
+			if got := read(); !maps.Equal(got, tc.want) {
 				t.Fatalf("items %v, want %v", got, tc.want)
+			}
+			mustHandle(t, agg, recs)
+			mustHandle(t, agg, recs[1:])
+			if got := read(); !maps.Equal(got, tc.want) {
+				t.Fatalf("after redelivery: items %v, want %v", got, tc.want)
 			}
 		})
 	}
@@ -390,22 +416,15 @@ func TestSnapshotTotals(t *testing.T) {
 			}
 			// Every stored item against the definition: hourly == Σ per-record
 			// floor deltas of its hour, daily == Σ of its hours, monthly == Σ
-			// of its days. An hour starting at midnight shares its day's key
-			// and the first day of a month its month's: those items belong to
-			// the coarser window and must not exist in the finer one.
+			// of its days. An hour starting at midnight and the first of a
+			// month have items of their own, under a suffixed key.
 			for k, v := range got {
 				w, ws, _ := strings.Cut(k.window, " ")
 				var want int64
 				switch w {
 				case "hourly":
-					if strings.HasSuffix(ws, "T00:00:00Z") {
-						t.Fatalf("hourly item at midnight %+v: its key is the day's", k)
-					}
 					want = oracle[key{k.entity, k.res, ws, k.limit}]
 				case "daily":
-					if strings.HasSuffix(ws, "-01T00:00:00Z") {
-						t.Fatalf("daily item on the 1st %+v: its key is the month's", k)
-					}
 					want = days[key{k.entity, k.res, ws[:10], k.limit}]
 				case "monthly":
 					want = months[key{k.entity, k.res, ws[:7], k.limit}]
@@ -414,20 +433,13 @@ func TestSnapshotTotals(t *testing.T) {
 					t.Fatalf("%s %+v = %d, want %d", w, k, v, want)
 				}
 			}
-			// And every non-zero sum is stored, in the finest window whose
-			// key is its own.
+			// And every non-zero sum is stored in every window.
 			for k, v := range oracle {
-				if v == 0 || strings.HasSuffix(k.window, "T00:00:00Z") {
-					continue
-				}
 				if g := got[key{k.entity, k.res, "hourly " + k.window, k.limit}]; g != v {
 					t.Fatalf("hourly %+v = %d, want %d", k, g, v)
 				}
 			}
 			for k, v := range days {
-				if v == 0 || strings.HasSuffix(k.window, "-01") {
-					continue
-				}
 				if g := got[key{k.entity, k.res, "daily " + k.window + "T00:00:00Z", k.limit}]; g != v {
 					t.Fatalf("daily %+v = %d, want %d", k, g, v)
 				}
@@ -436,6 +448,31 @@ func TestSnapshotTotals(t *testing.T) {
 				if g := got[key{k.entity, k.res, "monthly " + k.window + "-01T00:00:00Z", k.limit}]; g != v {
 					t.Fatalf("monthly %+v = %d, want %d", k, g, v)
 				}
+			}
+			// Each item's key is its window's snapshot key.
+			windows := []aggregator.Window{aggregator.Hourly, aggregator.Daily, aggregator.Monthly}
+			for _, it := range snaps {
+				if !strings.HasPrefix(it["PK"], "S:"+namespace+"/") {
+					continue
+				}
+				at, err := time.Parse(time.RFC3339, it["window_start"][2:])
+				if err != nil {
+					t.Fatal(err)
+				}
+				w := aggregator.Window(it["window"][2:])
+				want := "S:" + schema.SKUsagePrefix + it["resource"][2:] + "#" + aggregator.SnapshotKey(w, at, windows)
+				if it["SK"] != want {
+					t.Fatalf("%s item at %s: SK %s, want %s", w, at, it["SK"], want)
+				}
+			}
+			suffixed := 0
+			for _, it := range snaps {
+				if strings.HasSuffix(it["SK"], "#hourly") || strings.HasSuffix(it["SK"], "#daily") {
+					suffixed++
+				}
+			}
+			if suffixed == 0 {
+				t.Fatal("the traffic never reached a midnight or a first of the month")
 			}
 			if len(days) < 2 || len(months) < 2 {
 				t.Fatalf("traffic too narrow: %d day sums, %d month sums", len(days), len(months))

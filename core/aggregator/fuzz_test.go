@@ -261,7 +261,7 @@ func TestUpdateExpression(t *testing.T) {
 		}
 		return &bucketRecord{seq: seq, padded: p, contrib: contrib}
 	}
-	r := &run{window: Daily, windowKey: "2026-11-29T00:00:00Z", shard: shardKey{"aGgReGaToR0", "u1", "llm/gpt-4", 3}}
+	r := &run{window: Daily, windowKey: "2026-11-29T00:00:00Z", start: "2026-11-29T00:00:00Z", shard: shardKey{"aGgReGaToR0", "u1", "llm/gpt-4", 3}}
 	r.add(rec("98", limitDelta{name: "a.b-c_d", tokens: 2, overdraw: true}, limitDelta{name: "rpm", tokens: 1}))
 	r.add(rec("105", limitDelta{name: "rpm", tokens: -1}))
 	in := a.updateInput(r, false, 1234)
@@ -297,7 +297,7 @@ func TestUpdateExpression(t *testing.T) {
 	}
 
 	// The fallback's single-record form.
-	one := &run{window: r.window, windowKey: r.windowKey, shard: r.shard}
+	one := &run{window: r.window, windowKey: r.windowKey, start: r.start, shard: r.shard}
 	one.add(r.recs[1])
 	in = a.updateInput(one, true, 1234)
 	if !strings.HasSuffix(*in.UpdateExpression, "#sq = :seq ADD #l0 :d0, #te :events") ||

@@ -18,27 +18,6 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
-// WindowKey returns the key of the window w containing t: the UTC start of
-// its hour (`YYYY-MM-DDTHH:00:00Z`), day (`YYYY-MM-DDT00:00:00Z`) or month
-// (`YYYY-MM-01T00:00:00Z`), SPEC §14.3. It is also the snapshot's
-// window_start. An unknown window gives "".
-func WindowKey(w Window, t time.Time) string {
-	t = t.UTC()
-	y, m, d := t.Date()
-	var start time.Time
-	switch w {
-	case Hourly:
-		start = time.Date(y, m, d, t.Hour(), 0, 0, 0, time.UTC)
-	case Daily:
-		start = time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
-	case Monthly:
-		start = time.Date(y, m, 1, 0, 0, 0, 0, time.UTC)
-	default:
-		return ""
-	}
-	return start.Format("2006-01-02T15:04:05Z")
-}
-
 // shardKey identifies a bucket shard; idempotency marks and runs are per
 // bucket shard (SPEC §14.4).
 type shardKey struct {
@@ -55,7 +34,8 @@ type snapKey struct{ pk, sk string }
 type run struct {
 	key       snapKey
 	window    Window
-	windowKey string
+	windowKey string // the item's key: window_start, suffixed where needed
+	start     string // window_start
 	shard     shardKey
 	recs      []*bucketRecord
 
@@ -127,30 +107,12 @@ func addCounter(cs []counter, name string, n int64) ([]counter, bool) {
 	return cs, true
 }
 
-// coarser reports whether window a spans more time than b.
-func coarser(a, b Window) bool { return windowRank(a) > windowRank(b) }
-
-func windowRank(w Window) int {
-	switch w {
-	case Hourly:
-		return 1
-	case Daily:
-		return 2
-	case Monthly:
-		return 3
-	}
-	return 0
-}
-
 // plan groups the contributing records into runs, per window, and the runs
 // by snapshot item. keys lists the items in order of their first run; each
 // item's runs are in stream order.
 //
-// Key collisions: the key formats of SPEC §14.3 give the hour starting at
-// midnight the key of its day (YYYY-MM-DDT00:00:00Z), and the first day of a
-// month the key of its month, so both windows would share one item. Such an
-// item belongs to the coarser window: for a record whose key in window w
-// equals its key in a coarser configured window, w is not written.
+// Each window gets its own item: SnapshotKey suffixes a finer window's key
+// where it equals a coarser configured window's (docs/decisions.md P22).
 func plan(recs []*bucketRecord, windows []Window) (keys []snapKey, byKey map[snapKey][]*run) {
 	byKey = make(map[snapKey][]*run)
 	type open struct {
@@ -163,21 +125,15 @@ func plan(recs []*bucketRecord, windows []Window) (keys []snapKey, byKey map[sna
 			continue
 		}
 		sh := shardKey{rec.id.Namespace, rec.id.Entity, rec.id.Resource, rec.id.Shard}
-	windows:
 		for _, w := range windows {
-			wk := WindowKey(w, rec.instant)
-			for _, c := range windows {
-				if coarser(c, w) && WindowKey(c, rec.instant) == wk {
-					continue windows
-				}
-			}
+			wk := SnapshotKey(w, rec.instant, windows)
 			uk := schema.UsageKey(sh.ns, sh.entity, sh.resource, wk)
 			key := snapKey{uk.PK, uk.SK}
 			o := open{sh, w}
 			if r := current[o]; r != nil && r.key == key && r.add(rec) {
 				continue
 			}
-			r := &run{key: key, window: w, windowKey: wk, shard: sh}
+			r := &run{key: key, window: w, windowKey: wk, start: WindowKey(w, rec.instant), shard: sh}
 			if !r.add(rec) {
 				continue // unreachable: one record's sums always fit
 			}
@@ -288,7 +244,7 @@ func (a *Aggregator) writeRun(ctx, work context.Context, r *run, ttl int64) {
 			r.err = errDeadline
 			return
 		}
-		one := &run{shard: r.shard, window: r.window, windowKey: r.windowKey, key: r.key}
+		one := &run{shard: r.shard, window: r.window, windowKey: r.windowKey, start: r.start, key: r.key}
 		one.add(rec) // cannot overflow: it fit in the run
 		in := a.updateInput(one, true, ttl)
 		_, err := a.db.UpdateItem(work, in)
@@ -356,7 +312,7 @@ func (a *Aggregator) updateInput(r *run, single bool, ttl int64) *dynamodb.Updat
 		":e":      s(r.shard.entity),
 		":r":      s(r.shard.resource),
 		":w":      s(string(r.window)),
-		":k":      s(r.windowKey),
+		":k":      s(r.start),
 		":g2p":    s(keys.GSI2.PK),
 		":g2s":    s(keys.GSI2.SK),
 		":g4p":    s(keys.GSI4.PK),

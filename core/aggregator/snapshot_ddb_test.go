@@ -58,6 +58,23 @@ func TestSnapshotsFromRealTraffic(t *testing.T) {
 	if fmt.Sprint(sum) != fmt.Sprint(wantSum) {
 		t.Fatalf("monthly totals %v, want %v", sum, wantSum)
 	}
+
+	// The same records at fixed instants: one every 3 minutes from 23:30
+	// on the last day of a month, so they span that day, hour 00 and hour
+	// 01 of the 1st. Every window of every instant has its own exact item.
+	e.reset()
+	first := time.Date(2026, 11, 30, 23, 30, 0, 0, time.UTC)
+	fixed := restamp(recs, func(i int) time.Time { return first.Add(time.Duration(i) * 3 * time.Minute) })
+	e.mustHandle(fixed)
+	got = e.snapshots()
+	equalSnapshots(t, "records across midnight on the 1st", got, e.expected(fixed, tr, allWindows.Windows, e.clk.now()))
+	for _, sk := range []string{"2026-12-01T00:00:00Z#hourly", "2026-12-01T00:00:00Z#daily", "2026-12-01T00:00:00Z", "2026-11-30T23:00:00Z"} {
+		if k := schema.UsageKey(ns, "alice", resource, sk); got[k.PK+"|"+k.SK] == nil {
+			t.Errorf("no item %s", k.SK)
+		}
+	}
+	e.mustHandle(fixed)
+	equalSnapshots(t, "redelivered", e.snapshots(), got)
 }
 
 // TestRedeliveryLeavesSnapshotsUnchanged (INVARIANT 59): after one

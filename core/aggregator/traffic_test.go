@@ -67,7 +67,7 @@ func (e *env) expected(recs []events.DynamoDBEventRecord, tr traffic, windows []
 			e.t.Fatalf("record %s has no ApproximateCreationDateTime", r.Change.SequenceNumber)
 		}
 		for _, w := range windows {
-			wk := aggregator.WindowKey(w, at)
+			wk := aggregator.SnapshotKey(w, at, windows)
 			keys := schema.UsageItemKeys(ns, entity, resource, wk)
 			id := keys.Key.PK + "|" + keys.Key.SK
 			it, ok := out[id]
@@ -75,7 +75,7 @@ func (e *env) expected(recs []events.DynamoDBEventRecord, tr traffic, windows []
 				it = flatItem{
 					"PK": "S:" + keys.Key.PK, "SK": "S:" + keys.Key.SK,
 					"entity_id": "S:" + entity, "resource": "S:" + resource,
-					"window": "S:" + string(w), "window_start": "S:" + wk,
+					"window": "S:" + string(w), "window_start": "S:" + aggregator.WindowKey(w, at),
 					"GSI2PK": "S:" + keys.GSI2.PK, "GSI2SK": "S:" + keys.GSI2.SK,
 					"GSI4PK": "S:" + keys.GSI4.PK, "GSI4SK": "S:" + keys.GSI4.SK,
 					"ttl": "N:" + ttl, "total_events": "N:0",

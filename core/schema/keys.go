@@ -682,12 +682,28 @@ func ParseUsageSK(sk string) (resource, windowKey string, err error) {
 	return resource, windowKey, nil
 }
 
+// cutUsage splits a snapshot SK. The window key is a window start, or a
+// window start with the suffix `#hourly` or `#daily` where a coarser window
+// keeps the plain key (docs/decisions.md P22).
 func cutUsage(sk string) (resource, windowKey, why string) {
-	resource, windowKey, why = cutPair(sk, SKUsagePrefix)
-	if why == "" && resource == DefaultResource {
-		why = whyDefault
+	if !strings.HasPrefix(sk, SKUsagePrefix) {
+		return "", "", whyPrefix
 	}
-	return resource, windowKey, why
+	resource, windowKey, ok := strings.Cut(sk[len(SKUsagePrefix):], "#")
+	if !ok {
+		return "", "", "missing '#' between the two components"
+	}
+	if why = checkResource(resource); why != "" {
+		return "", "", why
+	}
+	start, suffix, suffixed := strings.Cut(windowKey, "#")
+	if why = checkComponent(start); why != "" {
+		return "", "", why
+	}
+	if suffixed && suffix != "hourly" && suffix != "daily" {
+		return "", "", "window key suffix is not #hourly or #daily"
+	}
+	return resource, windowKey, ""
 }
 
 // ParseAuditSK parses an audit sort key `#AUDIT#{event_id}` (R13).

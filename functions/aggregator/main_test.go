@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,6 +42,9 @@ func TestSampleEvents(t *testing.T) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			tbl := ddbtest.NewTable(t)
 			cfg := aggregator.Config{TableName: tbl.Name}
+			if filepath.Base(f) == "stream-midnight-first.json" {
+				cfg.Windows = []aggregator.Window{aggregator.Hourly, aggregator.Daily, aggregator.Monthly}
+			}
 			log := slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil))
 			agg, err := aggregator.New(tbl.DB, cfg, aggregator.Options{
 				Logger: log, Maintainer: maintenance.New(tbl.DB, tbl.Name, maintenance.Options{Logger: log}),
@@ -63,6 +68,24 @@ func TestSampleEvents(t *testing.T) {
 			case "stream-remove.json":
 				if len(snaps) != 0 {
 					t.Fatalf("a REMOVE wrote %d snapshots", len(snaps))
+				}
+			case "stream-midnight-first.json":
+				// One token at 23:59:30 on 30 November, one at 00:00:10,
+				// 00:59:50 and 01:00:05 on 1 December: every window has its
+				// own item with its own count.
+				got := map[string]string{}
+				for _, it := range snaps {
+					sk := it["SK"].(*types.AttributeValueMemberS).Value
+					got[strings.TrimPrefix(sk, "#USAGE#gpt-4#")] = it["window"].(*types.AttributeValueMemberS).Value + " " +
+						it["rpm"].(*types.AttributeValueMemberN).Value
+				}
+				want := map[string]string{
+					"2026-11-30T23:00:00Z": "hourly 1", "2026-11-30T00:00:00Z": "daily 1", "2026-11-01T00:00:00Z": "monthly 1",
+					"2026-12-01T00:00:00Z#hourly": "hourly 2", "2026-12-01T01:00:00Z": "hourly 1",
+					"2026-12-01T00:00:00Z#daily": "daily 3", "2026-12-01T00:00:00Z": "monthly 3",
+				}
+				if !maps.Equal(got, want) {
+					t.Fatalf("snapshots %v, want %v", got, want)
 				}
 			case "stream-doubling.json":
 				if len(snaps) == 0 {

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
+	"github.com/zae-limiter/zae-limiter-go/core/aggregator"
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 	"github.com/zae-limiter/zae-limiter-go/core/streamimage"
@@ -197,10 +198,9 @@ func (d *demo) writeRecords(ctx context.Context) error {
 		}
 		add(schema.BucketItemKeys(ns, bk.entity, "openai/gpt-4", bk.shard), attrs)
 	}
-	window := d.now.Truncate(time.Hour).Format("2006-01-02T15:00:00Z")
-	add(schema.UsageItemKeys(ns, "key-1", "openai/gpt-4", window), map[string]types.AttributeValue{
+	add(schema.UsageItemKeys(ns, "key-1", "openai/gpt-4", d.hourKey()), map[string]types.AttributeValue{
 		schema.AttrEntityID: s("key-1"), schema.AttrResource: s("openai/gpt-4"), schema.AttrWindow: s("hourly"),
-		schema.AttrWindowStart: s(window), "tpm": n(1200), schema.AttrTotalEvents: n(3),
+		schema.AttrWindowStart: s(aggregator.WindowKey(aggregator.Hourly, d.now)), "tpm": n(1200), schema.AttrTotalEvents: n(3),
 	})
 	for _, item := range items {
 		if _, err := d.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(d.table), Item: item}); err != nil {
@@ -210,6 +210,12 @@ func (d *demo) writeRecords(ctx context.Context) error {
 		fmt.Fprintf(d.out, "  %-4s %-44s %s\n", kindLabel(schema.ClassifyKey(pk, sk).Kind), pk, sk)
 	}
 	return nil
+}
+
+// hourKey is the key of the hourly snapshot of d.now under the default
+// windows.
+func (d *demo) hourKey() string {
+	return aggregator.SnapshotKey(aggregator.Hourly, d.now, aggregator.DefaultWindows())
 }
 
 func kindLabel(k schema.RecordKind) string { return "R" + strconv.Itoa(int(k)) }
@@ -275,7 +281,7 @@ func (d *demo) stream(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	usage := schema.UsageKey(d.ns, "key-1", "openai/gpt-4", d.now.Truncate(time.Hour).Format("2006-01-02T15:00:00Z"))
+	usage := schema.UsageKey(d.ns, "key-1", "openai/gpt-4", d.hourKey())
 	if _, err := d.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(d.table), Key: usage.AttributeValues()}); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -67,8 +68,12 @@ func with(it item, kv ...any) item {
 	return out
 }
 
-// stream numbers the records it builds, as a stream shard does.
-type stream struct{ seq int }
+// stream numbers the records it builds, as a stream shard does; at is
+// their ApproximateCreationDateTime (unix seconds), created unless set.
+type stream struct {
+	seq int
+	at  int64
+}
 
 // record builds one stream record; old is nil for an INSERT, nw for a REMOVE.
 func (st *stream) record(name string, old, nw item) events.DynamoDBEventRecord {
@@ -92,7 +97,7 @@ func (st *stream) record(name string, old, nw item) events.DynamoDBEventRecord {
 		EventID: fmt.Sprintf("%032x", seq), EventName: name, EventVersion: "1.1",
 		EventSource: "aws:dynamodb", AWSRegion: "eu-west-1", EventSourceArn: arn,
 		Change: events.DynamoDBStreamRecord{
-			ApproximateCreationDateTime: events.SecondsEpochTime{Time: unix(created)},
+			ApproximateCreationDateTime: events.SecondsEpochTime{Time: unix(cmp.Or(st.at, created))},
 			Keys:                        conv(item{schema.AttrPK: keysOf[schema.AttrPK], schema.AttrSK: keysOf[schema.AttrSK]}),
 			NewImage:                    conv(nw), OldImage: conv(old),
 			SequenceNumber: fmt.Sprintf("%021d", seq), SizeBytes: 512,
@@ -143,6 +148,20 @@ func write(dir string) error {
 		"stream-soft-bypass.json": {record("MODIFY", soft, softAfter), record("MODIFY", byp, bypAfter)},
 		"stream-poison.json":      {good1, poison, good2},
 	}
+	// Around midnight on the 1st of a month: 23:59:30 on 30 November, then
+	// 00:00:10, 00:59:50 and 01:00:05 on 1 December. With monthly snapshots
+	// on, the hour 00 item, the 1st's daily item and December's item each
+	// get their own key (docs/decisions.md P22).
+	var midnight []events.DynamoDBEventRecord
+	prev := bucket("night-key", 0, 1, 100_000, 0, 1_000_000, 0)
+	for i, at := range []int64{1796083170, 1796083210, 1796086790, 1796086805} {
+		st.at = at
+		next := with(prev, "b_rpm_tk", n(int64(99_000-1000*i)), "b_rpm_tc", n(int64(1000*(i+1))))
+		midnight = append(midnight, record("MODIFY", prev, next))
+		prev = next
+	}
+	files["stream-midnight-first.json"] = midnight
+
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
