@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
@@ -161,7 +162,7 @@ func (l *Limiter) speculate(ctx context.Context, req *request, shard int, shape 
 		img, derr := bucket.DecodeImage(out.Attributes)
 		sp.ok, sp.img, sp.err = true, &img, derr
 		if derr == nil {
-			l.learn(req, sp.img, sp.now)
+			l.learn(req, shard, sp.img, sp.now)
 		}
 		return sp
 	}
@@ -172,7 +173,7 @@ func (l *Limiter) speculate(ctx context.Context, req *request, shard int, shape 
 	}
 	sp.cls, sp.img, sp.err = ClassifyItem(ccf.Item, shape, req.declared, sp.now)
 	if sp.img != nil {
-		l.learn(req, sp.img, sp.now)
+		l.learn(req, shard, sp.img, sp.now)
 	}
 	return sp
 }
@@ -198,8 +199,42 @@ func (l *Limiter) acquire(ctx context.Context, req *request) (*Lease, error) {
 	if st.cascadeKnown && st.cascade {
 		warmParent = st.parentID
 	}
-	enforceRetried, shardRetries := false, 0
+	enforceRetried, shardRetries, respeculated := false, 0, 0
+	// refilled settles refill passes on the shard (docs/decisions.md P25):
+	// done reports a verdict to return; otherwise the loop goes on with the
+	// shard (another one after a shortfall) or the fast path.
+	refilled := func(lease *Lease, nx next, err error) (done bool, out *Lease, outErr error) {
+		var rle *RateLimitExceeded
+		switch {
+		case lease != nil:
+			return true, lease, nil
+		case errors.As(err, &rle):
+			if sc := l.pairs.get(req.entity, req.resource).shardCount; sc > 1 && shardRetries < maxShardRetries {
+				if s, ok := l.drawShard(sc, &tried); ok {
+					shard = s
+					shardRetries++
+					return false, nil, nil
+				}
+			}
+			return true, nil, err
+		case err != nil:
+			return true, nil, err
+		case nx == nextSlowPath || respeculated >= maxSlowPasses:
+			lease, err := l.slowPath(ctx, req, shard)
+			return true, lease, err
+		}
+		respeculated++
+		return false, nil, nil
+	}
 	for {
+		if img := l.pairs.get(req.entity, req.resource).imageOf(shard); shape == ShapeEnforce &&
+			img != nil && img.HasVU && img.VU <= l.nowMs() {
+			// The cached image shows vu passed: a refill pass, no read.
+			id := schema.BucketID{Namespace: l.ns, Entity: req.entity, Resource: req.resource, Shard: shard}
+			if done, lease, err := refilled(l.refillAcquire(ctx, req, id, img, true)); done {
+				return lease, err
+			}
+		}
 		var c, p speculation
 		if warmParent != "" {
 			c, p = l.speculatePair(ctx, req, shard, shape, warmParent)
@@ -219,6 +254,13 @@ func (l *Limiter) acquire(ctx context.Context, req *request) (*Lease, error) {
 		// (a retry, or the slow path) takes care of the parent.
 		warmParent = ""
 		img := c.img
+		if c.cls.Reason == ReasonScheduleBoundary {
+			// vu has passed: materialise from the image, no read (P25).
+			if done, lease, err := refilled(l.refillAcquire(ctx, req, c.id, img, true)); done {
+				return lease, err
+			}
+			continue
+		}
 		switch c.cls.Action() {
 		case ActionRaiseDisabled:
 			return nil, &ResourceDisabled{EntityID: req.entity, Resource: req.resource, Level: LevelBucket}
@@ -288,9 +330,27 @@ func cascades(img *bucket.Image) bool {
 	return img != nil && img.HasCascade && img.Cascade && img.ParentID != ""
 }
 
-// learn updates the pair cache from an image of this pair (SPEC §5.5).
-func (l *Limiter) learn(req *request, img *bucket.Image, now int64) {
-	l.pairs.update(req.entity, req.resource, func(p *pairState) {
+// learn updates the pair cache from an image of shard of this pair
+// (SPEC §5.5), and keeps the image for refill passes.
+func (l *Limiter) learn(req *request, shard int, img *bucket.Image, now int64) {
+	l.learnPair(req.entity, req.resource, shard, img, now)
+}
+
+// learnItem decodes the ALL_NEW item of a write this process made to shard
+// of (entity, resource) and learns it; an empty or corrupt item teaches
+// nothing.
+func (l *Limiter) learnItem(entity, resource string, shard int, item map[string]types.AttributeValue, now int64) {
+	if len(item) == 0 {
+		return
+	}
+	if img, err := bucket.DecodeImage(item); err == nil {
+		l.learnPair(entity, resource, shard, &img, now)
+	}
+}
+
+func (l *Limiter) learnPair(entity, resource string, shard int, img *bucket.Image, now int64) {
+	l.pairs.update(entity, resource, func(p *pairState) {
+		p.image, p.imageShard = img, shard
 		if img.HasShardCount && img.ShardCount > p.shardCount {
 			p.shardCount = img.ShardCount
 		}
@@ -352,6 +412,20 @@ func (l *Limiter) childAdmitted(ctx context.Context, req *request, c, p speculat
 	case ReasonWCUExhausted, ReasonBothExhausted:
 		if wcuPressure(p.img, p.now) {
 			l.double(ctx, p.req, p.img)
+		}
+	case ReasonScheduleBoundary:
+		// The parent's vu has passed: its refill pass, no read (P25).
+		lease, _, err := l.refillAcquire(ctx, p.req, p.id, p.img, false)
+		var rle *RateLimitExceeded
+		switch {
+		case lease != nil:
+			return &Lease{lim: l, resource: req.resource, parts: []leasePart{l.admittedPart(ctx, c), lease.parts[0]}}, nil
+		case errors.As(err, &rle):
+			l.refund(ctx, c)
+			return nil, &RateLimitExceeded{Statuses: append(imageStatuses(c), rle.Statuses...)}
+		case err != nil:
+			l.refund(ctx, c)
+			return nil, err
 		}
 	}
 	// Parent-only slow path: the child's debit stands if the parent's
@@ -504,11 +578,18 @@ func (l *Limiter) status(req *request, d Declared, p bucket.Params, soft bool, s
 
 // credit sends an unconditioned Adjust write that gives tokens back; a
 // failure is logged, not returned (SPEC §6.9: rollbacks and refunds are
-// best effort).
+// best effort). A credit of tk also sets vu to now: it may let a limit
+// reach its ceiling before the stored vu, so the next enforce write takes a
+// materialising pass (docs/decisions.md P25).
 func (l *Limiter) credit(ctx context.Context, id schema.BucketID, mode AdjustMode, deltas []Declared, what string) {
-	in, err := l.writes.Adjust(id, mode, deltas, false)
+	now := l.nowMs()
+	in, err := l.writes.Adjust(id, mode, deltas, mode != AdjustConsumed, now)
 	if err == nil {
-		_, err = l.db.UpdateItem(ctx, in)
+		in.ReturnValues = types.ReturnValueAllNew
+		var out *dynamodb.UpdateItemOutput
+		if out, err = l.db.UpdateItem(ctx, in); err == nil {
+			l.learnItem(id.Entity, id.Resource, id.Shard, out.Attributes, now)
+		}
 	}
 	if err != nil {
 		l.log.WarnContext(ctx, what+" failed", "resource", id.Resource, "shard", id.Shard, "error", err)

@@ -50,8 +50,17 @@ var _ limiter.DB = (*benchkit.MeteredDB)(nil)
 // benchNS is the namespace of every benchmark and of the canned image.
 const benchNS = "bEnChNaMeSp"
 
-// benchHuge is a capacity no benchmark run drains, in tokens per minute.
+// benchHuge is a capacity no benchmark run drains, in tokens.
 const benchHuge = 1_000_000_000_000
+
+// heavyLimit and heavyWarm make a heavy user's bucket (docs/decisions.md
+// P25): the warm-up takes half of an hourly capacity, so the balance stays
+// far below the ceiling (vu is half an hour ahead) and every timed acquire
+// is a fast path.
+var (
+	heavyLimit = limit.PerHour("rpm", benchHuge)
+	heavyWarm  = limiter.Consume{"rpm": benchHuge / 2}
+)
 
 // fastPathsPerBucket is how many fast-path acquires a benchmark sends to one
 // bucket. The fast path debits the bucket's stored wcu balance (1000
@@ -122,6 +131,7 @@ type acquireCase struct {
 var acquireCases = []acquireCase{
 	{name: "fast-path-request", calls: 1, setup: setupFastPathRequest},
 	{name: "fast-path", goal: 1.10, calls: 1, setup: setupFastPath},
+	{name: "light-user", calls: 1, setup: setupLightUser},
 	{name: "warm-cascade", goal: 1.25, calls: 2, setup: setupWarmCascade},
 	{name: "slow-path", opts: limiter.Options{DisableSpeculativeWrites: true}, setup: setupSlowPath},
 	{name: "fast-reject", calls: 1, setup: setupFastReject},
@@ -149,13 +159,32 @@ func benchWarm(tb testing.TB, lim *limiter.Limiter, resource string, consume lim
 // of buckets for n fast-path acquires; it returns their entities.
 func fastBuckets(tb testing.TB, r acquireRun, resource string, n int) []string {
 	tb.Helper()
-	benchSetLimits(tb, r.lim, resource, limit.PerMinute("rpm", benchHuge))
+	benchSetLimits(tb, r.lim, resource, heavyLimit)
 	entities := make([]string, warmBuckets(n))
 	for i := range entities {
 		entities[i] = "fast-" + r.tag + "-" + strconv.Itoa(i)
 	}
-	benchWarm(tb, r.lim, resource, limiter.Consume{"rpm": 1}, entities...)
+	benchWarm(tb, r.lim, resource, heavyWarm, entities...)
 	return entities
+}
+
+// setupLightUser: a light user's buckets — a per-minute capacity so large
+// that one token refills in a millisecond, so every acquire finds the
+// bucket back at its ceiling and vu passed (docs/decisions.md P25). The
+// process holds the image of its last write to each bucket: each timed
+// acquire is one refill pass built from it, no read.
+func setupLightUser(tb testing.TB, r acquireRun, n int) benchkit.Op {
+	const resource = "bench-light"
+	benchSetLimits(tb, r.lim, resource, limit.PerMinute("rpm", benchHuge))
+	entities := make([]string, warmBuckets(n))
+	for i := range entities {
+		entities[i] = "light-" + r.tag + "-" + strconv.Itoa(i)
+	}
+	benchWarm(tb, r.lim, resource, limiter.Consume{"rpm": 1}, entities...)
+	return func(ctx context.Context, i int) error {
+		_, err := r.lim.Acquire(ctx, entities[i%len(entities)], resource, limiter.Consume{"rpm": 1})
+		return err
+	}
 }
 
 // setupFastPath: warm buckets with a limit that never rejects; each timed
@@ -175,7 +204,7 @@ func setupFastPath(tb testing.TB, r acquireRun, n int) benchkit.Op {
 func setupWarmCascade(tb testing.TB, r acquireRun, n int) benchkit.Op {
 	const resource = "bench-cascade"
 	ctx := context.Background()
-	benchSetLimits(tb, r.lim, resource, limit.PerMinute("rpm", benchHuge))
+	benchSetLimits(tb, r.lim, resource, heavyLimit)
 	children := make([]string, warmBuckets(n))
 	for i := range children {
 		parent := "org-" + r.tag + "-" + strconv.Itoa(i)
@@ -187,7 +216,7 @@ func setupWarmCascade(tb testing.TB, r acquireRun, n int) benchkit.Op {
 			tb.Fatal(err)
 		}
 	}
-	benchWarm(tb, r.lim, resource, limiter.Consume{"rpm": 1}, children...)
+	benchWarm(tb, r.lim, resource, heavyWarm, children...)
 	return func(ctx context.Context, i int) error {
 		lease, err := r.lim.Acquire(ctx, children[i%len(children)], resource, limiter.Consume{"rpm": 1})
 		if err == nil && lease.Parent() == "" {
@@ -386,7 +415,7 @@ const (
 		`"cascade":{"BOOL":false},"GSI4PK":{"S":"bEnChNaMeSp"},"GSI3PK":{"S":"bEnChNaMeSp/ENTITY#canned-user"},` +
 		`"GSI2PK":{"S":"bEnChNaMeSp/RESOURCE#canned-model"},"entity_id":{"S":"canned-user"},"ttl":{"N":"1795954027"},` +
 		`"b_tpm_tk":{"N":"99999800000"},"b_rpm_cp":{"N":"1000000000"},"b_rpm_ra":{"N":"1000000000"},"b_rpm_tc":{"N":"2000"},` +
-		`"rf":{"N":"1795953600000"},"PK":{"S":"bEnChNaMeSp/BUCKET#canned-user#canned-model#0"},"b_tpm_rp":{"N":"60000"}}}`
+		`"rf":{"N":"1795953600000"},"PK":{"S":"bEnChNaMeSp/BUCKET#canned-user#canned-model#0"},"b_tpm_rp":{"N":"60000"},"vu":{"N":"1795953600001"}}}`
 )
 
 var (

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -382,16 +383,56 @@ func TestCostCreate(t *testing.T) {
 // write, the access walk, META and the shard, and the rf-locked write.
 func TestCostFallback(t *testing.T) {
 	e := newCostEnv(t, limiter.Options{})
-	e.setResourceLimits("api", limit.PerMinute("rpm", 2))
+	e.setResourceLimits("api", limit.PerMinute("rpm", 10))
+	e.acquire("u", "api", limiter.Consume{"rpm": 9})
 	e.acquire("u", "api", limiter.Consume{"rpm": 1})
-	e.acquire("u", "api", limiter.Consume{"rpm": 1})
-	e.advance(30 * time.Second) // one token back
+	e.advance(6 * time.Second) // one token back, far from the ceiling (vu is 60 s away)
 	got := e.measure(func() { e.acquire("u", "api", limiter.Consume{"rpm": 1}) })
 	e.check("a fallback that refill lets through", got, cost{
 		calls:  costOps("UpdateItem", 2, "BatchGetItem", 2),
 		failed: costOps("UpdateItem", 1),
 		keys:   []int{3, 2}, writes: costOneWrite,
 	})
+}
+
+// TestCostRefillPass (docs/decisions.md P25): a light user — one request
+// per several refill intervals — finds vu passed on every acquire. The
+// process holds the image of its last write, so the acquire is one refill
+// pass built from it: one UpdateItem, no read. When another process wrote
+// in between, the pass loses its pins and is sent again from the image the
+// failure returns: two UpdateItems, still no read. A heavy user (faster
+// than refill) stays on the one-call fast path.
+func TestCostRefillPass(t *testing.T) {
+	e := newCostEnv(t, limiter.Options{})
+	e.setResourceLimits("api", limit.PerMinute("rpm", 10))
+	e.acquire("u", "api", limiter.Consume{"rpm": 1})
+	onePass := cost{calls: costOps("UpdateItem", 1), writes: costOneWrite}
+	for i := range 3 {
+		e.advance(time.Minute)
+		got := e.measure(func() { e.acquire("u", "api", limiter.Consume{"rpm": 1}) })
+		e.check(fmt.Sprintf("light user, acquire %d", i), got, onePass)
+	}
+	// Another process (its own caches) takes one in between.
+	other, err := limiter.New(e.tbl.DB, e.tbl.Name, costNS, limiter.Options{
+		Clock: func() time.Time { return time.UnixMilli(e.ms.Load()) }, Rand: func(int) int { return 0 },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.advance(time.Minute)
+	if _, err := other.Acquire(context.Background(), "u", "api", limiter.Consume{"rpm": 1}); err != nil {
+		t.Fatal(err)
+	}
+	e.advance(time.Minute)
+	got := e.measure(func() { e.acquire("u", "api", limiter.Consume{"rpm": 1}) })
+	e.check("light user after another writer", got, cost{
+		calls: costOps("UpdateItem", 2), failed: costOps("UpdateItem", 1), writes: costOneWrite,
+	})
+	// Heavy: faster than refill, the balance stays far from the ceiling.
+	for i := range 5 {
+		got := e.measure(func() { e.acquire("u", "api", limiter.Consume{"rpm": 1}) })
+		e.check(fmt.Sprintf("heavy user, acquire %d", i), got, cost{calls: costOps("UpdateItem", 1), writes: costOneWrite})
+	}
 }
 
 // TestCostDoubling: the fast path fails on an exhausted wcu; the limiter
@@ -436,9 +477,9 @@ func TestCostSlowPathOnly(t *testing.T) {
 
 // TestCostLease: Commit writes one UpdateItem when the lease changed since
 // admission and nothing otherwise; Rollback writes one. A credit (Rollback,
-// or a Commit that gives tokens back) stamps vu = 0 on the shard, so the
-// next acquire there takes one slow pass (SPEC §6.9): the failed fast-path
-// write, the access walk, META and the shard, and the write.
+// or a Commit that gives tokens back) sets vu to now on the shard
+// (docs/decisions.md P25), and its ALL_NEW image is kept, so the next
+// acquire there is one refill pass built from it: still one UpdateItem.
 func TestCostLease(t *testing.T) {
 	e := newCostEnv(t, limiter.Options{})
 	e.setResourceLimits("llm", limit.PerHour("tpm", 10_000))
@@ -474,8 +515,6 @@ func TestCostLease(t *testing.T) {
 	})
 	e.check("Rollback", got, cost{calls: costOps("UpdateItem", 1), writes: costOneWrite})
 	fastPath := cost{calls: costOps("UpdateItem", 1), writes: costOneWrite}
-	// The balance is far below the ceiling and no time has passed: the
-	// credit cannot overfill, so nothing forces a slow pass.
 	got = e.measure(func() { e.acquire("u", "llm", limiter.Consume{"tpm": 100}) })
 	e.check("the acquire after a Rollback", got, fastPath)
 
@@ -494,9 +533,7 @@ func TestCostLease(t *testing.T) {
 
 	// A credit onto a full bucket: a lease takes 100, an hour passes and a
 	// materialising pass refills the shard to its ceiling; giving the 100
-	// back would lift tk above it. The conditional credit fails, the credit
-	// is sent again with vu = 0, and the next acquire takes one
-	// materialising slow pass (SPEC §6.9).
+	// back lifts tk above it. The next acquire's refill pass clamps it.
 	lease = e.acquire("u", "llm", limiter.Consume{"tpm": 100})
 	e.ms.Add(time.Hour.Milliseconds())
 	e.forcePass("u", "llm")
@@ -506,13 +543,12 @@ func TestCostLease(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	e.check("Rollback onto a full bucket", got, cost{calls: costOps("UpdateItem", 2), failed: costOps("UpdateItem", 1), writes: costOneWrite})
-	slowPass := cost{
-		calls: costOps("UpdateItem", 2, "BatchGetItem", 2), failed: costOps("UpdateItem", 1),
-		keys: []int{3, 2}, writes: map[string]float64{"table": 1},
-	}
+	e.check("Rollback onto a full bucket", got, fastPath)
 	got = e.measure(func() { e.acquire("u", "llm", limiter.Consume{"tpm": 100}) })
-	e.check("the acquire after a credit onto a full bucket", got, slowPass)
+	e.check("the acquire after a credit onto a full bucket", got, fastPath)
+	if tk := e.tk("u", "llm", "tpm"); tk != 10_000_000-100_000 {
+		t.Errorf("tpm tk = %d after the clamp and a debit of 100, want %d", tk, 10_000_000-100_000)
+	}
 
 	lease = e.acquire("u", "llm", limiter.Consume{"tpm": 0})
 	got = e.measure(func() {
@@ -543,4 +579,24 @@ func TestCostBadInput(t *testing.T) {
 	e.check("a limit the pair does not have", e.measure(invalid(limiter.Consume{"rpd": 1})), cost{
 		calls: costOps("UpdateItem", 1, "BatchGetItem", 1), failed: costOps("UpdateItem", 1), keys: []int{3},
 	})
+}
+
+// tk reads a limit's stored balance on shard 0, millitokens.
+func (e *costEnv) tk(entity, resource, name string) int64 {
+	e.t.Helper()
+	out, err := e.tbl.DB.GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName: aws.String(e.tbl.Name), Key: schema.BucketKey(costNS, entity, resource, 0).AttributeValues(), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	v, ok := out.Item[schema.BucketAttr(name, schema.LimitTokens)].(*types.AttributeValueMemberN)
+	if !ok {
+		e.t.Fatalf("no %s tk on the bucket", name)
+	}
+	n, err := strconv.ParseInt(v.Value, 10, 64)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return n
 }

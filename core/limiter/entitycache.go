@@ -1,6 +1,10 @@
 package limiter
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+)
 
 // pairKey names an (entity, resource) pair within the limiter's namespace.
 type pairKey struct{ entity, resource string }
@@ -17,6 +21,18 @@ type pairState struct {
 	cascade      bool
 	parentID     string
 	bypassed     bool
+	// image is the last image seen of shard imageShard (docs/decisions.md
+	// P25: a refill pass built from it needs no read). Never modified.
+	image      *bucket.Image
+	imageShard int
+}
+
+// imageOf returns the cached image of shard, or nil.
+func (st pairState) imageOf(shard int) *bucket.Image {
+	if st.image != nil && st.imageShard == shard {
+		return st.image
+	}
+	return nil
 }
 
 // pairCache is the entity, cascade and bypass caches of SPEC §5.5 in one map,

@@ -170,10 +170,10 @@ func (w *Writes) FastPath(id schema.BucketID, shape Shape, limits []Declared, no
 
 // Adjust builds the unconditioned Adjust write of SPEC §4.6 on bucket id:
 // for each limit with delta d (whole tokens, either sign) ADD tk −d×1000
-// and/or tc +d×1000 per mode. forcePass adds `SET vu = 0`, which forces one
-// materialising slow pass on the shard (SPEC §6.9: a credit that can lift tk
-// above its ceiling). ReturnValues is NONE.
-func (w *Writes) Adjust(id schema.BucketID, mode AdjustMode, limits []Declared, forcePass bool) (*dynamodb.UpdateItemInput, error) {
+// and/or tc +d×1000 per mode. forcePass adds `SET vu = :now`: a credit may
+// let a limit reach its ceiling before the stored vu, so the next enforce
+// write materialises first (docs/decisions.md P25). ReturnValues is NONE.
+func (w *Writes) Adjust(id schema.BucketID, mode AdjustMode, limits []Declared, forcePass bool, now int64) (*dynamodb.UpdateItemInput, error) {
 	var kind uint8
 	switch mode {
 	case AdjustBoth:
@@ -191,15 +191,17 @@ func (w *Writes) Adjust(id schema.BucketID, mode AdjustMode, limits []Declared, 
 	if len(limits) == 0 {
 		return nil, &WriteError{Op: opAdjust, Reason: "no limits"}
 	}
-	return w.build(id, shapeKey{kind: kind, n: len(limits)}, nil, opAdjust, len(limits), declaredAt(limits), true, numbers{})
+	return w.build(id, shapeKey{kind: kind, n: len(limits)}, nil, opAdjust, len(limits), declaredAt(limits), true, numbers{now: now})
 }
 
 // Retry builds the consumption-only write sent after the slow path lost the
 // rf lock (SPEC §4.6, §6.8 step 7): ADD tk −c×1000 and tc +c×1000 per
-// limit, on condition attribute_exists(PK) and, for every hard limit with
-// c > 0, b_n_tk >= c×1000. It moves no rf and refills nothing. ReturnValues
-// is ALL_NEW, and ALL_OLD on a failed condition.
-func (w *Writes) Retry(id schema.BucketID, limits []RetryLimit) (*dynamodb.UpdateItemInput, error) {
+// limit, on condition attribute_exists(PK), for every hard limit with
+// c > 0, b_n_tk >= c×1000, and the fast path's vu guard at now (a debit
+// that moves no rf is only exact before vu, docs/decisions.md P25). It
+// moves no rf and refills nothing. ReturnValues is ALL_NEW, and ALL_OLD on
+// a failed condition.
+func (w *Writes) Retry(id schema.BucketID, limits []RetryLimit, now int64) (*dynamodb.UpdateItemInput, error) {
 	if len(limits) == 0 {
 		return nil, &WriteError{Op: opRetry, Reason: "no limits"}
 	}
@@ -218,7 +220,7 @@ func (w *Writes) Retry(id schema.BucketID, limits []RetryLimit) (*dynamodb.Updat
 		k.mask |= 1 << i
 	}
 	at := func(i int) (string, int64) { return limits[i].Name, limits[i].Amount }
-	in, err := w.build(id, k, custom, opRetry, len(limits), at, false, numbers{})
+	in, err := w.build(id, k, custom, opRetry, len(limits), at, false, numbers{now: now})
 	if err != nil {
 		return nil, err
 	}
@@ -302,7 +304,6 @@ const (
 	vHW                    // 1000
 	vNow                   // now, ms
 	vNowS                  // now // 1000, s
-	vZero                  // 0
 	vOld                   // old shard count
 	vNew                   // new shard count
 )
@@ -506,7 +507,7 @@ func newAdjustExprs(n int, kind uint8, forcePass bool) *exprSet {
 	b := &exprBuilder{}
 	if forcePass {
 		b.clause("SET")
-		b.item(b.vu(), " = ", b.value(":vz", vZero, -1))
+		b.item(b.vu(), " = ", b.value(":now", vNow, -1))
 	}
 	b.clause("ADD")
 	for i := range n {
@@ -532,6 +533,8 @@ func newRetryExprs(n int, hard func(int) bool) *exprSet {
 			b.and(t + " >= " + b.value(idx(":h", i), vHold, i))
 		}
 	}
+	vu := b.vu()
+	b.and("(attribute_not_exists(" + vu + ") OR " + vu + " > " + b.value(":now", vNow, -1) + ")")
 	return b.done()
 }
 
@@ -690,5 +693,5 @@ func valueOf(r valueRef, milli []int64, nums numbers) int64 {
 	case vNew:
 		return nums.new
 	}
-	return 0 // vZero
+	return 0
 }

@@ -240,7 +240,7 @@ func TestFastPathEnforceOnBypassedDDB(t *testing.T) {
 		t.Fatal("ALL_NEW must show the live bypass")
 	}
 	refund := []Declared{{"rpm", -2}, {"tpm", -10}}
-	if _, ok := d.send(d.w.Adjust(id, AdjustTokens, refund, false)); !ok {
+	if _, ok := d.send(d.w.Adjust(id, AdjustTokens, refund, false, testNow)); !ok {
 		t.Fatal("refund failed")
 	}
 	got := d.get(id)
@@ -284,7 +284,7 @@ func TestFastPathBypassDDB(t *testing.T) {
 		t.Errorf("classification %s", c.Reason)
 	}
 	// The stamp expires at its deadline.
-	if _, ok := d.send(d.w.Adjust(id, AdjustBoth, []Declared{{"rpm", 0}}, false)); !ok {
+	if _, ok := d.send(d.w.Adjust(id, AdjustBoth, []Declared{{"rpm", 0}}, false, testNow)); !ok {
 		t.Fatal("adjust")
 	}
 	d.put(func() item { it[schema.BucketAttr(schema.WCULimit, schema.LimitTokens)] = avN(wcuFullTk); return it }())
@@ -326,11 +326,11 @@ func TestFastPathAwkwardNamesDDB(t *testing.T) {
 	if err != nil || c.Reason != ReasonAppLimitExhausted || !slices.Equal(c.Short, []string{"x-y"}) {
 		t.Errorf("classification %+v %v", c, err)
 	}
-	if _, ok := d.send(d.w.Adjust(id, AdjustBoth, []Declared{{"a.b", -1}, {"my_limit", 1}}, true)); !ok {
+	if _, ok := d.send(d.w.Adjust(id, AdjustBoth, []Declared{{"a.b", -1}, {"my_limit", 1}}, true, testNow)); !ok {
 		t.Fatal("adjust")
 	}
 	got := d.get(id)
-	if tkOf(t, got, "a.b") != 5000 || tcOf(t, got, "a.b") != 0 || tkOf(t, got, "my_limit") != 1000 || numAttr(t, got, schema.AttrVU) != 0 {
+	if tkOf(t, got, "a.b") != 5000 || tcOf(t, got, "a.b") != 0 || tkOf(t, got, "my_limit") != 1000 || numAttr(t, got, schema.AttrVU) != testNow {
 		t.Errorf("after adjust: %v", got)
 	}
 }
@@ -343,7 +343,7 @@ func TestAdjustDDB(t *testing.T) {
 	it[schema.AttrRF] = avN(testRF)
 	d.put(it)
 	// Lease exit: post-enter deltas of either sign, no condition (may go negative).
-	if _, ok := d.send(d.w.Adjust(id, AdjustBoth, []Declared{{"rpm", 15}, {"tpm", -250}}, false)); !ok {
+	if _, ok := d.send(d.w.Adjust(id, AdjustBoth, []Declared{{"rpm", 15}, {"tpm", -250}}, false, testNow)); !ok {
 		t.Fatal("adjust failed")
 	}
 	got := d.get(id)
@@ -354,25 +354,25 @@ func TestAdjustDDB(t *testing.T) {
 		t.Error("adjust must not move vu or rf")
 	}
 	// A bypassed lease's release: tc only.
-	if _, ok := d.send(d.w.Adjust(id, AdjustConsumed, []Declared{{"rpm", -15}}, false)); !ok {
+	if _, ok := d.send(d.w.Adjust(id, AdjustConsumed, []Declared{{"rpm", -15}}, false, testNow)); !ok {
 		t.Fatal("adjust consumed failed")
 	}
 	got = d.get(id)
 	if tkOf(t, got, "rpm") != -5000 || tcOf(t, got, "rpm") != 0 {
 		t.Errorf("adjust consumed: %v", got)
 	}
-	// A credit with a forced pass: SET vu = 0.
-	if _, ok := d.send(d.w.Adjust(id, AdjustTokens, []Declared{{"rpm", -5}}, true)); !ok {
+	// A credit with a forced pass: SET vu = now (docs/decisions.md P25).
+	if _, ok := d.send(d.w.Adjust(id, AdjustTokens, []Declared{{"rpm", -5}}, true, testNow)); !ok {
 		t.Fatal("adjust tokens failed")
 	}
 	got = d.get(id)
-	if tkOf(t, got, "rpm") != 0 || tcOf(t, got, "rpm") != 0 || numAttr(t, got, schema.AttrVU) != 0 {
+	if tkOf(t, got, "rpm") != 0 || tcOf(t, got, "rpm") != 0 || numAttr(t, got, schema.AttrVU) != testNow {
 		t.Errorf("adjust tokens + force pass: %v", got)
 	}
 	// The forced pass: the next fast path fails with SCHEDULE_BOUNDARY.
 	old, ok := d.fast(id, ShapeEnforce, []Declared{{"tpm", 1}}, testNow)
 	if c, _, _ := ClassifyItem(old, ShapeEnforce, []Declared{{"tpm", 1}}, testNow); ok || c.Reason != ReasonScheduleBoundary {
-		t.Errorf("after vu = 0: ok %v, %s", ok, c.Reason)
+		t.Errorf("after vu = now: ok %v, %s", ok, c.Reason)
 	}
 }
 
@@ -380,11 +380,11 @@ func TestRetryDDB(t *testing.T) {
 	d := newDDB(t)
 	id := caseID(0, "")
 	it := bucketItem(id, lim{"rpm", 2000}, lim{"tpm", -1000})
-	it[schema.AttrVU] = avN(0) // Retry has no vu guard
+	it[schema.AttrVU] = avN(testNow + 1) // Retry has the fast path's vu guard
 	d.put(it)
 	// tpm is soft here: short but not conditioned.
 	limits := []RetryLimit{{"rpm", 2, true}, {"tpm", 5, false}}
-	after, ok := d.send(d.w.Retry(id, limits))
+	after, ok := d.send(d.w.Retry(id, limits, testNow))
 	if !ok {
 		t.Fatal("retry failed")
 	}
@@ -395,17 +395,22 @@ func TestRetryDDB(t *testing.T) {
 		t.Error("retry must not debit wcu")
 	}
 	// rpm is now empty: a hard retry fails with the old image, unchanged.
-	old, ok := d.send(d.w.Retry(id, []RetryLimit{{"rpm", 1, true}, {"tpm", 1, false}}))
+	old, ok := d.send(d.w.Retry(id, []RetryLimit{{"rpm", 1, true}, {"tpm", 1, false}}, testNow))
 	if ok || tkOf(t, old, "rpm") != 0 || tkOf(t, old, "tpm") != -6000 {
 		t.Errorf("short retry: ok %v old %v", ok, old)
 	}
 	// A zero amount on a hard limit in debt is not conditioned.
-	if _, ok := d.send(d.w.Retry(id, []RetryLimit{{"tpm", 0, true}, {"rpm", 0, true}})); !ok {
+	if _, ok := d.send(d.w.Retry(id, []RetryLimit{{"tpm", 0, true}, {"rpm", 0, true}}, testNow)); !ok {
 		t.Error("retry of nothing must pass")
+	}
+	// Past vu the retry fails whatever the balance: a debit that moves no
+	// rf is only exact before vu (docs/decisions.md P25).
+	if old, ok := d.send(d.w.Retry(id, []RetryLimit{{"tpm", 0, true}}, testNow+1)); ok || numAttr(t, old, schema.AttrVU) != testNow+1 {
+		t.Errorf("retry at vu: ok %v old %v", ok, old)
 	}
 	// No item: the retry fails and creates nothing.
 	missing := caseID(1, "")
-	if old, ok := d.send(d.w.Retry(missing, []RetryLimit{{"rpm", 0, false}})); ok || len(old) != 0 {
+	if old, ok := d.send(d.w.Retry(missing, []RetryLimit{{"rpm", 0, false}}, testNow)); ok || len(old) != 0 {
 		t.Errorf("retry on a missing bucket: ok %v old %v", ok, old)
 	}
 	if got := d.get(missing); len(got) != 0 {

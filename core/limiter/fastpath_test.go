@@ -121,22 +121,26 @@ func TestAdjustRetryDoubleGolden(t *testing.T) {
 		condition string
 		values    map[string]string
 	}{
-		{"adjust", func() (*dynamodb.UpdateItemInput, error) { return w.Adjust(testID, AdjustBoth, limits, false) },
+		{"adjust", func() (*dynamodb.UpdateItemInput, error) { return w.Adjust(testID, AdjustBoth, limits, false, testNow) },
 			"ADD #t0 :n0, #c0 :p0, #t1 :n1, #c1 :p1", "",
 			map[string]string{":n0": "-2000", ":p0": "2000", ":n1": "300000", ":p1": "-300000"}},
-		{"adjust tokens", func() (*dynamodb.UpdateItemInput, error) { return w.Adjust(testID, AdjustTokens, limits, false) },
+		{"adjust tokens", func() (*dynamodb.UpdateItemInput, error) {
+			return w.Adjust(testID, AdjustTokens, limits, false, testNow)
+		},
 			"ADD #t0 :n0, #t1 :n1", "", map[string]string{":n0": "-2000", ":n1": "300000"}},
 		{"adjust consumed", func() (*dynamodb.UpdateItemInput, error) {
-			return w.Adjust(testID, AdjustConsumed, limits, false)
+			return w.Adjust(testID, AdjustConsumed, limits, false, testNow)
 		}, "ADD #c0 :p0, #c1 :p1", "", map[string]string{":p0": "2000", ":p1": "-300000"}},
-		{"adjust force pass", func() (*dynamodb.UpdateItemInput, error) { return w.Adjust(testID, AdjustBoth, limits[1:], true) },
-			"SET #vu = :vz ADD #t0 :n0, #c0 :p0", "", map[string]string{":vz": "0", ":n0": "300000", ":p0": "-300000"}},
+		{"adjust force pass", func() (*dynamodb.UpdateItemInput, error) {
+			return w.Adjust(testID, AdjustBoth, limits[1:], true, testNow)
+		},
+			"SET #vu = :now ADD #t0 :n0, #c0 :p0", "", map[string]string{":now": "1700000000123", ":n0": "300000", ":p0": "-300000"}},
 		{"retry", func() (*dynamodb.UpdateItemInput, error) {
-			return w.Retry(testID, []RetryLimit{{"rpm", 2, true}, {"tpm", 5, false}, {"rpd", 0, true}, {"x", 1, true}})
+			return w.Retry(testID, []RetryLimit{{"rpm", 2, true}, {"tpm", 5, false}, {"rpd", 0, true}, {"x", 1, true}}, testNow)
 		}, "ADD #t0 :n0, #c0 :p0, #t1 :n1, #c1 :p1, #t2 :n2, #c2 :p2, #t3 :n3, #c3 :p3",
-			"attribute_exists(PK) AND #t0 >= :h0 AND #t3 >= :h3",
+			"attribute_exists(PK) AND #t0 >= :h0 AND #t3 >= :h3 AND (attribute_not_exists(#vu) OR #vu > :now)",
 			map[string]string{":n0": "-2000", ":p0": "2000", ":h0": "2000", ":n1": "-5000", ":p1": "5000",
-				":n2": "0", ":p2": "0", ":n3": "-1000", ":p3": "1000", ":h3": "1000"}},
+				":n2": "0", ":p2": "0", ":n3": "-1000", ":p3": "1000", ":h3": "1000", ":now": "1700000000123"}},
 		{"double", func() (*dynamodb.UpdateItemInput, error) { return w.Double("ns1", "user-1", "openai/gpt-4", 4) },
 			"SET #sc = :new", "#sc = :old", map[string]string{":new": "8", ":old": "4"}},
 		{"double from 1", func() (*dynamodb.UpdateItemInput, error) { return w.Double("ns1", "user-1", "openai/gpt-4", 1) },
@@ -321,10 +325,10 @@ func TestPositionalPlaceholders(t *testing.T) {
 	add(w.FastPath(id, ShapeEnforce, limits, testNow))
 	add(w.FastPath(id, ShapeBypass, limits, testNow))
 	for _, m := range []AdjustMode{AdjustBoth, AdjustTokens, AdjustConsumed} {
-		add(w.Adjust(id, m, limits, false))
-		add(w.Adjust(id, m, limits, true))
+		add(w.Adjust(id, m, limits, false, testNow))
+		add(w.Adjust(id, m, limits, true, testNow))
 	}
-	add(w.Retry(id, retry))
+	add(w.Retry(id, retry, testNow))
 	add(w.Double(id.Namespace, id.Entity, id.Resource, 1))
 	add(w.Double(id.Namespace, id.Entity, id.Resource, 2))
 	for _, in := range ins {
@@ -394,7 +398,7 @@ func TestWriteErrors(t *testing.T) {
 		t.Errorf("16 → 32 must be allowed: %v", err)
 	}
 	// Adjust accepts any sign; ×1000 of the most negative admissible amount fits.
-	if _, err := w.Adjust(testID, AdjustBoth, []Declared{{"a", math.MinInt64 / 1000}}, false); err != nil {
+	if _, err := w.Adjust(testID, AdjustBoth, []Declared{{"a", math.MinInt64 / 1000}}, false, testNow); err != nil {
 		t.Error(err)
 	}
 }
@@ -405,12 +409,12 @@ func fpErr(w *Writes, s Shape, l ...Declared) error {
 }
 
 func adjErr(w *Writes, m AdjustMode, l ...Declared) error {
-	_, err := w.Adjust(testID, m, l, false)
+	_, err := w.Adjust(testID, m, l, false, testNow)
 	return err
 }
 
 func retryErr(w *Writes, l ...RetryLimit) error {
-	_, err := w.Retry(testID, l)
+	_, err := w.Retry(testID, l, testNow)
 	return err
 }
 
@@ -441,8 +445,8 @@ func TestShapeCache(t *testing.T) {
 		t.Errorf("cache holds %d shapes, want 3", n)
 	}
 	// Retry shapes differ by which limits are conditioned.
-	r1, _ := w.Retry(testID, []RetryLimit{{"a", 1, true}, {"b", 1, false}})
-	r2, _ := w.Retry(testID, []RetryLimit{{"a", 1, false}, {"b", 1, true}})
+	r1, _ := w.Retry(testID, []RetryLimit{{"a", 1, true}, {"b", 1, false}}, testNow)
+	r2, _ := w.Retry(testID, []RetryLimit{{"a", 1, false}, {"b", 1, true}}, testNow)
 	if aws.ToString(r1.ConditionExpression) == aws.ToString(r2.ConditionExpression) {
 		t.Error("retry masks share a shape")
 	}
@@ -461,7 +465,7 @@ func TestShapeCacheBounded(t *testing.T) {
 			limits[i] = Declared{Name: "l" + strconv.Itoa(i), Amount: 1}
 		}
 		k := key{n % 40, n % 3, n%7 == 0}
-		if _, err := w.Adjust(testID, AdjustMode(k.mode), append(limits, Declared{"z", int64(n)}), k.force); err != nil {
+		if _, err := w.Adjust(testID, AdjustMode(k.mode), append(limits, Declared{"z", int64(n)}), k.force, testNow); err != nil {
 			t.Fatal(err)
 		}
 		shapes[k] = true
@@ -476,7 +480,7 @@ func TestShapeCacheBounded(t *testing.T) {
 	for i := range many {
 		many[i] = RetryLimit{Name: "l" + strconv.Itoa(i), Amount: 1, Hard: true}
 	}
-	in, err := w.Retry(testID, many)
+	in, err := w.Retry(testID, many, testNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -620,13 +624,13 @@ func FuzzFastPath(f *testing.F) {
 		add(in, err, schema.LimitTokens, schema.LimitConsumed, schema.LimitSoft)
 		in, err = w.FastPath(testID, ShapeBypass, limits, testNow)
 		add(in, err, schema.LimitConsumed)
-		in, err = w.Adjust(testID, AdjustBoth, limits, hard)
+		in, err = w.Adjust(testID, AdjustBoth, limits, hard, testNow)
 		add(in, err, schema.LimitTokens, schema.LimitConsumed)
-		in, err = w.Adjust(testID, AdjustTokens, limits, !hard)
+		in, err = w.Adjust(testID, AdjustTokens, limits, !hard, testNow)
 		add(in, err, schema.LimitTokens)
-		in, err = w.Adjust(testID, AdjustConsumed, limits, false)
+		in, err = w.Adjust(testID, AdjustConsumed, limits, false, testNow)
 		add(in, err, schema.LimitConsumed)
-		in, err = w.Retry(testID, retry)
+		in, err = w.Retry(testID, retry, testNow)
 		add(in, err, schema.LimitTokens, schema.LimitConsumed)
 		for _, b := range all {
 			if b.err != nil {

@@ -255,15 +255,13 @@ func (l *Lease) finish(ctx context.Context, delta func(leaseEntry) int64) error 
 	var errs []error
 	for _, p := range l.parts {
 		var deltas []Declared
-		var ceilings []int64
 		for _, e := range p.entries {
 			if d := delta(e); d != 0 {
 				deltas = append(deltas, Declared{Name: e.name, Amount: d})
-				ceilings = append(ceilings, e.share.Ceiling)
 			}
 		}
 		if len(deltas) > 0 {
-			errs = append(errs, l.lim.adjust(ctx, l.resource, p, deltas, ceilings))
+			errs = append(errs, l.lim.adjust(ctx, l.resource, p, deltas))
 		}
 	}
 	return errors.Join(errs...)
@@ -271,64 +269,103 @@ func (l *Lease) finish(ctx context.Context, delta func(leaseEntry) int64) error 
 
 // adjust writes one part's deltas (tokens; negative gives back) with the
 // Adjust shape of SPEC §4.6. A bypassed part never touched tk: it moves tc
-// only. A credit could lift the stored tk above the shard's ceiling, where
-// the fast path would admit more than the bucket holds; SPEC §6.9 clamps by
-// forcing one materialising pass (`vu = 0`). The credit is therefore sent
-// first on condition that every credited tk stays at or below its ceiling
-// after it (`tk <= ceiling − credit`): the common case, one write and no
-// forced pass. Only when that fails is it sent again with `SET vu = 0`
-// (docs/decisions.md P16). A bucket that no longer exists is left alone.
-func (l *Limiter) adjust(ctx context.Context, resource string, p leasePart, deltas []Declared, ceilings []int64) error {
+// only. Otherwise (docs/decisions.md P25):
+//   - a debit moves no rf, so it is exact only before vu: the write carries
+//     the fast path's vu guard, and past vu the deltas go in a refill pass
+//     built from the image the failed write returns;
+//   - a credit may let a limit reach its ceiling before the stored vu, so
+//     the write also sets vu to now: the next enforce write materialises
+//     first (and clamps a balance the credit lifted above its ceiling).
+//
+// A bucket that no longer exists is left alone.
+func (l *Limiter) adjust(ctx context.Context, resource string, p leasePart, deltas []Declared) error {
 	id := schema.BucketID{Namespace: l.ns, Entity: p.entity, Resource: resource, Shard: p.shard}
 	send := func(in *dynamodb.UpdateItemInput) error {
-		_, err := l.db.UpdateItem(ctx, in)
-		if err != nil {
+		now := l.nowMs()
+		in.ReturnValues = types.ReturnValueAllNew
+		out, err := l.db.UpdateItem(ctx, in)
+		if err == nil {
+			l.learnItem(id.Entity, id.Resource, id.Shard, out.Attributes, now)
+		}
+		var ccf *types.ConditionalCheckFailedException
+		if err != nil && !errors.As(err, &ccf) {
 			l.log.WarnContext(ctx, "lease write failed", "resource", resource, "shard", p.shard, "error", err)
 			return &dbError{op: "lease adjust", err: err}
 		}
-		return nil
+		return err
 	}
-	credit := false
-	for _, d := range deltas {
-		credit = credit || d.Amount < 0
-	}
-	if p.bypassed || !credit {
-		mode := AdjustBoth
-		if p.bypassed {
-			mode = AdjustConsumed
-		}
-		in, err := l.writes.Adjust(id, mode, deltas, false)
+	if p.bypassed {
+		in, err := l.writes.Adjust(id, AdjustConsumed, deltas, false, 0)
 		if err != nil {
 			return err
 		}
 		return send(in)
 	}
-	build := func(force bool) *dynamodb.UpdateItemInput {
-		u := &updateBuilder{}
-		u.cond("attribute_exists(" + u.name(schema.AttrPK) + ")")
-		for i, d := range deltas {
-			milli := d.Amount * bucket.MilliPerToken // validated to fit at admission
-			tk := schema.BucketAttr(d.Name, schema.LimitTokens)
-			u.add(tk, num(-milli))
-			u.add(schema.BucketAttr(d.Name, schema.LimitConsumed), num(milli))
-			if d.Amount < 0 && !force {
-				u.cond(u.name(tk) + " <= " + u.value(num(ceilings[i]+milli)))
-			}
-		}
-		if force {
-			u.set(schema.AttrVU, num(0))
-		}
-		in := u.input(l.table, id.Key())
-		in.ReturnValues = types.ReturnValueNone
-		return in
+	now := l.nowMs()
+	debit, credit := false, false
+	for _, d := range deltas {
+		debit, credit = debit || d.Amount > 0, credit || d.Amount < 0
 	}
-	err := send(build(false))
+	u := &updateBuilder{}
+	u.cond("attribute_exists(" + u.name(schema.AttrPK) + ")")
+	for _, d := range deltas {
+		milli := d.Amount * bucket.MilliPerToken // validated to fit at admission
+		u.add(schema.BucketAttr(d.Name, schema.LimitTokens), num(-milli))
+		u.add(schema.BucketAttr(d.Name, schema.LimitConsumed), num(milli))
+	}
+	if debit {
+		vu := u.name(schema.AttrVU)
+		u.cond("(attribute_not_exists(" + vu + ") OR " + vu + " > " + u.value(num(now)) + ")")
+	}
+	if credit {
+		u.set(schema.AttrVU, num(now))
+	}
+	in := u.input(l.table, id.Key())
+	in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
+	err := send(in)
 	var ccf *types.ConditionalCheckFailedException
 	if !errors.As(err, &ccf) {
 		return err
 	}
-	if err := send(build(true)); !errors.As(err, &ccf) {
+	passes := 0
+	// Past vu: materialise and apply the deltas in one rf-locked pass.
+	if len(ccf.Item) == 0 {
+		return nil // the bucket is gone (TTL or a delete): nothing to adjust
+	}
+	img, err := bucket.DecodeImage(ccf.Item)
+	if err != nil {
 		return err
 	}
-	return nil // the bucket is gone (TTL or a delete): nothing to give back
+	for cur := &img; cur.HasRF && cur.HasVU; {
+		now := l.nowMs()
+		plan := l.planRefill(nil, id, cur, deltas, false, now)
+		fresh, lost, err := l.sendRefill(ctx, plan)
+		if fresh != nil {
+			l.learnPair(id.Entity, id.Resource, id.Shard, fresh, now)
+		}
+		if err != nil || !lost || fresh == nil {
+			return err
+		}
+		if passes++; passes >= maxSlowPasses {
+			break
+		}
+		cur = fresh
+	}
+	// Every pin moved under us: apply the deltas as they are and make the
+	// next enforce write materialise. A debit here may be re-credited by up
+	// to its own size; logged.
+	l.log.WarnContext(ctx, "lease adjust applied without a refill pass", "resource", resource, "shard", p.shard)
+	fb := &updateBuilder{}
+	fb.cond("attribute_exists(" + fb.name(schema.AttrPK) + ")")
+	for _, d := range deltas {
+		milli := d.Amount * bucket.MilliPerToken
+		fb.add(schema.BucketAttr(d.Name, schema.LimitTokens), num(-milli))
+		fb.add(schema.BucketAttr(d.Name, schema.LimitConsumed), num(milli))
+	}
+	fb.set(schema.AttrVU, num(l.nowMs()))
+	in = fb.input(l.table, id.Key())
+	if err := send(in); err != nil && !errors.As(err, &ccf) {
+		return err
+	}
+	return nil
 }

@@ -18,33 +18,89 @@ import (
 )
 
 // maxSlowPasses bounds the slow path's re-reads after a lost race (a create
-// that met an existing item, or a retry write that found a limit missing).
-const maxSlowPasses = 3
+// that met an existing item, a retry write that found a limit missing or vu
+// passed, a cancelled transaction).
+const maxSlowPasses = 4
 
-// ErrContention reports a slow path that lost every race it ran.
+// ErrContention reports a slow path that lost every race it ran and has no
+// state to decide from. A slow path that read the bucket decides from it
+// instead: contention is a verdict, never an outage (docs/decisions.md P26).
 var ErrContention = errors.New("limiter: slow path lost its write race repeatedly")
+
+// contentionRetry is the retry-after of a request the state showed covered
+// but whose writes lost every race: other clients are spending the same
+// tokens now, so the caller is asked back after a short, finite wait.
+const contentionRetry = 100 * time.Millisecond
 
 // slowPath is SPEC §6.8 on the drawn shard: read, materialise every limit,
 // admit, and write under the rf lock (or create the shard). When the pair
 // cascades, the parent's pass is prepared too and both writes go in one
 // transaction.
+//
+// Every way of losing a race ends in a verdict (docs/decisions.md P26): a
+// pass that must run again waits a jittered back-off first; a transaction
+// conflict is retried after the back-offs of SPEC §6.8 step 7; when the
+// passes or the back-offs run out, the request is rejected from the
+// freshest state read (contended). Only DynamoDB failing is an error.
 func (l *Limiter) slowPath(ctx context.Context, req *request, shard int) (*Lease, error) {
 	conflicts := 0
+	var verdict *RateLimitExceeded
 	for pass := 0; pass < maxSlowPasses+conflicts; pass++ {
-		lease, again, err := l.slowPass(ctx, req, shard)
+		lease, again, seen, err := l.slowPass(ctx, req, shard)
+		if seen != nil {
+			verdict = seen
+		}
 		var tc *transactionConflict
-		if errors.As(err, &tc) && conflicts < len(conflictBackoff) {
+		switch {
+		case errors.As(err, &tc) && conflicts < len(conflictBackoff):
 			if err := l.sleep(ctx, conflictBackoff[conflicts]); err != nil {
 				return nil, err
 			}
 			conflicts++
 			continue
-		}
-		if !again {
+		case errors.As(err, &tc) && verdict != nil:
+			return nil, verdict
+		case !again:
 			return lease, err
 		}
+		// Lost a race: let the winners through before reading again.
+		if err := l.sleep(ctx, time.Duration(1+l.intn(8))*5*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+	if verdict != nil {
+		return nil, verdict
 	}
 	return nil, &dbError{op: "slow path", err: ErrContention}
+}
+
+// contended is the verdict on a request whose writes lost their races, from
+// the passes it read: every declared limit's status, each hard one marked
+// exceeded — with its own retry-after when the state was short, and
+// contentionRetry when the state covered it. Nil when no declared limit is
+// hard (nothing to reject on).
+func (l *Limiter) contended(passes ...*pass) *RateLimitExceeded {
+	e := &RateLimitExceeded{}
+	for _, p := range passes {
+		if p == nil {
+			continue
+		}
+		for _, pl := range p.plan {
+			if !pl.declared {
+				continue
+			}
+			st := pl.status
+			if !pl.lim.Soft && !p.bypass && !st.Exceeded {
+				st.Exceeded = true
+				st.Retry = bucket.Retry{Short: true, WaitMs: contentionRetry.Milliseconds()}
+			}
+			e.Statuses = append(e.Statuses, l.status(p.req, Declared{Name: pl.lim.Name, Amount: pl.amount}, pl.params, pl.lim.Soft, st))
+		}
+	}
+	if len(e.Violations()) == 0 {
+		return nil
+	}
+	return e
 }
 
 // conflictBackoff is the wait before each retry after a TransactionConflict
@@ -92,11 +148,12 @@ type pass struct {
 	update *updateBuilder
 }
 
-// slowPass runs one read-decide-write round. again asks for another round.
-func (l *Limiter) slowPass(ctx context.Context, req *request, shard int) (lease *Lease, again bool, err error) {
+// slowPass runs one read-decide-write round. again asks for another round;
+// seen is the verdict should the request lose every round (contended).
+func (l *Limiter) slowPass(ctx context.Context, req *request, shard int) (lease *Lease, again bool, seen *RateLimitExceeded, err error) {
 	child, err := l.prepare(ctx, req, shard)
 	if err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
 	var parent *pass
 	if child.cascade {
@@ -107,18 +164,24 @@ func (l *Limiter) slowPass(ctx context.Context, req *request, shard int) (lease 
 			if errors.As(err, &dis) {
 				dis.EntityID = preq.entity
 			}
-			return nil, false, err
+			return nil, false, nil, err
 		}
 	}
 	if e := l.violations(child, parent); e != nil {
-		return nil, false, e
+		return nil, false, nil, e
 	}
 	child.build()
 	if parent == nil {
-		return l.writeOne(ctx, child)
+		lease, again, err = l.writeOne(ctx, child)
+	} else {
+		parent.build()
+		lease, again, err = l.writeBoth(ctx, child, parent)
 	}
-	parent.build()
-	return l.writeBoth(ctx, child, parent)
+	var tc *transactionConflict
+	if again || errors.As(err, &tc) {
+		seen = l.contended(child, parent)
+	}
+	return lease, again, seen, err
 }
 
 // forEntity is the same request made for another entity (the cascade parent).
@@ -173,7 +236,7 @@ func (l *Limiter) prepare(ctx context.Context, req *request, shard int) (*pass, 
 			return nil, unsupportedItem("schedule, window, grant or top-up attributes")
 		}
 		p.img = &img
-		l.learn(req, p.img, p.now)
+		l.learn(req, shard, p.img, p.now)
 		p.shards = max(img.ShardCount, 1)
 	}
 	p.plan = l.plan(req, limits, p.img, p.shards, p.now)
@@ -310,8 +373,23 @@ func (p *pass) build() {
 			}
 		}
 	} else {
+		// The rf lock, and the vu pin: a credit sets vu without moving rf
+		// (docs/decisions.md P25).
 		u.cond(u.name(schema.AttrRF) + " = " + u.value(num(img.RF)))
-		u.set(schema.AttrRF, num(bucket.StampRF(img.RF, p.now)))
+		vu := u.name(schema.AttrVU)
+		if img.HasVU {
+			u.cond(vu + " = " + u.value(num(img.VU)))
+		} else {
+			u.cond("attribute_not_exists(" + vu + ")")
+		}
+		rf := bucket.StampRF(img.RF, p.now)
+		u.set(schema.AttrRF, num(rf))
+		switch full := p.validUntil(rf); {
+		case full != bucket.NeverFull:
+			u.set(schema.AttrVU, num(full))
+		case img.HasVU:
+			u.remove(schema.AttrVU)
+		}
 		for _, pl := range p.plan {
 			if !pl.present {
 				seed(u, pl, false)
@@ -366,15 +444,32 @@ func (p *pass) build() {
 	if img.HasDisabled {
 		u.remove(schema.AttrDisabled)
 	}
-	if img.HasVU {
-		u.remove(schema.AttrVU)
-	}
 	switch {
 	case p.ttl > 0:
 		u.set(schema.AttrTTL, num(p.ttl))
 	case img.HasTTL:
 		u.remove(schema.AttrTTL)
 	}
+}
+
+// validUntil is the vu a write of this pass that moves rf to rf stamps
+// (docs/decisions.md P25): the first instant at which a hard dripping limit
+// reaches its ceiling from the balance the write leaves, or
+// bucket.NeverFull when no limit constrains it. Soft limits never reject,
+// so their capped refill admits nothing; wcu only steers doubling.
+func (p *pass) validUntil(rf int64) int64 {
+	full := int64(bucket.NeverFull)
+	for _, pl := range p.plan {
+		if pl.lim.Soft || pl.share.Rate <= 0 {
+			continue
+		}
+		left := pl.balance // the target share for a limit not on the item yet
+		if !p.bypass {
+			left -= pl.consumed
+		}
+		full = min(full, pl.share.FullAt(left, rf))
+	}
+	return full
 }
 
 // createItem is the full item of a new shard (SPEC §6.8 step 6, Create).
@@ -395,6 +490,9 @@ func (p *pass) createItem() map[string]types.AttributeValue {
 	}
 	if p.bypass {
 		item[schema.AttrBypass] = num(p.deadline)
+	}
+	if full := p.validUntil(p.now); full != bucket.NeverFull {
+		item[schema.AttrVU] = num(full)
 	}
 	for _, pl := range p.plan {
 		tk := pl.share.Target
@@ -449,13 +547,17 @@ func (l *Limiter) written(p *pass) {
 // writeOne sends a single entity's write.
 func (l *Limiter) writeOne(ctx context.Context, p *pass) (*Lease, bool, error) {
 	var err error
+	written := p.put
 	if p.put != nil {
 		_, err = l.db.PutItem(ctx, &dynamodb.PutItemInput{
 			TableName: aws.String(l.table), Item: p.put,
 			ConditionExpression: aws.String("attribute_not_exists(PK)"),
 		})
 	} else {
-		_, err = l.db.UpdateItem(ctx, p.update.input(l.table, p.id.Key()))
+		var out *dynamodb.UpdateItemOutput
+		if out, err = l.db.UpdateItem(ctx, p.update.input(l.table, p.id.Key())); err == nil {
+			written = out.Attributes
+		}
 	}
 	if err != nil {
 		var ccf *types.ConditionalCheckFailedException
@@ -466,6 +568,9 @@ func (l *Limiter) writeOne(ctx context.Context, p *pass) (*Lease, bool, error) {
 			return nil, true, nil // the shard appeared, or moved: read it again
 		}
 		return l.retryWrite(ctx, p)
+	}
+	if img, err := bucket.DecodeImage(written); err == nil && len(written) > 0 {
+		l.learn(p.req, p.id.Shard, &img, p.now)
 	}
 	l.written(p)
 	return &Lease{lim: l, resource: p.id.Resource, parts: []leasePart{p.part()}}, false, nil
@@ -535,6 +640,7 @@ func (l *Limiter) transact(ctx context.Context, op string, items []types.Transac
 // again and rejects from it if it is short.
 func (l *Limiter) retryBoth(ctx context.Context, child, parent *pass) (*Lease, bool, error) {
 	items := make([]types.TransactWriteItem, 0, 2)
+	now := l.nowMs()
 	for _, p := range []*pass{child, parent} {
 		var limits []RetryLimit
 		for _, pl := range p.plan {
@@ -552,9 +658,9 @@ func (l *Limiter) retryBoth(ctx context.Context, child, parent *pass) (*Lease, b
 			for _, r := range limits {
 				ds = append(ds, Declared{Name: r.Name, Amount: r.Amount})
 			}
-			in, err = l.writes.Adjust(p.id, mode, ds, false)
+			in, err = l.writes.Adjust(p.id, mode, ds, false, 0)
 		} else {
-			in, err = l.writes.Retry(p.id, limits)
+			in, err = l.writes.Retry(p.id, limits, now)
 		}
 		if err != nil {
 			return nil, false, err
@@ -604,11 +710,11 @@ func (l *Limiter) retryWrite(ctx context.Context, p *pass) (*Lease, bool, error)
 			limits = append(limits, RetryLimit{Name: pl.lim.Name, Amount: pl.amount, Hard: !pl.lim.Soft})
 		}
 	}
-	in, err := l.writes.Retry(p.id, limits)
+	now := l.nowMs()
+	in, err := l.writes.Retry(p.id, limits, now)
 	if err != nil {
 		return nil, false, err
 	}
-	now := l.nowMs()
 	out, err := l.db.UpdateItem(ctx, in)
 	if err == nil {
 		img, err := bucket.DecodeImage(out.Attributes)
@@ -633,8 +739,8 @@ func (l *Limiter) retryWrite(ctx context.Context, p *pass) (*Lease, bool, error)
 		return nil, false, &dbError{op: "slow path retry", err: err}
 	}
 	img, err := bucket.DecodeImage(ccf.Item)
-	if err != nil || len(ccf.Item) == 0 {
-		return nil, true, nil
+	if err != nil || len(ccf.Item) == 0 || (img.HasVU && img.VU <= now) {
+		return nil, true, nil // gone, or past vu: a debit needs a new pass
 	}
 	e := &RateLimitExceeded{}
 	for _, pl := range p.plan {

@@ -1,0 +1,245 @@
+package limiter
+
+import (
+	"context"
+	"errors"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
+)
+
+// A refill pass is an rf-locked write built from a bucket image this
+// process already holds — the ALL_OLD image of a write that met a passed
+// vu — with no read (docs/decisions.md P25, docs/design.md "Valid until").
+// It materialises every limit on the item at now with the item's own
+// parameters, applies the deltas, moves rf and stamps the new vu. Pinned to
+// the image's rf and vu, it is exact whatever happened since the image: a
+// lost pin means another writer moved the state, and the caller decides
+// again from the image the failure returns.
+//
+// It never re-reads config: a vu of 0 (a parameter change) and anything
+// else this pass does not settle — a stamp to renew, a missing limit, an
+// expired ttl, a cascade — is left to the slow path.
+
+// refillable reports whether the enforce-shaped write that returned img
+// (at clock reading now) can be settled by a refill pass for declared: a
+// positive vu that has passed, and nothing else a slow path would fix.
+func refillable(img *bucket.Image, declared []Declared, now int64) bool {
+	switch {
+	case img == nil, !img.HasRF, !img.HasVU, img.VU <= 0, img.VU > now,
+		img.HasDisabled, img.Bypass.Present, img.Phase2(),
+		img.HasTTL && img.TTL <= bucket.FloorDiv(now, 1000), !img.WCU.Present():
+		return false
+	}
+	for _, d := range declared {
+		if img.Limit(d.Name) == nil {
+			return false
+		}
+	}
+	for i := range img.Limits {
+		if img.Limits[i].Soft.Expired(now) {
+			return false
+		}
+	}
+	return true
+}
+
+// refillPlan is a refill pass decided from one image.
+type refillPlan struct {
+	in    *dynamodb.UpdateItemInput
+	part  leasePart     // the declared limits after the write (admit)
+	short []LimitStatus // admit: the declared limits, when a hard one is short
+	img   *bucket.Image // the image the pass was built from
+}
+
+// planRefill builds the refill pass of img on bucket id at now with the
+// deltas (whole tokens; positive consumes). The write is pinned to the
+// image's rf, vu and every limit's stored balance, so it applies exactly to
+// the state it was computed from. With admit, a declared hard limit that
+// the materialised balance cannot cover makes the plan short (no write);
+// the write also requires the item to be enabled, unbypassed, unexpired
+// and not cascading, as the fast path does. Without admit (a lease's
+// adjust) the deltas apply whatever the balance.
+func (l *Limiter) planRefill(req *request, id schema.BucketID, img *bucket.Image, deltas []Declared, admit bool, now int64) refillPlan {
+	plan := refillPlan{img: img, part: leasePart{entity: id.Entity, shard: id.Shard}}
+	u := &updateBuilder{}
+	u.cond(u.name(schema.AttrRF) + " = " + u.value(num(img.RF)))
+	u.cond(u.name(schema.AttrVU) + " = " + u.value(num(img.VU)))
+	rf := bucket.StampRF(img.RF, now)
+	u.set(schema.AttrRF, num(rf))
+	full := int64(bucket.NeverFull)
+	shards := max(img.ShardCount, 1)
+	delta := func(name string) (Declared, bool) {
+		for _, d := range deltas {
+			if d.Name == name {
+				return d, true
+			}
+		}
+		return Declared{}, false
+	}
+	exceeded := false
+	for i := range img.Limits {
+		li := &img.Limits[i]
+		p := li.Params()
+		share := bucket.Effective(p, shards)
+		balance, credited := bucket.Materialise(li.Tokens, img.RF, now, share.Ceiling, share.Rate, share.Period)
+		soft := li.Soft.Live(now)
+		d, declared := delta(li.Name)
+		milli := d.Amount * bucket.MilliPerToken // validated to fit at admission
+		tk := schema.BucketAttr(li.Name, schema.LimitTokens)
+		// Pinned: the credit is computed from this balance (a debit by
+		// another writer since the image would change what refill adds).
+		u.cond(u.name(tk) + " = " + u.value(num(li.Tokens)))
+		if v := credited - milli; v != 0 {
+			u.add(tk, num(v))
+		}
+		if milli != 0 {
+			u.add(schema.BucketAttr(li.Name, schema.LimitConsumed), num(milli))
+		}
+		if !soft && share.Rate > 0 {
+			full = min(full, share.FullAt(balance-milli, rf))
+		}
+		if !declared {
+			continue
+		}
+		if admit {
+			st := bucket.Status{Balance: balance, Available: bucket.Available(balance)}
+			if !soft && !bucket.Covers(balance, d.Amount) {
+				st.Exceeded, exceeded = true, true
+				st.Retry = bucket.DripRetryAfter(balance, d.Amount, share.Ceiling, share.Rate, share.Period)
+			}
+			plan.short = append(plan.short, l.status(req, d, p, soft, st))
+		}
+		plan.part.entries = append(plan.part.entries, leaseEntry{
+			name: li.Name, initial: d.Amount, params: p, share: share, balance: balance - milli, soft: soft,
+		})
+	}
+	if admit && exceeded {
+		return plan
+	}
+	plan.short = nil
+	// Deltas of limits the item does not carry (an adjust after a config
+	// change): counted as the Adjust shape would.
+	for _, d := range deltas {
+		if img.Limit(d.Name) == nil && d.Amount != 0 {
+			milli := d.Amount * bucket.MilliPerToken
+			u.add(schema.BucketAttr(d.Name, schema.LimitTokens), num(-milli))
+			u.add(schema.BucketAttr(d.Name, schema.LimitConsumed), num(milli))
+		}
+	}
+	if w := &img.WCU; w.Present() {
+		wt := schema.BucketAttr(schema.WCULimit, schema.LimitTokens)
+		u.cond(u.name(wt) + " = " + u.value(num(w.Tokens)))
+		s := bucket.Undivided(w.Params())
+		if _, credited := bucket.Materialise(w.Tokens, img.RF, now, s.Ceiling, s.Rate, s.Period); credited != 0 {
+			u.add(wt, num(credited))
+		}
+	}
+	if full != bucket.NeverFull {
+		u.set(schema.AttrVU, num(full))
+	} else {
+		u.remove(schema.AttrVU)
+	}
+	if admit {
+		u.cond("attribute_not_exists(" + u.name(schema.AttrDisabled) + ")")
+		u.cond("attribute_not_exists(" + u.name(schema.AttrBypass) + ")")
+		ttl := u.name(schema.AttrTTL)
+		u.cond("(attribute_not_exists(" + ttl + ") OR " + ttl + " > " + u.value(num(bucket.FloorDiv(now, 1000))) + ")")
+		// The owner stamp the caller acts on (who else to debit).
+		cascade := u.name(schema.AttrCascade)
+		if img.HasCascade {
+			u.cond(cascade + " = " + u.value(&types.AttributeValueMemberBOOL{Value: img.Cascade}))
+		} else {
+			u.cond("attribute_not_exists(" + cascade + ")")
+		}
+		parent := u.name(schema.AttrParentID)
+		if img.HasParent {
+			u.cond(parent + " = " + u.value(str(img.ParentID)))
+		} else {
+			u.cond("attribute_not_exists(" + parent + ")")
+		}
+	}
+	plan.in = u.input(l.table, id.Key())
+	plan.in.ReturnValues = types.ReturnValueAllNew
+	plan.in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
+	return plan
+}
+
+// sendRefill sends a planned refill pass. It returns the image the item
+// has after the write (ALL_NEW), or, on a lost pin, the image the failure
+// carries (nil when the item is gone) and lost.
+func (l *Limiter) sendRefill(ctx context.Context, plan refillPlan) (img *bucket.Image, lost bool, err error) {
+	out, err := l.db.UpdateItem(ctx, plan.in)
+	item := map[string]types.AttributeValue(nil)
+	if err == nil {
+		item = out.Attributes
+	} else {
+		var ccf *types.ConditionalCheckFailedException
+		if !errors.As(err, &ccf) {
+			return nil, false, &dbError{op: "refill pass", err: err}
+		}
+		item, lost = ccf.Item, true
+	}
+	if len(item) == 0 {
+		return nil, lost, nil
+	}
+	dec, err := bucket.DecodeImage(item)
+	if err != nil {
+		return nil, lost, err
+	}
+	return &dec, lost, nil
+}
+
+// next is what the acquire loop does after refill passes that did not
+// settle the request.
+type next uint8
+
+const (
+	nextSpeculate next = iota + 1 // the state has a live vu: the fast path
+	nextSlowPath                  // something only the slow path settles
+)
+
+// refillAcquire admits req on bucket id, whose image img (held in the pair
+// cache, or returned by a failed enforce write) shows a passed vu, with
+// refill passes and no read. It returns a lease, or a *RateLimitExceeded
+// decided on the materialised state, or what to do next when the state
+// moved to one a refill pass does not settle.
+//
+// A cascading child's admission goes on to its parent (cascade set: the
+// parent's write of the cold path, with every outcome of SPEC §6.7);
+// without cascade, the caller is the cascade and wants this shard alone.
+func (l *Limiter) refillAcquire(ctx context.Context, req *request, id schema.BucketID, img *bucket.Image, cascade bool) (*Lease, next, error) {
+	for range maxSlowPasses {
+		now := l.nowMs()
+		if img != nil && img.HasVU && img.VU > now {
+			return nil, nextSpeculate, nil
+		}
+		if !refillable(img, req.declared, now) {
+			return nil, nextSlowPath, nil
+		}
+		plan := l.planRefill(req, id, img, req.declared, true, now)
+		if plan.in == nil {
+			return nil, 0, &RateLimitExceeded{Statuses: plan.short}
+		}
+		fresh, lost, err := l.sendRefill(ctx, plan)
+		if err != nil {
+			return nil, 0, err
+		}
+		if fresh != nil {
+			l.learn(req, id.Shard, fresh, now)
+		}
+		if !lost {
+			if cascade && cascades(fresh) {
+				c := speculation{req: req, id: id, shape: ShapeEnforce, now: now, ok: true, img: fresh}
+				lease, err := l.childAdmitted(ctx, req, c, speculation{})
+				return lease, 0, err
+			}
+			return &Lease{lim: l, resource: req.resource, parts: []leasePart{plan.part}}, 0, nil
+		}
+		img = fresh
+	}
+	return nil, nextSlowPath, nil
+}
