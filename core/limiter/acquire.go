@@ -231,7 +231,7 @@ func (l *Limiter) acquire(ctx context.Context, req *request) (*Lease, error) {
 			img != nil && img.HasVU && img.VU <= l.nowMs() {
 			// The cached image shows vu passed: a refill pass, no read.
 			id := schema.BucketID{Namespace: l.ns, Entity: req.entity, Resource: req.resource, Shard: shard}
-			if done, lease, err := refilled(l.refillAcquire(ctx, req, id, img, true)); done {
+			if done, lease, err := refilled(l.refillAcquire(ctx, req, id, img, false, true)); done {
 				return lease, err
 			}
 		}
@@ -256,7 +256,7 @@ func (l *Limiter) acquire(ctx context.Context, req *request) (*Lease, error) {
 		img := c.img
 		if c.cls.Reason == ReasonScheduleBoundary {
 			// vu has passed: materialise from the image, no read (P25).
-			if done, lease, err := refilled(l.refillAcquire(ctx, req, c.id, img, true)); done {
+			if done, lease, err := refilled(l.refillAcquire(ctx, req, c.id, img, true, true)); done {
 				return lease, err
 			}
 			continue
@@ -415,7 +415,7 @@ func (l *Limiter) childAdmitted(ctx context.Context, req *request, c, p speculat
 		}
 	case ReasonScheduleBoundary:
 		// The parent's vu has passed: its refill pass, no read (P25).
-		lease, _, err := l.refillAcquire(ctx, p.req, p.id, p.img, false)
+		lease, _, err := l.refillAcquire(ctx, p.req, p.id, p.img, true, false)
 		var rle *RateLimitExceeded
 		switch {
 		case lease != nil:

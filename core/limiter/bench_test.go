@@ -132,6 +132,7 @@ var acquireCases = []acquireCase{
 	{name: "fast-path-request", calls: 1, setup: setupFastPathRequest},
 	{name: "fast-path", goal: 1.10, calls: 1, setup: setupFastPath},
 	{name: "light-user", calls: 1, setup: setupLightUser},
+	{name: "light-user-shared", calls: 2, setup: setupLightShared},
 	{name: "warm-cascade", goal: 1.25, calls: 2, setup: setupWarmCascade},
 	{name: "slow-path", opts: limiter.Options{DisableSpeculativeWrites: true}, setup: setupSlowPath},
 	{name: "fast-reject", calls: 1, setup: setupFastReject},
@@ -183,6 +184,33 @@ func setupLightUser(tb testing.TB, r acquireRun, n int) benchkit.Op {
 	benchWarm(tb, r.lim, resource, limiter.Consume{"rpm": 1}, entities...)
 	return func(ctx context.Context, i int) error {
 		_, err := r.lim.Acquire(ctx, entities[i%len(entities)], resource, limiter.Consume{"rpm": 1})
+		return err
+	}
+}
+
+// setupLightShared: the light user's buckets shared by two processes (two
+// limiters, separate caches) taking turns, so the image each holds is
+// always one write old: its refill pass loses its pins and is sent again
+// from the image the failure returns — two calls, the first a failed
+// conditional write (charged 1 WCU by DynamoDB; DynamoDB Local reports no
+// capacity for it).
+func setupLightShared(tb testing.TB, r acquireRun, n int) benchkit.Op {
+	const resource = "bench-light-shared"
+	benchSetLimits(tb, r.lim, resource, limit.PerMinute("rpm", benchHuge))
+	other, err := limiter.New(r.db, r.table, benchNS, limiter.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	entities := make([]string, warmBuckets(n))
+	for i := range entities {
+		entities[i] = "shared-" + r.tag + "-" + strconv.Itoa(i)
+	}
+	benchWarm(tb, r.lim, resource, limiter.Consume{"rpm": 1}, entities...)
+	benchWarm(tb, other, resource, limiter.Consume{"rpm": 1}, entities...)
+	lims := [2]*limiter.Limiter{r.lim, other}
+	return func(ctx context.Context, i int) error {
+		ent := i % len(entities)
+		_, err := lims[(i/len(entities))%2].Acquire(ctx, entities[ent], resource, limiter.Consume{"rpm": 1})
 		return err
 	}
 }

@@ -211,7 +211,11 @@ const (
 // A cascading child's admission goes on to its parent (cascade set: the
 // parent's write of the cold path, with every outcome of SPEC §6.7);
 // without cascade, the caller is the cascade and wants this shard alone.
-func (l *Limiter) refillAcquire(ctx context.Context, req *request, id schema.BucketID, img *bucket.Image, cascade bool) (*Lease, next, error) {
+//
+// A rejection is decided only on a fresh image (returned by DynamoDB for
+// this request): a held image may predate another process's credit, so a
+// shortfall on it sends the request to the fast path instead.
+func (l *Limiter) refillAcquire(ctx context.Context, req *request, id schema.BucketID, img *bucket.Image, fresh, cascade bool) (*Lease, next, error) {
 	for range maxSlowPasses {
 		now := l.nowMs()
 		if img != nil && img.HasVU && img.VU > now {
@@ -222,24 +226,27 @@ func (l *Limiter) refillAcquire(ctx context.Context, req *request, id schema.Buc
 		}
 		plan := l.planRefill(req, id, img, req.declared, true, now)
 		if plan.in == nil {
+			if !fresh {
+				return nil, nextSpeculate, nil
+			}
 			return nil, 0, &RateLimitExceeded{Statuses: plan.short}
 		}
-		fresh, lost, err := l.sendRefill(ctx, plan)
+		cur, lost, err := l.sendRefill(ctx, plan)
 		if err != nil {
 			return nil, 0, err
 		}
-		if fresh != nil {
-			l.learn(req, id.Shard, fresh, now)
+		if cur != nil {
+			l.learn(req, id.Shard, cur, now)
 		}
 		if !lost {
-			if cascade && cascades(fresh) {
-				c := speculation{req: req, id: id, shape: ShapeEnforce, now: now, ok: true, img: fresh}
+			if cascade && cascades(cur) {
+				c := speculation{req: req, id: id, shape: ShapeEnforce, now: now, ok: true, img: cur}
 				lease, err := l.childAdmitted(ctx, req, c, speculation{})
 				return lease, 0, err
 			}
 			return &Lease{lim: l, resource: req.resource, parts: []leasePart{plan.part}}, 0, nil
 		}
-		img = fresh
+		img, fresh = cur, true
 	}
 	return nil, nextSlowPath, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
 // The resources and API keys of the acquire step. None of them has records
@@ -49,8 +50,9 @@ func (c *manualClock) advance(d time.Duration) {
 
 // dbCall is one DynamoDB call the limiter made.
 type dbCall struct {
-	op     string
-	failed bool
+	op      string
+	failed  bool
+	movesRF bool // an UpdateItem that moves rf: a slow pass or a refill pass
 }
 
 // countingDB passes every call on to DynamoDB and notes its operation and
@@ -62,10 +64,12 @@ type countingDB struct {
 	calls []dbCall
 }
 
-func (c *countingDB) note(op string, err error) {
+func (c *countingDB) note(op string, err error) { c.noteCall(dbCall{op: op, failed: err != nil}) }
+
+func (c *countingDB) noteCall(call dbCall) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.calls = append(c.calls, dbCall{op: op, failed: err != nil})
+	c.calls = append(c.calls, call)
 }
 
 // take returns the calls noted since the last take and forgets them.
@@ -79,7 +83,11 @@ func (c *countingDB) take() []dbCall {
 
 func (c *countingDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	out, err := c.db.UpdateItem(ctx, in, o...)
-	c.note("UpdateItem", err)
+	call := dbCall{op: "UpdateItem", failed: err != nil}
+	for _, attr := range in.ExpressionAttributeNames {
+		call.movesRF = call.movesRF || attr == schema.AttrRF
+	}
+	c.noteCall(call)
 	return out, err
 }
 
@@ -133,6 +141,8 @@ func describeCalls(calls []dbCall, admitted bool) string {
 	switch {
 	case len(calls) == 0:
 		return "no DynamoDB call"
+	case len(calls) == 1 && calls[0].op == "UpdateItem" && !calls[0].failed && admitted && calls[0].movesRF:
+		path = "refill pass, no read"
 	case len(calls) == 1 && calls[0].op == "UpdateItem" && !calls[0].failed && admitted:
 		path = "fast path"
 	case len(calls) == 1 && calls[0].op == "UpdateItem" && calls[0].failed:
@@ -254,7 +264,8 @@ func (d *demo) acquire(ctx context.Context) error {
 		return fmt.Errorf("Retry-After %q: %w", rle.RetryAfterHeader(), err)
 	}
 	clk.advance(time.Duration(header) * time.Second)
-	fmt.Fprintf(d.out, "clock moved on %ds, past the retry-after: refill covers the request, the slow path admits it:\n", header)
+	fmt.Fprintf(d.out, "clock moved on %ds, past the retry-after and past vu (the instant a limit could have refilled to its\n", header)
+	fmt.Fprintln(d.out, "capacity): one refill pass, built from the image the process holds, materialises and admits:")
 	if _, err := try("#"+strconv.Itoa(admitted+2), acqKey, acqResource, each); err != nil {
 		return err
 	}
@@ -293,9 +304,9 @@ func (d *demo) acquire(ctx context.Context) error {
 	if _, err := try("peek", acqVIP, acqResource, limiter.Consume{"rpm": 0, "tpm": 0}); err != nil {
 		return err
 	}
-	fmt.Fprintf(d.out, "  %-7s amounts of 0 are checked, not debited: the balances after the rollback. A credit that\n", "")
-	fmt.Fprintf(d.out, "  %-7s could lift a balance above its capacity would stamp vu = 0 instead, forcing one slow\n", "")
-	fmt.Fprintf(d.out, "  %-7s pass that caps it; these could not, so the fast path stays\n", "")
+	fmt.Fprintf(d.out, "  %-7s amounts of 0 are checked, not debited: the balances after the rollback. A credit sets\n", "")
+	fmt.Fprintf(d.out, "  %-7s vu to now (it may fill a limit sooner), so the next acquire is a refill pass: still one\n", "")
+	fmt.Fprintf(d.out, "  %-7s call, from the image the credit returned\n", "")
 
 	fmt.Fprintln(d.out, "a limit the pair does not have is bad input (400); nothing is written:")
 	if _, err := try("rpd", acqKey, acqResource, limiter.Consume{"rpd": 1}); !limiter.IsValidationError(err) {

@@ -79,7 +79,7 @@ func rawOutsidePhase1(it item) bool {
 func pairOf(id schema.BucketID) schema.BucketID { id.Shard = 0; return id }
 
 // checkWrites checks every write built from recs.
-func checkWrites(t testing.TB, recs []Record, ups []*dynamodb.UpdateItemInput, puts []*dynamodb.PutItemInput) {
+func checkWrites(t testing.TB, recs []Record, ups []*dynamodb.UpdateItemInput, puts []*dynamodb.PutItemInput, now int64) {
 	t.Helper()
 	last := map[schema.BucketID]bucket.Image{}
 	abst := map[schema.BucketID]bool{}
@@ -133,6 +133,13 @@ func checkWrites(t testing.TB, recs []Record, ups []*dynamodb.UpdateItemInput, p
 			case attr == schema.AttrShardCount:
 				setsSC = true
 			case isLimit && f == schema.LimitTokens:
+			case attr == schema.AttrVU && strings.Contains(upd, "#rf = :rf"):
+				// A refill stamps the full-at instant (docs/decisions.md P25).
+				if img, ok := last[id]; ok && strings.Contains(upd, "#vu = :vu") {
+					if got, want := numOf(t, in.ExpressionAttributeValues[":vu"]), validUntil(&img, now); got != want {
+						t.Errorf("%s: stamps vu %d, want %d", id.PK(), got, want)
+					}
+				}
 			default:
 				t.Errorf("%s: update writes %s: %q", id.PK(), attr, upd)
 			}
@@ -230,6 +237,8 @@ func cloneDiff(src, clone item) string {
 			if _, ok := clone[k]; !ok {
 				return k + " dropped"
 			}
+		case k == schema.AttrVU && render(clone[k]) == render(src[schema.AttrRF]):
+			// A clone's vu is at most its rf (docs/decisions.md P25).
 		default:
 			if render(clone[k]) != render(v) {
 				return fmt.Sprintf("%s = %s, source %s", k, render(clone[k]), render(v))
@@ -241,6 +250,9 @@ func cloneDiff(src, clone item) string {
 			continue
 		}
 		if k == schema.AttrPK || k == schema.AttrSK || strings.HasPrefix(k, "GSI") || k == schema.AttrShardCount {
+			continue
+		}
+		if k == schema.AttrVU && render(clone[k]) == render(src[schema.AttrRF]) {
 			continue
 		}
 		return k + " added"

@@ -275,24 +275,53 @@ func (m *Maintainer) refill(s *state, now int64) (op, bool) {
 	if !write {
 		return op{}, false
 	}
-	return op{kind: opRefill, id: s.id, update: m.refillInput(s.id, img, now, deltas)}, true
+	return op{kind: opRefill, id: s.id, update: m.refillInput(s.id, img, now, deltas, validUntil(img, now))}, true
+}
+
+// validUntil is the vu the refill stamps (docs/decisions.md P25): the first
+// instant at which a hard dripping limit reaches its ceiling from the
+// balance the refill leaves, as of the refill's rf; bucket.NeverFull when
+// no limit constrains it. The balances are those of the image: fast-path
+// debits since it only lower the real ones, so the real instant is later
+// and the stamp errs early (one extra materialising pass, never an
+// over-credit).
+func validUntil(img *bucket.Image, now int64) int64 {
+	rf := bucket.StampRF(img.RF, now)
+	full := int64(bucket.NeverFull)
+	sc := max(img.ShardCount, 1)
+	for i := range img.Limits {
+		l := &img.Limits[i]
+		sh := bucket.Effective(l.Params(), sc)
+		if l.Soft.Live(now) || sh.Rate <= 0 {
+			continue
+		}
+		balance, _ := bucket.Materialise(l.Tokens, img.RF, now, sh.Ceiling, sh.Rate, sh.Period)
+		full = min(full, sh.FullAt(balance, rf))
+	}
+	return full
 }
 
 // refillInput builds
 //
-//	SET #rf = :rf ADD #t0 :d0, #t1 :d1, …
+//	SET #rf = :rf, #vu = :vu ADD #t0 :d0, #t1 :d1, …   (REMOVE #vu when nothing drips)
 //	Condition: #rf = :erf AND attribute_not_exists(#vu)     (image without vu)
 //	           #rf = :erf AND #vu = :evu                     (image with vu)
 //
-// with rf_new = max(now, image rf) (SPEC §11.3; never backwards).
-func (m *Maintainer) refillInput(id schema.BucketID, img *bucket.Image, now int64, deltas []delta) *dynamodb.UpdateItemInput {
+// with rf_new = max(now, image rf) (SPEC §11.3; never backwards) and vu the
+// full-at instant of validUntil.
+func (m *Maintainer) refillInput(id schema.BucketID, img *bucket.Image, now int64, deltas []delta, vu int64) *dynamodb.UpdateItemInput {
 	names := map[string]string{"#rf": schema.AttrRF, "#vu": schema.AttrVU}
 	values := map[string]types.AttributeValue{
 		":rf":  num(bucket.StampRF(img.RF, now)),
 		":erf": num(img.RF),
 	}
-	upd := make([]byte, 0, 32+16*len(deltas))
-	upd = append(upd, "SET #rf = :rf ADD "...)
+	upd := make([]byte, 0, 48+16*len(deltas))
+	upd = append(upd, "SET #rf = :rf"...)
+	if vu != bucket.NeverFull {
+		upd = append(upd, ", #vu = :vu"...)
+		values[":vu"] = num(vu)
+	}
+	upd = append(upd, " ADD "...)
 	for i, d := range deltas {
 		if i > 0 {
 			upd = append(upd, ", "...)
@@ -303,6 +332,9 @@ func (m *Maintainer) refillInput(id schema.BucketID, img *bucket.Image, now int6
 		upd = append(upd, v...)
 		names[n] = d.attr
 		values[v] = num(d.d)
+	}
+	if vu == bucket.NeverFull && img.HasVU {
+		upd = append(upd, " REMOVE #vu"...)
 	}
 	cond := "#rf = :erf AND attribute_not_exists(#vu)"
 	if img.HasVU {
@@ -430,8 +462,8 @@ func (m *Maintainer) propagate(im *image, byID map[schema.BucketID]*state, p *pl
 // target shard (PK, SK and the GSI2/3/4 keys, as a client create writes
 // them), shard_count = newSC, wcu tk = cp, every present limit
 // tk = cp // newSC, every b_{n}_tc = 0 (partial limits included: the clone's
-// INSERT record must not read as consumption), every b_{n}_tu removed; every
-// other attribute — rf, vu, ttl, cascade, parent_id, pgen, disabled, bypass,
+// INSERT record must not read as consumption), every b_{n}_tu removed, vu
+// at most rf (see below); every other attribute — rf, vu otherwise, ttl, cascade, parent_id, pgen, disabled, bypass,
 // every b_{n}_soft, cp, ra, rp and whatever this package does not know — is
 // shard 0's value, verbatim (the same AttributeValue).
 func cloneItem(src map[string]types.AttributeValue, img *bucket.Image, dst schema.BucketID, newSC int64) map[string]types.AttributeValue {
@@ -451,9 +483,17 @@ func cloneItem(src map[string]types.AttributeValue, img *bucket.Image, dst schem
 	if img.WCU.Present() {
 		out[schema.BucketAttr(schema.WCULimit, schema.LimitTokens)] = num(img.WCU.Capacity)
 	}
+	drips := false
 	for i := range img.Limits {
 		l := &img.Limits[i]
 		out[schema.BucketAttr(l.Name, schema.LimitTokens)] = num(bucket.FloorDiv(l.Capacity, newSC))
+		drips = drips || (l.RefillAmount > 0 && !l.Soft.Present)
+	}
+	// A clone starts at its share's ceiling, so its own full-at instant is
+	// its rf: vu = min(shard 0's vu, rf), and its first debit goes through
+	// one materialising pass (docs/decisions.md P25).
+	if drips && img.HasRF && (!img.HasVU || img.VU > img.RF) {
+		out[schema.AttrVU] = num(img.RF)
 	}
 	return out
 }

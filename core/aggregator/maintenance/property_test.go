@@ -142,7 +142,7 @@ func TestPropertyWritesNeverExtendStamps(t *testing.T) {
 			return nil
 		}}
 		st := New(rec, "t", Options{Clock: clockAt(now)}).Run(context.Background(), recs)
-		checkWrites(t, recs, rec.updates, rec.puts)
+		checkWrites(t, recs, rec.updates, rec.puts, now)
 		if st.Failures != 0 {
 			t.Errorf("stats %+v", st)
 		}
@@ -175,7 +175,7 @@ func TestPropertyWritesAcceptedByDynamoDB(t *testing.T) {
 		if st.Failures != 0 {
 			t.Fatalf("iteration %d: %+v", i, st)
 		}
-		checkWrites(t, recs, rec.updates, rec.puts)
+		checkWrites(t, recs, rec.updates, rec.puts, now)
 		total = addStats(total, st)
 	}
 	t.Logf("totals: %+v", total)
@@ -324,6 +324,6 @@ func FuzzPlanFromImages(f *testing.F) {
 				puts = append(puts, o.put)
 			}
 		}
-		checkWrites(t, recs, ups, puts)
+		checkWrites(t, recs, ups, puts, at)
 	})
 }

@@ -30,11 +30,12 @@ func TestRefillLandsAndMovesRF(t *testing.T) {
 	wantStats(t, st, Stats{Refills: 1})
 	// rpm: 1 000 + 30 s × 100 000 / 60 s = 51 000 < demand 60 000 ⇒ write.
 	// tpm: 0 + 30 s × 1 000 000 / 60 s = 500 000, credited with the write.
-	want := with(nw, schema.AttrRF, now, tk("rpm"), 51_000, tk("tpm"), 500_000)
+	// vu: rpm is soft (a live stamp); tpm's 500 000 short refill in 30 s.
+	want := with(nw, schema.AttrRF, now, tk("rpm"), 51_000, tk("tpm"), 500_000, "vu", now+30_000)
 	sameItem(t, "bucket", f.get(t, id), want)
 
 	in := f.rec.updates[0]
-	if got := aws.ToString(in.UpdateExpression); got != "SET #rf = :rf ADD #t0 :d0, #t1 :d1" {
+	if got := aws.ToString(in.UpdateExpression); got != "SET #rf = :rf, #vu = :vu ADD #t0 :d0, #t1 :d1" {
 		t.Errorf("update = %q", got)
 	}
 	if got := aws.ToString(in.ConditionExpression); got != "#rf = :erf AND attribute_not_exists(#vu)" {
@@ -53,7 +54,8 @@ func TestRefillKeepsRFAheadOfNow(t *testing.T) {
 
 	st := f.run(t, record(t, id, nw, nw))
 	wantStats(t, st, Stats{Refills: 1})
-	sameItem(t, "bucket", f.get(t, id), with(nw, tk("rpm"), 100_000))
+	// At its ceiling: full at the refill's rf.
+	sameItem(t, "bucket", f.get(t, id), with(nw, tk("rpm"), 100_000, "vu", rf))
 }
 
 // A refill computed from an image whose rf a client has since moved writes
@@ -114,7 +116,8 @@ func TestRefillVUPin(t *testing.T) {
 		f.put(t, nw)
 		st := f.run(t, record(t, id, with(nw, tc("rpm"), 0), nw))
 		wantStats(t, st, Stats{Refills: 1})
-		sameItem(t, "bucket", f.get(t, id), with(nw, "rf", now, tk("rpm"), 51_000))
+		// 49 000 short at 100 000 a minute: full in 29.4 s.
+		sameItem(t, "bucket", f.get(t, id), with(nw, "rf", now, tk("rpm"), 51_000, "vu", now+29_400))
 		if got := aws.ToString(f.rec.updates[0].ConditionExpression); got != "#rf = :erf AND #vu = :evu" {
 			t.Errorf("condition = %q", got)
 		}
@@ -138,7 +141,7 @@ func TestNegativeClampAlwaysWritten(t *testing.T) {
 			st := f.run(t, record(t, id, old, nw))
 			wantStats(t, st, Stats{Refills: 1})
 			// Ceiling 100 000 // 2 = 50 000; one ms of drip at 50 000/min is 0.
-			sameItem(t, "bucket", f.get(t, id), with(nw, "rf", now, tk("rpm"), 50_000))
+			sameItem(t, "bucket", f.get(t, id), with(nw, "rf", now, tk("rpm"), 50_000, "vu", now))
 		})
 	}
 }
@@ -166,7 +169,7 @@ func TestRefillDemandThreshold(t *testing.T) {
 			st := f.run(t, record(t, id, with(nw, tc("rpm"), 100_000-c.demand), nw))
 			if c.write {
 				wantStats(t, st, Stats{Refills: 1})
-				sameItem(t, "bucket", f.get(t, id), with(nw, "rf", now, tk("rpm"), 51_000))
+				sameItem(t, "bucket", f.get(t, id), with(nw, "rf", now, tk("rpm"), 51_000, "vu", now+29_400))
 				return
 			}
 			wantStats(t, st, Stats{})
@@ -199,7 +202,8 @@ func TestRefillAggregatesBatch(t *testing.T) {
 	f.put(t, i3)
 	st := f.run(t, r1, r2, record(t, id, i2, i3))
 	wantStats(t, st, Stats{Refills: 1})
-	sameItem(t, "bucket", f.get(t, id), with(i3, "rf", now, tk("rpm"), 66_000))
+	// 34 000 short: full in 20.4 s.
+	sameItem(t, "bucket", f.get(t, id), with(i3, "rf", now, tk("rpm"), 66_000, "vu", now+20_400))
 }
 
 // wcu is refilled on its stored balance: when b_wcu_tk less the batch's wcu
@@ -229,7 +233,8 @@ func TestRefillWCU(t *testing.T) {
 			}
 			wantStats(t, st, Stats{Refills: 1})
 			// 300 ms of wcu drip is 300 000 millitokens.
-			sameItem(t, "bucket", f.get(t, id), with(nw, "rf", now, tk(schema.WCULimit), c.tk+300_000))
+			// rpm is at its ceiling (50 000 of 2 shards): vu = rf.
+			sameItem(t, "bucket", f.get(t, id), with(nw, "rf", now, tk(schema.WCULimit), c.tk+300_000, "vu", now))
 		})
 	}
 }
