@@ -60,6 +60,23 @@ func MulDiv(a, b, c int64) (q int64, exact bool) {
 	return int64(u), true
 }
 
+// CeilMulDiv returns ⌈a × b / c⌉ for a, b >= 0 and c > 0, formed in 128
+// bits; a quotient past the int64 range saturates to math.MaxInt64. It
+// panics on operands MulDiv refuses.
+func CeilMulDiv(a, b, c int64) int64 {
+	q, ok := MulDiv(a, b, c)
+	if !ok || q == math.MaxInt64 {
+		return math.MaxInt64
+	}
+	// Round up unless q × c == a × b (both products in 128 bits).
+	hi, lo := bits.Mul64(uint64(q), uint64(c))
+	phi, plo := bits.Mul64(uint64(a), uint64(b))
+	if hi != phi || lo != plo {
+		q++
+	}
+	return q
+}
+
 // mulDivU64 returns floor(a × b / c) for c > 0 and whether it fits 64 bits.
 func mulDivU64(a, b, c uint64) (uint64, bool) {
 	hi, lo := bits.Mul64(a, b)

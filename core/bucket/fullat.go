@@ -1,9 +1,6 @@
 package bucket
 
-import (
-	"math"
-	"math/bits"
-)
+import "math"
 
 // NeverFull is what [FullAt] returns for a limit that never reaches its
 // ceiling by refill (it does not drip).
@@ -30,17 +27,10 @@ func FullAt(tk, rf, ceil, rate, period int64) int64 {
 		return NeverFull
 	}
 	deficit := uint64(ceil) - uint64(tk) // exact: ceil > tk
-	q, ok := mulDivU64(deficit, uint64(period), uint64(rate))
-	if !ok || q >= math.MaxInt64 {
+	if deficit > math.MaxInt64 {
 		return NeverFull
 	}
-	// Round up: q×rate < deficit×period unless the division is exact.
-	hi, lo := bits.Mul64(q, uint64(rate))
-	dhi, dlo := bits.Mul64(deficit, uint64(period))
-	if hi != dhi || lo != dlo {
-		q++
-	}
-	return addSat(rf, int64(q))
+	return addSat(rf, CeilMulDiv(int64(deficit), period, rate))
 }
 
 // FullAt is [FullAt] with the share's ceiling, rate and period.

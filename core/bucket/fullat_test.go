@@ -76,3 +76,22 @@ func TestFullAtIsTheFirstCappedInstant(t *testing.T) {
 		}
 	}
 }
+
+// TestCeilMulDiv pins ⌈a × b / c⌉ on worked examples, products past 64 bits
+// and saturation.
+func TestCeilMulDiv(t *testing.T) {
+	for _, c := range []struct{ a, b, c, want int64 }{
+		{0, 5, 3, 0},
+		{6, 10, 3, 20}, // exact
+		{7, 10, 3, 24}, // 23.33…
+		{100_000, 60_000, 100_000, 60_000},
+		{100_000, 60_000, 7_000, 857_143}, // 857 142.857…
+		{math.MaxInt64, 2, 2, math.MaxInt64},
+		{math.MaxInt64, math.MaxInt64, 1, math.MaxInt64}, // saturates
+		{1 << 40, 1 << 40, (1 << 40) + 1, (1 << 40) - 1 + 1},
+	} {
+		if got := CeilMulDiv(c.a, c.b, c.c); got != c.want {
+			t.Errorf("CeilMulDiv(%d, %d, %d) = %d, want %d", c.a, c.b, c.c, got, c.want)
+		}
+	}
+}

@@ -50,6 +50,21 @@ func (e *VersionMismatchError) Error() string {
 		e.ClientMinVersion + "; upgrade the client"
 }
 
+// MissingVersionError reports a table without its version record (R3,
+// `_/SYSTEM#` / `#VERSION`): nothing has stamped it, so the client cannot
+// check it may run there, and writers of gated features refuse it. A
+// deployed stack stamps it (its version stamp custom resource); a table
+// made by hand is stamped with Store.StampVersion.
+type MissingVersionError struct {
+	Table string
+}
+
+// Error implements error.
+func (e *MissingVersionError) Error() string {
+	return "table " + e.Table + " has no version record (PK " + schema.TableSystemPK + ", SK " + schema.SKVersion +
+		"): deploy the stack, whose version stamp writes it, or stamp the table with config.Store.StampVersion"
+}
+
 // MigrationGuideURL is where IncompatibleSchemaError sends the reader.
 const MigrationGuideURL = "https://github.com/zeroae/zae-limiter/blob/main/docs/adr/009-version-migration-system.md"
 

@@ -47,7 +47,7 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	tbl := ddbtest.NewTable(t)
+	tbl := ddbtest.NewBareTable(t)
 	ns, err := schema.NewNamespaceID(rand.Reader)
 	if err != nil {
 		t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 )
 
 func TestRegisterAndResolveNamespace(t *testing.T) {
-	tbl := ddbtest.NewTable(t)
+	tbl := ddbtest.NewBareTable(t)
 	st := config.NewStore(tbl.DB, tbl.Name)
 	ctx := context.Background()
 	var nf *config.NamespaceNotFoundError

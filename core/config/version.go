@@ -19,6 +19,11 @@ import (
 // Q-SCHEMA: never a higher major).
 const SchemaVersion = "0.10.0"
 
+// BuildVersion is this build's version: the client version limiter.Open
+// checks against client_min_version, and the lambda_version a deployment of
+// this build stamps into the version record.
+const BuildVersion = "0.17.0"
+
 // Version is a parsed version: semver 2.0 (`1.2.3`, `1.2.3-rc.1`, build
 // metadata `+…` ignored, optional leading `v`) or PEP 440 as Python
 // packages write it, mapped onto semver pre-releases (SPEC §13):
@@ -274,6 +279,15 @@ func (s *Store) ReadVersion(ctx context.Context) (rec VersionRecord, found bool,
 		return VersionRecord{}, false, err
 	}
 	return decodeVersionRecord(it), true, nil
+}
+
+// StampVersion writes the version record as a deployment of this build
+// stamps it — the stack's version stamp in AWS; `make run` and the test
+// harness for the tables they create (docs/design.md §2): schema_version
+// SchemaVersion, lambda_version BuildVersion, client_min_version at least
+// 0.0.0 (never lowered), updated_by.
+func (s *Store) StampVersion(ctx context.Context, updatedBy string) error {
+	return s.WriteVersion(ctx, VersionRecord{LambdaVersion: BuildVersion, UpdatedBy: updatedBy})
 }
 
 // WriteVersion stamps the version record R3 for `make run` and tests: it

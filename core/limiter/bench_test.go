@@ -441,7 +441,7 @@ const (
 		`"GSI2SK":{"S":"BUCKET#canned-user#0"},"b_wcu_tk":{"N":"999000"},"shard_count":{"N":"1"},"SK":{"S":"#STATE"},` +
 		`"b_wcu_cp":{"N":"1000000"},"b_wcu_ra":{"N":"1000000"},"b_wcu_tc":{"N":"1000"},"resource":{"S":"canned-model"},` +
 		`"cascade":{"BOOL":false},"GSI4PK":{"S":"bEnChNaMeSp"},"GSI3PK":{"S":"bEnChNaMeSp/ENTITY#canned-user"},` +
-		`"GSI2PK":{"S":"bEnChNaMeSp/RESOURCE#canned-model"},"entity_id":{"S":"canned-user"},"ttl":{"N":"1795954027"},` +
+		`"GSI2PK":{"S":"bEnChNaMeSp/RESOURCE#canned-model"},"entity_id":{"S":"canned-user"},"ttl":{"N":"1795954020"},` +
 		`"b_tpm_tk":{"N":"99999800000"},"b_rpm_cp":{"N":"1000000000"},"b_rpm_ra":{"N":"1000000000"},"b_rpm_tc":{"N":"2000"},` +
 		`"rf":{"N":"1795953600000"},"PK":{"S":"bEnChNaMeSp/BUCKET#canned-user#canned-model#0"},"b_tpm_rp":{"N":"60000"},"vu":{"N":"1795953600001"}}}`
 )

@@ -18,7 +18,7 @@ import (
 // Version is this library's protocol version, compared with the table's
 // version record (SPEC §13). It claims the 0.17 generation of the table
 // layout (DECISIONS D1).
-const Version = "0.17.0"
+const Version = config.BuildVersion
 
 // DB is the part of the DynamoDB client the limiter uses; *dynamodb.Client
 // satisfies it.
@@ -144,15 +144,20 @@ func New(db DB, table, ns string, o Options) (*Limiter, error) {
 }
 
 // Open is New followed by the client version check of SPEC §13: it refuses
-// to run below the table's client_min_version (VersionMismatchError) or
-// against another schema major (IncompatibleSchemaError).
+// to run below the table's client_min_version (VersionMismatchError),
+// against another schema major (IncompatibleSchemaError), or on a table
+// nothing has stamped (MissingVersionError, which says how to stamp it).
 func Open(ctx context.Context, db DB, table, ns string, o Options) (*Limiter, error) {
 	l, err := New(db, table, ns, o)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := l.store.CheckVersion(ctx, Version); err != nil {
+	vc, err := l.store.CheckVersion(ctx, Version)
+	if err != nil {
 		return nil, err
+	}
+	if !vc.Found {
+		return nil, &config.MissingVersionError{Table: table}
 	}
 	return l, nil
 }

@@ -772,15 +772,19 @@ func (l *Limiter) bucketTTL(limits []limit.Limit, source config.Level, override 
 	}
 	var horizon int64 // seconds
 	for _, lim := range limits {
-		p := lim.Params()
-		if p.RefillAmount <= 0 {
-			continue
-		}
-		// Recovery time cp / ra × rp, rounded up to whole seconds.
-		ms, _ := bucket.MulDiv(p.Capacity, p.RefillPeriod, p.RefillAmount)
-		horizon = max(horizon, bucket.CeilDiv(ms+1, 1000))
+		horizon = max(horizon, recoverySeconds(lim.Params()))
 	}
 	return now/1000 + horizon*l.ttlMultiplier
+}
+
+// recoverySeconds is the time an empty limit takes to refill to capacity,
+// cp / ra × rp, in whole seconds rounded up only when not whole (60 s for
+// 100 a minute; 0 for a limit that does not drip).
+func recoverySeconds(p bucket.Params) int64 {
+	if p.RefillAmount <= 0 || p.RefillPeriod <= 0 || p.Capacity <= 0 {
+		return 0
+	}
+	return bucket.CeilDiv(bucket.CeilMulDiv(p.Capacity, p.RefillPeriod, p.RefillAmount), 1000)
 }
 
 // updateBuilder assembles an UpdateItem with positional aliases only

@@ -23,7 +23,7 @@ const attrKind = "test_kind"
 // uses it and checks the exact result sets, then scans the table for
 // INVARIANTS J 72 (every PK but R1–R3 starts with "{ns}/").
 func TestKeysOnDynamoDBLocal(t *testing.T) {
-	tbl := ddbtest.NewTable(t)
+	tbl := ddbtest.NewBareTable(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 

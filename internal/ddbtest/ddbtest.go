@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
+	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddblocal"
 )
@@ -91,8 +92,23 @@ type Table struct {
 var unsafeName = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
 
 // NewTable creates a fresh table from the schema definition (every index,
-// TTL, the NEW_AND_OLD_IMAGES stream) and deletes it when the test ends.
+// TTL, the NEW_AND_OLD_IMAGES stream), stamps its version record as this
+// project's tooling does for every table it creates (config.StampVersion),
+// and deletes it when the test ends.
 func NewTable(tb testing.TB, opts ...schema.TableOption) *Table {
+	tb.Helper()
+	t := NewBareTable(tb, opts...)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := config.NewStore(t.DB, t.Name).StampVersion(ctx, "ddbtest"); err != nil {
+		tb.Fatalf("ddbtest: %v", err)
+	}
+	return t
+}
+
+// NewBareTable is NewTable without the version record: an empty table and
+// an empty stream, for tests of what a table holds or streams from nothing.
+func NewBareTable(tb testing.TB, opts ...schema.TableOption) *Table {
 	tb.Helper()
 	ep := Endpoint(tb)
 	t := &Table{

@@ -122,6 +122,17 @@ func (d *demo) createTable(ctx context.Context) error {
 	for _, ix := range def.LocalIndexes {
 		fmt.Fprintf(d.out, "  %s  PK/%s  %s (reserved)\n", ix.Name, ix.SortKey, ix.Projection)
 	}
+	// The version record, stamped as a deployed stack's version stamp does.
+	store := config.NewStore(d.db, d.table, config.WithClock(func() time.Time { return d.now }))
+	if err := store.StampVersion(ctx, "make run"); err != nil {
+		return err
+	}
+	rec, _, err := store.ReadVersion(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(d.out, "version record %s %s: schema_version %s, lambda_version %s, client_min_version %s, updated_by %s\n",
+		schema.TableSystemPK, schema.SKVersion, rec.SchemaVersion, rec.LambdaVersion, rec.ClientMinVersion, rec.UpdatedBy)
 	return nil
 }
 
@@ -152,10 +163,6 @@ func (d *demo) writeRecords(ctx context.Context) error {
 		}
 		items = append(items, item)
 	}
-	add(schema.VersionItemKeys(), map[string]types.AttributeValue{
-		schema.AttrSchemaVersion: s("0.17.0"), schema.AttrClientMinVersion: s("0.0.0"),
-		schema.AttrLambdaVersion: &types.AttributeValueMemberNULL{Value: true}, schema.AttrUpdatedAt: s(created),
-	})
 	add(schema.EntityMetaItemKeys(ns, "org-acme", ""), map[string]types.AttributeValue{
 		schema.AttrEntityID: s("org-acme"), schema.AttrName: s("Acme Corp"), schema.AttrCreatedAt: s(created),
 		schema.AttrParentID: &types.AttributeValueMemberNULL{Value: true}, schema.AttrCascade: b(false),
