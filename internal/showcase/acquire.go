@@ -308,6 +308,22 @@ func (d *demo) acquire(ctx context.Context) error {
 	fmt.Fprintf(d.out, "  %-7s vu to now (it may fill a limit sooner), so the next acquire is a refill pass: still one\n", "")
 	fmt.Fprintf(d.out, "  %-7s call, from the image the credit returned\n", "")
 
+	// Idle past a full refill, then a burst at one instant: the bucket holds
+	// its capacity, not its stored balance plus a capacity
+	// (docs/decisions.md P25).
+	clk.advance(65 * time.Second)
+	burst, calls := 0, 0
+	for range 150 {
+		if _, err := lim.Acquire(ctx, acqVIP, acqResource, limiter.Consume{"rpm": 1}); err == nil {
+			burst++
+		} else if !errors.As(err, &rle) {
+			return err
+		}
+		calls += len(db.take())
+	}
+	fmt.Fprintf(d.out, "%s idle 65s, then 150 requests at one instant: %d admitted, the rpm capacity of 100 (%d calls)\n",
+		acqVIP, burst, calls)
+
 	fmt.Fprintln(d.out, "a limit the pair does not have is bad input (400); nothing is written:")
 	if _, err := try("rpd", acqKey, acqResource, limiter.Consume{"rpd": 1}); !limiter.IsValidationError(err) {
 		return fmt.Errorf("an unknown limit: %v, want a validation error", err)

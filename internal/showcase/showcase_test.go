@@ -71,6 +71,7 @@ func TestRunShowsEachStep(t *testing.T) {
 		"  lease   admitted, rpm 97, tpm 96800 left   refill pass, no read: UpdateItem",
 		"          Rollback gives back rpm 1 and tpm 500; 1 call: UpdateItem",
 		"  peek    admitted, rpm 98, tpm 97300 left   refill pass, no read: UpdateItem",
+		"key-vip idle 65s, then 150 requests at one instant: 100 admitted, the rpm capacity of 100 (150 calls)",
 		`  rpd     *schema.ValidationError: invalid limits "rpd": is not a limit of entity key-a on resource anthropic/claude`,
 	} {
 		if !strings.Contains(step, "\n"+want+"\n") {
@@ -123,13 +124,13 @@ func TestRunShowsSnapshots(t *testing.T) {
 		return total, n
 	}
 	// key-a: 6 admissions of rpm 1 + tpm 1500; key-vip: 1500 + 2000 − 800 +
-	// 500 − 500 tpm and 1 + 1 + 1 − 1 rpm.
+	// 500 − 500 tpm and 1 + 1 + 1 − 1 rpm, then 100 rpm of the burst after idle.
 	for _, c := range []struct {
 		entity, counter string
 		want            int
 	}{
 		{"key-a", "rpm", 6}, {"key-a", "tpm", 9000}, {"key-a", "total_events", 12},
-		{"key-vip", "rpm", 2}, {"key-vip", "tpm", 2700}, {"key-vip", "total_events", 9},
+		{"key-vip", "rpm", 102}, {"key-vip", "tpm", 2700}, {"key-vip", "total_events", 109},
 	} {
 		if got, n := sum("daily", c.entity, c.counter); got != c.want || n == 0 {
 			t.Errorf("daily %s %s = %d over %d items, want %d\n%s", c.entity, c.counter, got, n, c.want, step)
