@@ -6,7 +6,7 @@ FUZZTIME ?= 20000x
 BENCHTIME ?= 2s
 BENCHCOUNT ?= 1
 
-.PHONY: all run test unit vet lint fuzz infra-test bench lambdas ddb-install ddb-start ddb-stop clean
+.PHONY: all run test tidy unit vet lint fuzz infra-test bench lambdas ddb-install ddb-start ddb-stop clean
 
 all: test
 
@@ -14,11 +14,16 @@ all: test
 run: ddb-install
 	go run ./cmd/zl-local
 
-## test: vet, lint, every test under -race, a short run of every fuzz target, the infra module's tests
-test: ddb-install vet lint unit fuzz infra-test
+## test: tidy modules, vet, lint, every test under -race, a short run of every fuzz target, the infra module's tests
+test: ddb-install tidy vet lint unit fuzz infra-test
 
 ddb-install:
 	go run ./scripts/ddblocal install
+
+## tidy: go.mod and go.sum are what go mod tidy makes of them (both modules)
+tidy:
+	go mod tidy -diff
+	cd infra && go mod tidy -diff
 
 vet:
 	go vet ./...
