@@ -188,19 +188,30 @@ func TestResolveCache(t *testing.T) {
 	}
 	expect("after Invalidate", 1, []int{4}, config.LevelResource, "vip")
 
-	// TTL 0 disables the cache.
-	st0 := config.NewStore(p.DynamoDB(), e.tbl.Name, config.WithCacheTTL(0), config.WithClock(clock.Now))
+	// A negative TTL disables the cache.
+	st0 := config.NewStore(p.DynamoDB(), e.tbl.Name, config.WithCacheTTL(-1), config.WithClock(clock.Now))
 	for range 3 {
 		p.ResetStats()
 		if _, err := st0.Resolver().Resolve(ctx, ns, "vip", "gpt"); err != nil {
 			t.Fatal(err)
 		}
 		if bt, _ := calls(); bt != 1 {
-			t.Fatalf("TTL 0: %d BatchGetItems, want 1 per Resolve", bt)
+			t.Fatalf("negative TTL: %d BatchGetItems, want 1 per Resolve", bt)
 		}
 	}
 	if st0.Resolver().CacheLen() != 0 {
-		t.Fatal("TTL 0 cached something")
+		t.Fatal("a negative TTL cached something")
+	}
+	// Zero means the default, as for limiter.Options.ConfigCacheTTL.
+	stz := config.NewStore(p.DynamoDB(), e.tbl.Name, config.WithCacheTTL(0), config.WithClock(clock.Now))
+	for i := range 3 {
+		p.ResetStats()
+		if _, err := stz.Resolver().Resolve(ctx, ns, "vip", "gpt"); err != nil {
+			t.Fatal(err)
+		}
+		if bt, _ := calls(); (i == 0) != (bt == 1) || bt > 1 {
+			t.Fatalf("TTL 0, resolve %d: %d BatchGetItems, want the default cache (1 then 0)", i, bt)
+		}
 	}
 }
 

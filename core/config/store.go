@@ -76,10 +76,20 @@ func buildOptions(opts []Option) options {
 	return o
 }
 
-// WithCacheTTL sets the config cache TTL (default DefaultCacheTTL). 0
-// disables the cache; a negative value is treated as 0.
+// WithCacheTTL sets the config cache TTL. As everywhere in this module,
+// zero means the default (DefaultCacheTTL); a negative value disables the
+// cache.
 func WithCacheTTL(d time.Duration) Option {
-	return func(o *options) { o.cacheTTL = max(d, 0) }
+	return func(o *options) {
+		switch {
+		case d == 0:
+			o.cacheTTL = DefaultCacheTTL
+		case d < 0:
+			o.cacheTTL = 0 // off
+		default:
+			o.cacheTTL = d
+		}
+	}
 }
 
 // WithClock sets the clock (default time.Now). Cache expiry, `created_at`,

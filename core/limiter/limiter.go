@@ -33,16 +33,16 @@ type DB interface {
 	DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 }
 
-// Options configure a Limiter. The zero value of every field is its default.
+// Options configure a Limiter. The zero value of every field is its
+// default; where a negative value means something (off), the field says so.
 type Options struct {
 	// Clock is the wall clock (default time.Now). Inject a fake one in tests.
 	Clock func() time.Time
 	// Rand draws shards: it returns a uniform integer in [0, n). The default
 	// is math/rand/v2.IntN. Never derive a shard from a hash (SPEC §6.2).
 	Rand func(n int) int
-	// SpeculativeWrites, when false, skips the fast path and always takes
-	// the slow path (and never consumes wcu, so never doubles). Default true;
-	// set DisableSpeculativeWrites to turn it off.
+	// DisableSpeculativeWrites skips the fast path: every acquire takes the
+	// slow path (and never consumes wcu, so never doubles). Default false.
 	DisableSpeculativeWrites bool
 	// OnUnavailable is the default action on an infrastructure error when
 	// neither the call nor the system config says (SPEC §5.2); default block.
@@ -50,8 +50,8 @@ type Options struct {
 	// StampTTL bounds the deadline of every soft or bypass stamp this
 	// process writes (SPEC §8.4, DECISIONS D4); default 60 s.
 	StampTTL time.Duration
-	// ConfigCacheTTL is the config cache lifetime (SPEC §5.5); default 60 s.
-	// Negative disables the cache.
+	// ConfigCacheTTL is the config cache lifetime; zero means the default
+	// (config.DefaultCacheTTL, 60 s), negative disables the cache.
 	ConfigCacheTTL time.Duration
 	// BucketTTLMultiplier scales the recovery horizon into the TTL of
 	// buckets whose limits come from resource or system config (SPEC §2.5);
@@ -123,14 +123,7 @@ func New(db DB, table, ns string, o Options) (*Limiter, error) {
 	if o.Sleep == nil {
 		o.Sleep = sleepCtx
 	}
-	cacheTTL := o.ConfigCacheTTL
-	switch {
-	case cacheTTL == 0:
-		cacheTTL = 60 * time.Second
-	case cacheTTL < 0:
-		cacheTTL = 0
-	}
-	store := config.NewStore(db, table, config.WithClock(o.Clock), config.WithCacheTTL(cacheTTL), config.WithLogger(o.Logger))
+	store := config.NewStore(db, table, config.WithClock(o.Clock), config.WithCacheTTL(o.ConfigCacheTTL), config.WithLogger(o.Logger))
 	return &Limiter{
 		db: db, table: table, ns: ns,
 		store: store, resolver: store.Resolver(),
