@@ -1,7 +1,10 @@
 package limiter
 
 import (
+	"container/list"
+	"hash/maphash"
 	"sync"
+	"time"
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
 )
@@ -10,9 +13,11 @@ import (
 type pairKey struct{ entity, resource string }
 
 // pairState is what the process has learned about a pair from images of its
-// own writes (SPEC §5.5): the shard count, the cascade stamp and whether the
-// pair is bypassed. Nothing here expires: the next image overrules it, and a
-// stale entry can only cost an extra DynamoDB call, never a wrong admission.
+// own writes (docs/design.md §5): the shard count, the cascade stamp,
+// whether the pair is bypassed, and the last image of a shard. Any of it may
+// be stale or forgotten: the next image overrules it, and a stale or missing
+// entry can only cost an extra DynamoDB call, never a wrong admission (every
+// write conditions on the state it assumes).
 type pairState struct {
 	shardCount int64
 	// cascadeKnown is set once an image carried a cascade stamp with
@@ -35,34 +40,142 @@ func (st pairState) imageOf(shard int) *bucket.Image {
 	return nil
 }
 
-// pairCache is the entity, cascade and bypass caches of SPEC §5.5 in one map,
-// safe for concurrent use.
+// Pair cache bounds (Options.PairCacheSize, Options.PairCacheTTL).
+const (
+	// DefaultPairCacheSize is how many (entity, resource) pairs a limiter
+	// remembers by default.
+	DefaultPairCacheSize = 10_000
+	// DefaultPairCacheTTL is how long a pair is remembered after the last
+	// image that taught it.
+	DefaultPairCacheTTL = 10 * time.Minute
+)
+
+// pairCacheShards is the number of independently locked parts of the pair
+// cache, so that concurrent acquires on distinct pairs rarely share a lock.
+const pairCacheShards = 32
+
+// pairCache is what the process knows of each pair, bounded in size (least
+// recently used evicted) and age (an entry older than ttl is forgotten),
+// split into pairCacheShards parts under their own locks. Safe for
+// concurrent use.
 type pairCache struct {
-	mu    sync.Mutex
-	pairs map[pairKey]pairState
+	seed   maphash.Seed
+	now    func() time.Time
+	ttl    time.Duration // ≤ 0: no age bound
+	shards [pairCacheShards]pairShard
 }
 
-func newPairCache() *pairCache { return &pairCache{pairs: make(map[pairKey]pairState)} }
+// pairShard is one least-recently-used part of the cache.
+type pairShard struct {
+	mu    sync.Mutex
+	max   int
+	order list.List // of *pairEntry, most recently used first
+	byKey map[pairKey]*list.Element
+}
 
-// get returns the pair's state; an unknown pair has one shard.
+type pairEntry struct {
+	key     pairKey
+	state   pairState
+	learned time.Time
+}
+
+// newPairCache returns a cache of at most size pairs (≤ 0: none kept) that
+// forgets a pair ttl after it was last taught (≤ 0: never).
+func newPairCache(size int, ttl time.Duration, now func() time.Time) *pairCache {
+	c := &pairCache{seed: maphash.MakeSeed(), now: now, ttl: ttl}
+	per := 0
+	if size > 0 {
+		per = max(1, (size+pairCacheShards-1)/pairCacheShards)
+	}
+	for i := range c.shards {
+		c.shards[i].max = per
+		c.shards[i].byKey = make(map[pairKey]*list.Element)
+	}
+	return c
+}
+
+func (c *pairCache) shard(k pairKey) *pairShard {
+	var h maphash.Hash
+	h.SetSeed(c.seed)
+	h.WriteString(k.entity)
+	h.WriteByte(0)
+	h.WriteString(k.resource)
+	return &c.shards[h.Sum64()%pairCacheShards]
+}
+
+// live reports whether an entry learned at learned is within the age bound.
+func (c *pairCache) live(learned time.Time) bool {
+	return c.ttl <= 0 || c.now().Sub(learned) < c.ttl
+}
+
+// get returns the pair's state; an unknown (or forgotten) pair has one
+// shard.
 func (c *pairCache) get(entity, resource string) pairState {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	st, ok := c.pairs[pairKey{entity, resource}]
-	if !ok || st.shardCount < 1 {
+	k := pairKey{entity, resource}
+	s := c.shard(k)
+	s.mu.Lock()
+	var st pairState
+	if el, ok := s.byKey[k]; ok {
+		e := el.Value.(*pairEntry)
+		if c.live(e.learned) {
+			st = e.state
+			s.order.MoveToFront(el)
+		} else {
+			s.remove(el)
+		}
+	}
+	s.mu.Unlock()
+	if st.shardCount < 1 {
 		st.shardCount = 1
 	}
 	return st
 }
 
-// update applies f to the pair's state under the lock.
+// update applies f to the pair's state under its shard's lock and
+// remembers it, evicting the least recently used pair when the shard is
+// full.
 func (c *pairCache) update(entity, resource string, f func(*pairState)) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	k := pairKey{entity, resource}
-	st := c.pairs[k]
-	f(&st)
-	c.pairs[k] = st
+	s := c.shard(k)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.max == 0 {
+		return
+	}
+	now := c.now()
+	if el, ok := s.byKey[k]; ok {
+		e := el.Value.(*pairEntry)
+		if !c.live(e.learned) {
+			e.state = pairState{}
+		}
+		f(&e.state)
+		e.learned = now
+		s.order.MoveToFront(el)
+		return
+	}
+	e := &pairEntry{key: k, learned: now}
+	f(&e.state)
+	s.byKey[k] = s.order.PushFront(e)
+	for s.order.Len() > s.max {
+		s.remove(s.order.Back())
+	}
+}
+
+func (s *pairShard) remove(el *list.Element) {
+	delete(s.byKey, el.Value.(*pairEntry).key)
+	s.order.Remove(el)
+}
+
+// len is the number of pairs held (expired ones included until touched).
+func (c *pairCache) len() int {
+	n := 0
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		n += s.order.Len()
+		s.mu.Unlock()
+	}
+	return n
 }
 
 // learnShardCount raises the cached count; shard counts only grow.

@@ -53,6 +53,16 @@ type Options struct {
 	// ConfigCacheTTL is the config cache lifetime; zero means the default
 	// (config.DefaultCacheTTL, 60 s), negative disables the cache.
 	ConfigCacheTTL time.Duration
+	// PairCacheSize bounds how many (entity, resource) pairs the limiter
+	// remembers (shard count, cascade, bypass, the last bucket image);
+	// least recently used pairs are forgotten first. Zero means
+	// DefaultPairCacheSize; negative keeps none (every acquire starts
+	// cold: correct, but more calls).
+	PairCacheSize int
+	// PairCacheTTL is how long a pair is remembered after the last image
+	// that taught it. Zero means DefaultPairCacheTTL; negative, no age
+	// bound (the size still bounds memory).
+	PairCacheTTL time.Duration
 	// BucketTTLMultiplier scales the recovery horizon into the TTL of
 	// buckets whose limits come from resource or system config (SPEC §2.5);
 	// default 7. Negative disables bucket TTL.
@@ -123,11 +133,20 @@ func New(db DB, table, ns string, o Options) (*Limiter, error) {
 	if o.Sleep == nil {
 		o.Sleep = sleepCtx
 	}
+	switch {
+	case o.PairCacheSize == 0:
+		o.PairCacheSize = DefaultPairCacheSize
+	case o.PairCacheSize < 0:
+		o.PairCacheSize = 0
+	}
+	if o.PairCacheTTL == 0 {
+		o.PairCacheTTL = DefaultPairCacheTTL
+	}
 	store := config.NewStore(db, table, config.WithClock(o.Clock), config.WithCacheTTL(o.ConfigCacheTTL), config.WithLogger(o.Logger))
 	return &Limiter{
 		db: db, table: table, ns: ns,
 		store: store, resolver: store.Resolver(),
-		writes: NewWrites(table), pairs: newPairCache(),
+		writes: NewWrites(table), pairs: newPairCache(o.PairCacheSize, o.PairCacheTTL, o.Clock),
 		now: o.Clock, intn: o.Rand, log: o.Logger, sleep: o.Sleep,
 		speculative:   !o.DisableSpeculativeWrites,
 		stampTTL:      o.StampTTL.Milliseconds(),
