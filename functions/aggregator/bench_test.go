@@ -11,8 +11,9 @@ package main
 //     suppressed: the loop only stats the file.
 //   - BenchmarkInit: the handler's start-up, beside goal-ms (≤ 30, the
 //     issue's goal), three ways, none of which adds code to main:
-//     exec-empty-event starts the host build of the same binary (same flags,
-//     native GOOS/GOARCH) in -event mode on an event with no records, with
+//     exec-empty-event starts the host build of the same binary (same flags
+//     but the lambda.norpc tag, which leaves the -event mode out; native
+//     GOOS/GOARCH) in -event mode on an event with no records, with
 //     the Lambda's environment against DynamoDB Local, and times it from
 //     fork to exit: process start, runtime and package init, config, client
 //     and handler wiring, one Handle that has nothing to do, the response
@@ -22,7 +23,7 @@ package main
 //     part of init+empty-event-ms. exec-one-record
 //     does the same on a one-record INSERT event, so it includes the first
 //     DynamoDB call and its connection (init+1-record-event-ms). wiring
-//     times in-process what run does before it handles anything:
+//     times in-process what main does before it handles anything (wire):
 //     ConfigFromEnv, LoadDefaultConfig, the DynamoDB client, aggregator.New
 //     and maintenance.New (wiring-ms). None of them is Lambda's own Init
 //     phase on arm64; exec-empty-event is the closest upper bound this
@@ -44,11 +45,6 @@ import (
 	"testing"
 	"time"
 
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
-	"github.com/zae-limiter/zae-limiter-go/core/aggregator"
-	"github.com/zae-limiter/zae-limiter-go/core/aggregator/maintenance"
 	"github.com/zae-limiter/zae-limiter-go/internal/benchkit"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddblocal"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
@@ -60,15 +56,21 @@ const (
 )
 
 // buildAggregator builds ./functions/aggregator into dir/name for goos and
-// goarch with the flags of scripts/build-lambdas.sh, from the module root.
-func buildAggregator(tb testing.TB, dir, name, goos, goarch string) string {
+// goarch with the flags of scripts/build-lambdas.sh, from the module root;
+// with local set, without the lambda.norpc tag, so that the binary also
+// has its -event mode (local.go).
+func buildAggregator(tb testing.TB, dir, name, goos, goarch string, local bool) string {
 	tb.Helper()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		tb.Fatalf("no go command on PATH: %v", err)
 	}
 	out := filepath.Join(dir, name)
-	cmd := exec.Command(goBin, "build", "-tags", "lambda.norpc", "-trimpath", "-buildvcs=false",
+	tags := "lambda.norpc"
+	if local {
+		tags = ""
+	}
+	cmd := exec.Command(goBin, "build", "-tags", tags, "-trimpath", "-buildvcs=false",
 		"-ldflags=-s -w -buildid=", "-o", out, "./functions/aggregator")
 	cmd.Dir = filepath.Join("..", "..")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+goarch)
@@ -79,7 +81,7 @@ func buildAggregator(tb testing.TB, dir, name, goos, goarch string) string {
 }
 
 func BenchmarkBootstrap(b *testing.B) {
-	path := buildAggregator(b, b.TempDir(), "bootstrap", "linux", "arm64")
+	path := buildAggregator(b, b.TempDir(), "bootstrap", "linux", "arm64", false)
 	var size int64
 	for b.Loop() {
 		fi, err := os.Stat(path)
@@ -96,7 +98,7 @@ func BenchmarkBootstrap(b *testing.B) {
 
 func BenchmarkInit(b *testing.B) {
 	dir := b.TempDir()
-	bin := buildAggregator(b, dir, "aggregator", runtime.GOOS, runtime.GOARCH)
+	bin := buildAggregator(b, dir, "aggregator", runtime.GOOS, runtime.GOARCH, true)
 	tbl := ddbtest.NewTable(b)
 	env := []string{
 		"HOME=" + dir, // no ~/.aws files, as in Lambda
@@ -158,22 +160,8 @@ func BenchmarkInit(b *testing.B) {
 		var lat []time.Duration
 		for b.Loop() {
 			t0 := time.Now()
-			// What run does before it handles anything.
-			cfg, err := aggregator.ConfigFromEnv(os.Getenv)
-			if err != nil {
-				b.Fatal(err)
-			}
-			awsCfg, err := awsconfig.LoadDefaultConfig(context.Background())
-			if err != nil {
-				b.Fatal(err)
-			}
-			local := os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") != ""
-			db := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = local })
-			if _, err := aggregator.New(db, cfg, aggregator.Options{
-				Logger:     log,
-				Metrics:    aggregator.WriterSink(io.Discard),
-				Maintainer: maintenance.New(db, cfg.TableName, maintenance.Options{Logger: log}),
-			}); err != nil {
+			// What main does before it handles anything.
+			if _, _, err := wire(context.Background(), log, true); err != nil {
 				b.Fatal(err)
 			}
 			lat = append(lat, time.Since(t0))

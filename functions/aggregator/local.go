@@ -1,12 +1,21 @@
+//go:build !lambda.norpc
+
 package main
+
+// The local modes: one event file, or a table's stream tailed as Lambda
+// would. Left out of the deployed build (lambdaonly.go), which links
+// neither the poller nor the emulator tooling.
 
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -17,6 +26,35 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/streampoll"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddblocal"
 )
+
+// runLocal parses -event and -follow and runs the mode asked for; it
+// returns the process exit code.
+func runLocal(log *slog.Logger) int {
+	eventFile := flag.String("event", "", "process this Lambda-shaped DynamoDB stream event file and print the response")
+	follow := flag.Bool("follow", false, "tail the table's stream and process batches as Lambda would")
+	flag.Parse()
+	if *eventFile == "" && !*follow {
+		flag.Usage()
+		log.Error("not under Lambda: pass -event FILE or -follow")
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	local := os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") != ""
+	agg, w, err := wire(ctx, log, local)
+	if err == nil {
+		if *eventFile != "" {
+			err = processFile(ctx, agg, *eventFile, os.Stdout)
+		} else {
+			err = followStream(ctx, w.aws, w.db, agg, os.Getenv("TABLE_NAME"), local, log)
+		}
+	}
+	if err != nil {
+		log.Error("aggregator stopped", "error", err)
+		return 1
+	}
+	return 0
+}
 
 // processFile runs the handler on one Lambda-shaped event file and prints
 // the batch response as JSON.

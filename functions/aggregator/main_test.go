@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -198,5 +200,64 @@ func TestFollowTailsTheStream(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("follow after cancel: %v", err)
+	}
+}
+
+// TestWireValidatesChecksumsUnderLambda: the Lambda path wires with
+// response-checksum validation on even when AWS_ENDPOINT_URL_DYNAMODB is set
+// (under Lambda that is a legitimate VPC or FIPS endpoint); only the local
+// modes, against an emulator, turn it off.
+func TestWireValidatesChecksumsUnderLambda(t *testing.T) {
+	t.Setenv("TABLE_NAME", "t")
+	t.Setenv("AWS_REGION", "eu-west-1")
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", "https://vpce-123.dynamodb.eu-west-1.vpce.amazonaws.com")
+	log := slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil))
+	_, w, err := wire(context.Background(), log, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.db.Options().DisableValidateResponseChecksum {
+		t.Fatal("the Lambda wiring turned response-checksum validation off")
+	}
+	_, w, err = wire(context.Background(), log, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !w.db.Options().DisableValidateResponseChecksum {
+		t.Fatal("the emulator wiring kept validation on (DynamoDB Local sends no checksum on 4xx)")
+	}
+}
+
+// TestLambdaBuildHasNoLocalModes: the deployed build (lambda.norpc, as
+// scripts/build-lambdas.sh builds it) refuses -event outside Lambda and
+// links neither the stream poller nor the emulator tooling.
+func TestLambdaBuildHasNoLocalModes(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("no go command on PATH: %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "bootstrap")
+	build := exec.Command(goBin, "build", "-tags", "lambda.norpc", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	list := exec.Command(goBin, "list", "-tags", "lambda.norpc", "-deps", ".")
+	deps, err := list.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, pkg := range []string{"core/streampoll", "internal/ddblocal"} {
+		if strings.Contains(string(deps), "zae-limiter-go/"+pkg+"\n") {
+			t.Errorf("the Lambda build links %s", pkg)
+		}
+	}
+	cmd := exec.Command(bin, "-event", filepath.Join("..", "..", "events", "stream-insert.json"))
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(stderr.String(), "serves Lambda only") {
+		t.Fatalf("the Lambda build outside Lambda: %v\n%s", err, stderr.String())
 	}
 }
