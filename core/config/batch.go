@@ -1,6 +1,8 @@
 package config
 
 import (
+	"github.com/zae-limiter/zae-limiter-go/internal/wait"
+
 	"context"
 	"errors"
 	"fmt"
@@ -93,7 +95,7 @@ func batchGetChunkRetry(ctx context.Context, db ReadDB, table string, chunk []sc
 		if attempt >= o.batchRetries {
 			return fmt.Errorf("BatchGetItem: %d keys %w", len(unprocessed), errUnprocessed)
 		}
-		if err := sleep(ctx, backoff(o.batchBackoff, attempt)); err != nil {
+		if err := wait.Sleep(ctx, backoff(o.batchBackoff, attempt)); err != nil {
 			return err
 		}
 		req = unprocessed
@@ -168,7 +170,7 @@ func batchDelete(ctx context.Context, db DB, table string, keys []schema.Key, o 
 			if attempt >= o.batchRetries {
 				return fmt.Errorf("BatchWriteItem: %d deletes %w", len(reqs), errUnprocessed)
 			}
-			if err := sleep(ctx, backoff(o.batchBackoff, attempt)); err != nil {
+			if err := wait.Sleep(ctx, backoff(o.batchBackoff, attempt)); err != nil {
 				return err
 			}
 		}
@@ -189,19 +191,4 @@ func backoff(base time.Duration, attempt int) time.Duration {
 	}
 	half := d / 2
 	return half + rand.N(half+1)
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

@@ -1,6 +1,8 @@
 package limiter
 
 import (
+	"github.com/zae-limiter/zae-limiter-go/internal/wait"
+
 	"context"
 	"errors"
 	"fmt"
@@ -131,7 +133,7 @@ func New(db DB, table, ns string, o Options) (*Limiter, error) {
 		o.Logger = slog.Default()
 	}
 	if o.Sleep == nil {
-		o.Sleep = sleepCtx
+		o.Sleep = wait.Sleep
 	}
 	switch {
 	case o.PairCacheSize == 0:
@@ -185,17 +187,6 @@ func (l *Limiter) Namespace() string { return l.ns }
 func (l *Limiter) InvalidateConfigCache() { l.resolver.Invalidate() }
 
 func (l *Limiter) nowMs() int64 { return l.now().UnixMilli() }
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
 
 // unsupportedItem wraps an item this version must not write to.
 func unsupportedItem(reason string) error {

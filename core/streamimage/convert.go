@@ -25,94 +25,61 @@ package streamimage
 import (
 	"bytes"
 	"fmt"
+	"reflect"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 )
 
 // FromStreams converts a Streams API attribute value into the Lambda event
-// shape.
+// shape. The SDK converts Streams values to DynamoDB ones
+// (attributevalue.FromDynamoDBStreams); what it lacks, and this package
+// adds, is the Lambda event shape (FromDynamoDB) and safety on malformed
+// input: the SDK dereferences a typed-nil member (a panic) and reports an
+// unknown member without naming the attribute, so checkStreams refuses
+// both first, with their path.
 func FromStreams(v streamtypes.AttributeValue) (events.DynamoDBAttributeValue, error) {
-	switch m := v.(type) {
-	case *streamtypes.AttributeValueMemberS:
-		if m == nil {
-			return events.DynamoDBAttributeValue{}, leafError(ErrNilValue)
-		}
-		return events.NewStringAttribute(m.Value), nil
-	case *streamtypes.AttributeValueMemberN:
-		if m == nil {
-			return events.DynamoDBAttributeValue{}, leafError(ErrNilValue)
-		}
-		return events.NewNumberAttribute(m.Value), nil
-	case *streamtypes.AttributeValueMemberB:
-		if m == nil {
-			return events.DynamoDBAttributeValue{}, leafError(ErrNilValue)
-		}
-		return events.NewBinaryAttribute(bytes.Clone(m.Value)), nil
-	case *streamtypes.AttributeValueMemberBOOL:
-		if m == nil {
-			return events.DynamoDBAttributeValue{}, leafError(ErrNilValue)
-		}
-		return events.NewBooleanAttribute(m.Value), nil
-	case *streamtypes.AttributeValueMemberNULL:
-		if m == nil {
-			return events.DynamoDBAttributeValue{}, leafError(ErrNilValue)
-		}
-		if !m.Value {
-			return events.DynamoDBAttributeValue{}, leafError(fmt.Errorf("%w: NULL must be true", ErrMalformed))
-		}
-		return events.NewNullAttribute(), nil
-	case *streamtypes.AttributeValueMemberSS:
-		if m == nil {
-			return events.DynamoDBAttributeValue{}, leafError(ErrNilValue)
-		}
-		return events.NewStringSetAttribute(cloneStrings(m.Value)), nil
-	case *streamtypes.AttributeValueMemberNS:
-		if m == nil {
-			return events.DynamoDBAttributeValue{}, leafError(ErrNilValue)
-		}
-		return events.NewNumberSetAttribute(cloneStrings(m.Value)), nil
-	case *streamtypes.AttributeValueMemberBS:
-		if m == nil {
-			return events.DynamoDBAttributeValue{}, leafError(ErrNilValue)
-		}
-		return events.NewBinarySetAttribute(cloneBytesSlice(m.Value)), nil
-	case *streamtypes.AttributeValueMemberL:
-		if m == nil {
-			return events.DynamoDBAttributeValue{}, leafError(ErrNilValue)
-		}
-		var out []events.DynamoDBAttributeValue
-		if m.Value != nil {
-			out = make([]events.DynamoDBAttributeValue, len(m.Value))
-		}
-		for i, e := range m.Value {
-			c, err := FromStreams(e)
-			if err != nil {
-				return events.DynamoDBAttributeValue{}, within(err, indexSeg(i))
-			}
-			out[i] = c
-		}
-		return events.NewListAttribute(out), nil
-	case *streamtypes.AttributeValueMemberM:
-		if m == nil {
-			return events.DynamoDBAttributeValue{}, leafError(ErrNilValue)
-		}
-		out, err := ImageFromStreams(m.Value)
-		if err != nil {
-			return events.DynamoDBAttributeValue{}, err
-		}
-		return events.NewMapAttribute(out), nil
-	case nil:
-		return events.DynamoDBAttributeValue{}, leafError(ErrNilValue)
-	case *streamtypes.UnknownUnionMember:
-		if m == nil {
-			return events.DynamoDBAttributeValue{}, leafError(ErrNilValue)
-		}
-		return events.DynamoDBAttributeValue{}, leafError(fmt.Errorf("%w: union member %q", ErrUnsupportedType, m.Tag))
-	default:
-		return events.DynamoDBAttributeValue{}, leafError(fmt.Errorf("%w: %T", ErrUnsupportedType, v))
+	if err := checkStreams(v); err != nil {
+		return events.DynamoDBAttributeValue{}, err
 	}
+	dv, err := attributevalue.FromDynamoDBStreams(v)
+	if err != nil {
+		return events.DynamoDBAttributeValue{}, leafError(fmt.Errorf("%w: %v", ErrUnsupportedType, err))
+	}
+	return FromDynamoDB(dv)
+}
+
+// checkStreams refuses what attributevalue.FromDynamoDBStreams cannot take:
+// a nil or typed-nil member, and a member it does not know.
+func checkStreams(v streamtypes.AttributeValue) error {
+	if rv := reflect.ValueOf(v); !rv.IsValid() || (rv.Kind() == reflect.Pointer && rv.IsNil()) {
+		return leafError(ErrNilValue)
+	}
+	switch m := v.(type) {
+	case *streamtypes.AttributeValueMemberS, *streamtypes.AttributeValueMemberN, *streamtypes.AttributeValueMemberB,
+		*streamtypes.AttributeValueMemberBOOL, *streamtypes.AttributeValueMemberNULL,
+		*streamtypes.AttributeValueMemberSS, *streamtypes.AttributeValueMemberNS, *streamtypes.AttributeValueMemberBS:
+		return nil
+	case *streamtypes.AttributeValueMemberL:
+		for i, e := range m.Value {
+			if err := checkStreams(e); err != nil {
+				return within(err, indexSeg(i))
+			}
+		}
+		return nil
+	case *streamtypes.AttributeValueMemberM:
+		for k, e := range m.Value {
+			if err := checkStreams(e); err != nil {
+				return within(err, keySeg(k))
+			}
+		}
+		return nil
+	case *streamtypes.UnknownUnionMember:
+		return leafError(fmt.Errorf("%w: union member %q", ErrUnsupportedType, m.Tag))
+	}
+	return leafError(fmt.Errorf("%w: %T", ErrUnsupportedType, v))
 }
 
 // ImageFromStreams converts a Streams API item image (Keys, NewImage or

@@ -30,6 +30,8 @@
 package streampoll
 
 import (
+	"github.com/zae-limiter/zae-limiter-go/internal/wait"
+
 	"context"
 	"errors"
 	"fmt"
@@ -256,7 +258,7 @@ func New(client StreamsAPI, streamARN string, opts Options) (*Poller, error) {
 		opts.PollInterval = DefaultPollInterval
 	}
 	if opts.Wait == nil {
-		opts.Wait = sleep
+		opts.Wait = wait.Sleep
 	}
 	log := opts.Logger
 	if log == nil {
@@ -453,16 +455,4 @@ func (p *Poller) invoke(ctx context.Context, recs []events.DynamoDBEventRecord) 
 		}
 	}()
 	return p.opts.Handler(ctx, events.DynamoDBEvent{Records: recs})
-}
-
-// sleep is the default Options.Wait.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
