@@ -267,8 +267,12 @@ func contributions(newImg, oldImg *bucket.Image) (out []limitDelta, refused []st
 				continue
 			}
 			var old int64
-			if o := findLimit(oldImg, l.Name); o != nil && o.Fields.Has(bucket.FieldConsumed) {
-				old = o.Consumed
+			if oldImg != nil {
+				// Limits and Partial hold no wcu, so Lookup finds the limit
+				// or the partial of that name.
+				if o := oldImg.Lookup(l.Name); o != nil && o.Fields.Has(bucket.FieldConsumed) {
+					old = o.Consumed
+				}
 			}
 			d := limitDelta{
 				name:   l.Name,
@@ -299,21 +303,6 @@ func sortDeltas(ds []limitDelta) {
 			ds[j], ds[j-1] = ds[j-1], ds[j]
 		}
 	}
-}
-
-// findLimit returns the limit called name on img (present or partial).
-func findLimit(img *bucket.Image, name string) *bucket.LimitImage {
-	if img == nil {
-		return nil
-	}
-	for _, set := range [][]bucket.LimitImage{img.Limits, img.Partial} {
-		for i := range set {
-			if set[i].Name == name {
-				return &set[i]
-			}
-		}
-	}
-	return nil
 }
 
 // snapshotName reports whether a limit name can be a snapshot counter: not

@@ -95,7 +95,7 @@ func QuotaRetryAfter(balance, amount, resetsAtMs, now int64) Retry {
 	if Covers(balance, amount) {
 		return Retry{}
 	}
-	return Retry{Short: true, WaitMs: max(0, subSat(resetsAtMs, now))}
+	return Retry{Short: true, WaitMs: max(0, SubSat(resetsAtMs, now))}
 }
 
 // Status is the outcome of the consume check of one limit at one instant
@@ -127,7 +127,7 @@ func Check(tk, rf, now int64, s Share, amount int64) Status {
 	st.Exceeded = true
 	st.Retry = DripRetryAfter(balance, amount, s.Ceiling, s.Rate, s.Period)
 	if !st.Retry.Never && rf > now {
-		st.Retry.WaitMs = addSat(st.Retry.WaitMs, subSat(rf, now))
+		st.Retry.WaitMs = AddSat(st.Retry.WaitMs, SubSat(rf, now))
 	}
 	return st
 }

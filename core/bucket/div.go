@@ -87,8 +87,8 @@ func mulDivU64(a, b, c uint64) (uint64, bool) {
 	return q, true
 }
 
-// addSat returns a + b, saturated to the int64 range.
-func addSat(a, b int64) int64 {
+// AddSat returns a + b, saturated to the int64 range.
+func AddSat(a, b int64) int64 {
 	s := a + b
 	if a > 0 && b > 0 && s < 0 {
 		return math.MaxInt64
@@ -99,8 +99,8 @@ func addSat(a, b int64) int64 {
 	return s
 }
 
-// subSat returns a − b, saturated to the int64 range.
-func subSat(a, b int64) int64 {
+// SubSat returns a − b, saturated to the int64 range.
+func SubSat(a, b int64) int64 {
 	s := a - b
 	if b < 0 && s < a { // a − b > a, wrapped
 		return math.MaxInt64

@@ -160,11 +160,11 @@ func TestSaturatingAddSub(t *testing.T) {
 		{maxI, minI, -1, maxI},
 		{minI, maxI, -1, minI},
 	} {
-		if got := addSat(tc.a, tc.b); got != tc.sum {
-			t.Errorf("addSat(%d, %d) = %d, want %d", tc.a, tc.b, got, tc.sum)
+		if got := AddSat(tc.a, tc.b); got != tc.sum {
+			t.Errorf("AddSat(%d, %d) = %d, want %d", tc.a, tc.b, got, tc.sum)
 		}
-		if got := subSat(tc.a, tc.b); got != tc.diff {
-			t.Errorf("subSat(%d, %d) = %d, want %d", tc.a, tc.b, got, tc.diff)
+		if got := SubSat(tc.a, tc.b); got != tc.diff {
+			t.Errorf("SubSat(%d, %d) = %d, want %d", tc.a, tc.b, got, tc.diff)
 		}
 	}
 	r := newRand(1)
@@ -179,11 +179,11 @@ func TestSaturatingAddSub(t *testing.T) {
 			}
 			return v.Int64()
 		}
-		if got, want := addSat(a, b), clamp(new(big.Int).Add(bi(a), bi(b))); got != want {
-			t.Fatalf("addSat(%d, %d) = %d, want %d", a, b, got, want)
+		if got, want := AddSat(a, b), clamp(new(big.Int).Add(bi(a), bi(b))); got != want {
+			t.Fatalf("AddSat(%d, %d) = %d, want %d", a, b, got, want)
 		}
-		if got, want := subSat(a, b), clamp(new(big.Int).Sub(bi(a), bi(b))); got != want {
-			t.Fatalf("subSat(%d, %d) = %d, want %d", a, b, got, want)
+		if got, want := SubSat(a, b), clamp(new(big.Int).Sub(bi(a), bi(b))); got != want {
+			t.Fatalf("SubSat(%d, %d) = %d, want %d", a, b, got, want)
 		}
 	}
 }

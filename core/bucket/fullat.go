@@ -30,7 +30,7 @@ func FullAt(tk, rf, ceil, rate, period int64) int64 {
 	if deficit > math.MaxInt64 {
 		return NeverFull
 	}
-	return addSat(rf, CeilMulDiv(int64(deficit), period, rate))
+	return AddSat(rf, CeilMulDiv(int64(deficit), period, rate))
 }
 
 // FullAt is [FullAt] with the share's ceiling, rate and period.

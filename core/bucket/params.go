@@ -84,7 +84,7 @@ func Effective(p Params, shardCount int64) Share {
 		if g < 1 {
 			g = s
 		}
-		sh.Ceiling = addSat(FloorDiv(p.Capacity, g), p.TopUp)
+		sh.Ceiling = AddSat(FloorDiv(p.Capacity, g), p.TopUp)
 	}
 	return sh
 }

@@ -80,7 +80,7 @@ func Refill(tk, rf, now, ceil, rate, period int64) (int64, int64) {
 // consumption; see the tests).
 func Materialise(tk, rf, now, ceil, rate, period int64) (balance, credited int64) {
 	balance, _ = Refill(tk, rf, now, ceil, rate, period)
-	return balance, subSat(balance, tk)
+	return balance, SubSat(balance, tk)
 }
 
 // StampRF returns the rf a writer stamps after materialising at now:

@@ -162,7 +162,7 @@ func TestCeilingProperty(t *testing.T) {
 			p.TopUp = max(0, anyInt64(r))
 		}
 		if r.IntN(3) == 0 {
-			tk = addSat(p.Capacity, positive(r, 40)) // above a lowered ceiling
+			tk = AddSat(p.Capacity, positive(r, 40)) // above a lowered ceiling
 		}
 		shards := r.Int64N(40) - 3
 		s := Effective(p, shards)

@@ -67,9 +67,9 @@ func EncodeLimits(limits []limit.Limit) (map[string]types.AttributeValue, error)
 // putLimits adds the attributes of valid limits to item.
 func putLimits(item map[string]types.AttributeValue, limits []limit.Limit) {
 	for _, l := range limits {
-		item[schema.ConfigAttr(l.Name, schema.LimitCapacity)] = num(l.Capacity)
-		item[schema.ConfigAttr(l.Name, schema.LimitRefillAmount)] = num(l.RefillAmount)
-		item[schema.ConfigAttr(l.Name, schema.LimitRefillPeriod)] = num(l.RefillPeriodSeconds())
+		item[schema.ConfigAttr(l.Name, schema.LimitCapacity)] = schema.Num(l.Capacity)
+		item[schema.ConfigAttr(l.Name, schema.LimitRefillAmount)] = schema.Num(l.RefillAmount)
+		item[schema.ConfigAttr(l.Name, schema.LimitRefillPeriod)] = schema.Num(l.RefillPeriodSeconds())
 		if l.Soft {
 			item[schema.ConfigAttr(l.Name, schema.LimitSoft)] = &types.AttributeValueMemberBOOL{Value: true}
 		}
@@ -390,14 +390,6 @@ func parseN(v types.AttributeValue) (int64, bool) {
 	i, err := strconv.ParseInt(n.Value, 10, 64)
 	return i, err == nil
 }
-
-// num is an N attribute holding i.
-func num(i int64) types.AttributeValue {
-	return &types.AttributeValueMemberN{Value: strconv.FormatInt(i, 10)}
-}
-
-// str is an S attribute.
-func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
 
 // getS returns the value of an S attribute.
 func getS(item map[string]types.AttributeValue, name string) (string, bool) {

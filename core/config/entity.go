@@ -104,21 +104,21 @@ func (s *Store) CreateEntity(ctx context.Context, ns, id string, opts EntityOpti
 		e.Metadata = map[string]string{}
 	}
 	it := schema.EntityMetaItemKeys(ns, id, parent).Item()
-	it[schema.AttrEntityID] = str(id)
-	it[schema.AttrName] = str(e.Name)
+	it[schema.AttrEntityID] = schema.Str(id)
+	it[schema.AttrName] = schema.Str(e.Name)
 	if parent != "" {
-		it[schema.AttrParentID] = str(parent)
+		it[schema.AttrParentID] = schema.Str(parent)
 	} else {
 		it[schema.AttrParentID] = &types.AttributeValueMemberNULL{Value: true}
 	}
 	it[schema.AttrCascade] = &types.AttributeValueMemberBOOL{Value: e.Cascade}
 	md := make(map[string]types.AttributeValue, len(e.Metadata))
 	for k, v := range e.Metadata {
-		md[k] = str(v)
+		md[k] = schema.Str(v)
 	}
 	it[schema.AttrMetadata] = &types.AttributeValueMemberM{Value: md}
-	it[schema.AttrCreatedAt] = str(isoSeconds(now))
-	it[schema.AttrPinc] = str(pinc)
+	it[schema.AttrCreatedAt] = schema.Str(isoSeconds(now))
+	it[schema.AttrPinc] = schema.Str(pinc)
 
 	cond := aws.String("attribute_not_exists(#pk)")
 	names := map[string]string{"#pk": schema.AttrPK}
@@ -273,7 +273,7 @@ func (s *Store) Children(ctx context.Context, ns, parent string) ([]Entity, erro
 			IndexName:                 aws.String(schema.GSI1),
 			KeyConditionExpression:    aws.String("#pk = :pk"),
 			ExpressionAttributeNames:  map[string]string{"#pk": schema.AttrGSI1PK},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(schema.ParentGSI1PK(ns, parent))},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": schema.Str(schema.ParentGSI1PK(ns, parent))},
 			ExclusiveStartKey:         start,
 		})
 		if err != nil {
@@ -372,7 +372,7 @@ func (s *Store) queryKeys(ctx context.Context, index, pkAttr, pk, skAttr, prefix
 			TableName:                 aws.String(s.table),
 			KeyConditionExpression:    aws.String(pkName + " = :pk"),
 			ExpressionAttributeNames:  names,
-			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pk)},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": schema.Str(pk)},
 			ProjectionExpression:      aws.String("#tpk, #tsk"),
 			ExclusiveStartKey:         start,
 		}
@@ -382,7 +382,7 @@ func (s *Store) queryKeys(ctx context.Context, index, pkAttr, pk, skAttr, prefix
 		if skAttr != "" {
 			q.KeyConditionExpression = aws.String(pkName + " = :pk AND begins_with(#sk, :prefix)")
 			names["#sk"] = skAttr
-			q.ExpressionAttributeValues[":prefix"] = str(prefix)
+			q.ExpressionAttributeValues[":prefix"] = schema.Str(prefix)
 		}
 		return q
 	}

@@ -39,10 +39,10 @@ func (t target) identity() map[string]types.AttributeValue {
 	id := map[string]types.AttributeValue{schema.AttrConfigVersion: &types.AttributeValueMemberN{Value: configVersion}}
 	switch t.level {
 	case LevelEntity, LevelEntityDefault:
-		id[schema.AttrEntityID] = str(t.entity)
-		id[schema.AttrResource] = str(t.resource)
+		id[schema.AttrEntityID] = schema.Str(t.entity)
+		id[schema.AttrResource] = schema.Str(t.resource)
 	case LevelResource:
-		id[schema.AttrResource] = str(t.resource)
+		id[schema.AttrResource] = schema.Str(t.resource)
 	}
 	return id
 }
@@ -146,7 +146,7 @@ func (s *Store) setLimits(ctx context.Context, t target, limits []limit.Limit, o
 	newAttrs := t.identity()
 	putLimits(newAttrs, limits)
 	if onUnavailable != "" {
-		newAttrs[schema.AttrOnUnavailable] = str(string(onUnavailable))
+		newAttrs[schema.AttrOnUnavailable] = schema.Str(string(onUnavailable))
 	}
 	for range maxWriteAttempts {
 		cur, err := getItem(ctx, s.db, s.table, t.key(), true)
@@ -282,7 +282,7 @@ func (s *Store) entityRegistryUpdate(ns, resource string, delta int64) *types.Up
 			"#r": resource, "#g4pk": schema.AttrGSI4PK, "#g4sk": schema.AttrGSI4SK,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":d": num(delta), ":g4pk": str(k.GSI4.PK), ":g4sk": str(k.GSI4.SK),
+			":d": schema.Num(delta), ":g4pk": schema.Str(k.GSI4.PK), ":g4sk": schema.Str(k.GSI4.SK),
 		},
 	}
 }
@@ -303,7 +303,7 @@ func (s *Store) resourceRegistryUpdate(ns, resource string, add bool) *types.Upd
 			"#res": schema.AttrResources, "#g4pk": schema.AttrGSI4PK, "#g4sk": schema.AttrGSI4SK,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":r": &types.AttributeValueMemberSS{Value: []string{resource}}, ":g4pk": str(k.GSI4.PK), ":g4sk": str(k.GSI4.SK),
+			":r": &types.AttributeValueMemberSS{Value: []string{resource}}, ":g4pk": schema.Str(k.GSI4.PK), ":g4sk": schema.Str(k.GSI4.SK),
 		},
 	}
 }
@@ -317,7 +317,7 @@ func (s *Store) cleanupEntityRegistry(ctx context.Context, ns, resource string) 
 		UpdateExpression:          aws.String("REMOVE #r"),
 		ConditionExpression:       aws.String("#r <= :zero"),
 		ExpressionAttributeNames:  map[string]string{"#r": resource},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":zero": num(0)},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":zero": schema.Num(0)},
 	})
 	if err != nil && !isConditionFailed(err) {
 		return fmt.Errorf("clean up entity config registry for %s: %w", resource, err)

@@ -53,10 +53,10 @@ func (s *Store) RegisterNamespace(ctx context.Context, name string) (string, err
 	created := isoSeconds(s.opts.now())
 	put := func(k schema.ItemKeys) types.TransactWriteItem {
 		item := k.Item()
-		item[schema.AttrNamespaceID] = str(id)
-		item[schema.AttrNamespaceName] = str(name)
-		item[schema.AttrStatus] = str(NamespaceActive)
-		item[schema.AttrCreatedAt] = str(created)
+		item[schema.AttrNamespaceID] = schema.Str(id)
+		item[schema.AttrNamespaceName] = schema.Str(name)
+		item[schema.AttrStatus] = schema.Str(NamespaceActive)
+		item[schema.AttrCreatedAt] = schema.Str(created)
 		return types.TransactWriteItem{Put: &types.Put{
 			TableName: aws.String(s.table), Item: item,
 			ConditionExpression: aws.String("attribute_not_exists(PK)"),

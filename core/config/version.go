@@ -319,7 +319,7 @@ func (s *Store) WriteVersion(ctx context.Context, rec VersionRecord) error {
 		if v == "" {
 			return &types.AttributeValueMemberNULL{Value: true}
 		}
-		return str(v)
+		return schema.Str(v)
 	}
 	for range maxWriteAttempts {
 		cur, err := getItem(ctx, s.db, s.table, k.Key, true)
@@ -333,13 +333,13 @@ func (s *Store) WriteVersion(ctx context.Context, rec VersionRecord) error {
 		}
 		var e expr
 		expression := e.update(map[string]types.AttributeValue{
-			schema.AttrSchemaVersion:    str(rec.SchemaVersion),
+			schema.AttrSchemaVersion:    schema.Str(rec.SchemaVersion),
 			schema.AttrLambdaVersion:    nullOr(rec.LambdaVersion),
-			schema.AttrClientMinVersion: str(cmv),
-			schema.AttrUpdatedAt:        str(isoSeconds(s.opts.now())),
+			schema.AttrClientMinVersion: schema.Str(cmv),
+			schema.AttrUpdatedAt:        schema.Str(isoSeconds(s.opts.now())),
 			schema.AttrUpdatedBy:        nullOr(rec.UpdatedBy),
-			schema.AttrGSI4PK:           str(k.GSI4.PK),
-			schema.AttrGSI4SK:           str(k.GSI4.SK),
+			schema.AttrGSI4PK:           schema.Str(k.GSI4.PK),
+			schema.AttrGSI4SK:           schema.Str(k.GSI4.SK),
 		}, nil)
 		var cond string
 		switch {
@@ -348,7 +348,7 @@ func (s *Store) WriteVersion(ctx context.Context, rec VersionRecord) error {
 		case !hasStored:
 			cond = "attribute_not_exists(" + e.name(schema.AttrClientMinVersion) + ")"
 		default:
-			cond = e.name(schema.AttrClientMinVersion) + " = " + e.value(str(stored))
+			cond = e.name(schema.AttrClientMinVersion) + " = " + e.value(schema.Str(stored))
 		}
 		_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName: aws.String(s.table), Key: k.Key.AttributeValues(),

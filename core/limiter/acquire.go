@@ -558,7 +558,7 @@ func (l *Limiter) double(ctx context.Context, req *request, img *bucket.Image) {
 		l.log.WarnContext(ctx, "doubling write failed", "resource", req.resource, "error", err)
 		return
 	}
-	l.pairs.learnShardCount(req.entity, req.resource, min(2*old, MaxShardCount))
+	l.pairs.learnShardCount(req.entity, req.resource, min(2*old, schema.MaxShardCount))
 }
 
 // status turns an arithmetic status into a LimitStatus of the request.

@@ -21,10 +21,6 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
-// MaxShardCount is the largest shard count doubling produces
-// (Appendix A, DECISIONS D10).
-const MaxShardCount = 32
-
 // Declared is one limit a write names, with an amount in whole tokens. For
 // the fast path and Retry the amount is the consumption (≥ 0); for Adjust it
 // is the delta d of SPEC §4.6 (tk −d, tc +d), of either sign.
@@ -99,14 +95,14 @@ func (e *WriteError) Error() string {
 }
 
 // ShardCapError reports a doubling refused because the shard count is
-// already at MaxShardCount (SPEC §6.6: log a warning instead).
+// already at schema.MaxShardCount (SPEC §6.6: log a warning instead).
 type ShardCapError struct {
 	Old int64
 }
 
 // Error implements error.
 func (e *ShardCapError) Error() string {
-	return "limiter: shard_count " + strconv.FormatInt(e.Old, 10) + " is at the cap " + strconv.Itoa(MaxShardCount)
+	return "limiter: shard_count " + strconv.FormatInt(e.Old, 10) + " is at the cap " + strconv.Itoa(schema.MaxShardCount)
 }
 
 // Writes builds the UpdateItem requests of the acquire path for one table.
@@ -235,12 +231,12 @@ func (w *Writes) Retry(id schema.BucketID, limits []RetryLimit, now int64) (*dyn
 // attribute_exists(PK) AND (attribute_not_exists(shard_count) OR
 // shard_count = 1). On a failed condition the ALL_OLD image carries the
 // count another writer set. old below 1 is a *WriteError; old at or above
-// MaxShardCount is a *ShardCapError.
+// schema.MaxShardCount is a *ShardCapError.
 func (w *Writes) Double(ns, entity, resource string, old int64) (*dynamodb.UpdateItemInput, error) {
 	switch {
 	case old < 1:
 		return nil, &WriteError{Op: opDouble, Reason: "shard_count " + strconv.FormatInt(old, 10) + " below 1"}
-	case old >= MaxShardCount:
+	case old >= schema.MaxShardCount:
 		return nil, &ShardCapError{Old: old}
 	}
 	k := shapeKey{kind: kindDouble}
@@ -250,7 +246,7 @@ func (w *Writes) Double(ns, entity, resource string, old int64) (*dynamodb.Updat
 	id := schema.BucketID{Namespace: ns, Entity: entity, Resource: resource}
 	// Counts are powers of two, so 2×old never passes the cap; min keeps a
 	// corrupt count (say 20) from writing one above it (INVARIANT 54).
-	in, err := w.build(id, k, nil, opDouble, 0, nil, false, numbers{old: old, new: min(2*old, MaxShardCount)})
+	in, err := w.build(id, k, nil, opDouble, 0, nil, false, numbers{old: old, new: min(2*old, schema.MaxShardCount)})
 	if err != nil {
 		return nil, err
 	}

@@ -391,10 +391,10 @@ func TestWriteErrors(t *testing.T) {
 		t.Errorf("cache grew on errors: %d entries", len(*m))
 	}
 	var ce *ShardCapError
-	if err := doubleErr(w, MaxShardCount); !errors.As(err, &ce) || ce.Old != MaxShardCount {
+	if err := doubleErr(w, schema.MaxShardCount); !errors.As(err, &ce) || ce.Old != schema.MaxShardCount {
 		t.Errorf("double at cap: %v", err)
 	}
-	if _, err := w.Double("ns", "e", "r", MaxShardCount/2); err != nil {
+	if _, err := w.Double("ns", "e", "r", schema.MaxShardCount/2); err != nil {
 		t.Errorf("16 → 32 must be allowed: %v", err)
 	}
 	// Adjust accepts any sign; ×1000 of the most negative admissible amount fits.
@@ -661,7 +661,7 @@ func TestDoubleNeverPassesTheCap(t *testing.T) {
 		if err != nil {
 			t.Fatalf("old %d: %v", old, err)
 		}
-		want := min(2*old, MaxShardCount)
+		want := min(2*old, schema.MaxShardCount)
 		for _, v := range in.ExpressionAttributeValues {
 			if n, ok := v.(*types.AttributeValueMemberN); ok && n.Value != strconv.FormatInt(old, 10) && n.Value != strconv.FormatInt(want, 10) {
 				t.Fatalf("old %d: value %s, want only %d and %d", old, n.Value, old, want)

@@ -310,15 +310,15 @@ func (l *Limiter) adjust(ctx context.Context, resource string, p leasePart, delt
 	u.cond("attribute_exists(" + u.name(schema.AttrPK) + ")")
 	for _, d := range deltas {
 		milli := d.Amount * bucket.MilliPerToken // validated to fit at admission
-		u.add(schema.BucketAttr(d.Name, schema.LimitTokens), num(-milli))
-		u.add(schema.BucketAttr(d.Name, schema.LimitConsumed), num(milli))
+		u.add(schema.BucketAttr(d.Name, schema.LimitTokens), schema.Num(-milli))
+		u.add(schema.BucketAttr(d.Name, schema.LimitConsumed), schema.Num(milli))
 	}
 	if debit {
 		vu := u.name(schema.AttrVU)
-		u.cond("(attribute_not_exists(" + vu + ") OR " + vu + " > " + u.value(num(now)) + ")")
+		u.cond("(attribute_not_exists(" + vu + ") OR " + vu + " > " + u.value(schema.Num(now)) + ")")
 	}
 	if credit {
-		u.set(schema.AttrVU, num(now))
+		u.set(schema.AttrVU, schema.Num(now))
 	}
 	in := u.input(l.table, id.Key())
 	in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
@@ -359,10 +359,10 @@ func (l *Limiter) adjust(ctx context.Context, resource string, p leasePart, delt
 	fb.cond("attribute_exists(" + fb.name(schema.AttrPK) + ")")
 	for _, d := range deltas {
 		milli := d.Amount * bucket.MilliPerToken
-		fb.add(schema.BucketAttr(d.Name, schema.LimitTokens), num(-milli))
-		fb.add(schema.BucketAttr(d.Name, schema.LimitConsumed), num(milli))
+		fb.add(schema.BucketAttr(d.Name, schema.LimitTokens), schema.Num(-milli))
+		fb.add(schema.BucketAttr(d.Name, schema.LimitConsumed), schema.Num(milli))
 	}
-	fb.set(schema.AttrVU, num(l.nowMs()))
+	fb.set(schema.AttrVU, schema.Num(l.nowMs()))
 	in = fb.input(l.table, id.Key())
 	if err := send(in); err != nil && !errors.As(err, &ccf) {
 		return err

@@ -66,10 +66,10 @@ type refillPlan struct {
 func (l *Limiter) planRefill(req *request, id schema.BucketID, img *bucket.Image, deltas []Declared, admit bool, now int64) refillPlan {
 	plan := refillPlan{img: img, part: leasePart{entity: id.Entity, shard: id.Shard}}
 	u := &updateBuilder{}
-	u.cond(u.name(schema.AttrRF) + " = " + u.value(num(img.RF)))
-	u.cond(u.name(schema.AttrVU) + " = " + u.value(num(img.VU)))
+	u.cond(u.name(schema.AttrRF) + " = " + u.value(schema.Num(img.RF)))
+	u.cond(u.name(schema.AttrVU) + " = " + u.value(schema.Num(img.VU)))
 	rf := bucket.StampRF(img.RF, now)
-	u.set(schema.AttrRF, num(rf))
+	u.set(schema.AttrRF, schema.Num(rf))
 	full := int64(bucket.NeverFull)
 	shards := max(img.ShardCount, 1)
 	delta := func(name string) (Declared, bool) {
@@ -92,12 +92,12 @@ func (l *Limiter) planRefill(req *request, id schema.BucketID, img *bucket.Image
 		tk := schema.BucketAttr(li.Name, schema.LimitTokens)
 		// Pinned: the credit is computed from this balance (a debit by
 		// another writer since the image would change what refill adds).
-		u.cond(u.name(tk) + " = " + u.value(num(li.Tokens)))
+		u.cond(u.name(tk) + " = " + u.value(schema.Num(li.Tokens)))
 		if v := credited - milli; v != 0 {
-			u.add(tk, num(v))
+			u.add(tk, schema.Num(v))
 		}
 		if milli != 0 {
-			u.add(schema.BucketAttr(li.Name, schema.LimitConsumed), num(milli))
+			u.add(schema.BucketAttr(li.Name, schema.LimitConsumed), schema.Num(milli))
 		}
 		if !soft && share.Rate > 0 {
 			full = min(full, share.FullAt(balance-milli, rf))
@@ -126,20 +126,20 @@ func (l *Limiter) planRefill(req *request, id schema.BucketID, img *bucket.Image
 	for _, d := range deltas {
 		if img.Limit(d.Name) == nil && d.Amount != 0 {
 			milli := d.Amount * bucket.MilliPerToken
-			u.add(schema.BucketAttr(d.Name, schema.LimitTokens), num(-milli))
-			u.add(schema.BucketAttr(d.Name, schema.LimitConsumed), num(milli))
+			u.add(schema.BucketAttr(d.Name, schema.LimitTokens), schema.Num(-milli))
+			u.add(schema.BucketAttr(d.Name, schema.LimitConsumed), schema.Num(milli))
 		}
 	}
 	if w := &img.WCU; w.Present() {
 		wt := schema.BucketAttr(schema.WCULimit, schema.LimitTokens)
-		u.cond(u.name(wt) + " = " + u.value(num(w.Tokens)))
+		u.cond(u.name(wt) + " = " + u.value(schema.Num(w.Tokens)))
 		s := bucket.Undivided(w.Params())
 		if _, credited := bucket.Materialise(w.Tokens, img.RF, now, s.Ceiling, s.Rate, s.Period); credited != 0 {
-			u.add(wt, num(credited))
+			u.add(wt, schema.Num(credited))
 		}
 	}
 	if full != bucket.NeverFull {
-		u.set(schema.AttrVU, num(full))
+		u.set(schema.AttrVU, schema.Num(full))
 	} else {
 		u.remove(schema.AttrVU)
 	}
@@ -147,7 +147,7 @@ func (l *Limiter) planRefill(req *request, id schema.BucketID, img *bucket.Image
 		u.cond("attribute_not_exists(" + u.name(schema.AttrDisabled) + ")")
 		u.cond("attribute_not_exists(" + u.name(schema.AttrBypass) + ")")
 		ttl := u.name(schema.AttrTTL)
-		u.cond("(attribute_not_exists(" + ttl + ") OR " + ttl + " > " + u.value(num(bucket.FloorDiv(now, 1000))) + ")")
+		u.cond("(attribute_not_exists(" + ttl + ") OR " + ttl + " > " + u.value(schema.Num(bucket.FloorDiv(now, 1000))) + ")")
 		// The owner stamp the caller acts on (who else to debit).
 		cascade := u.name(schema.AttrCascade)
 		if img.HasCascade {
@@ -157,7 +157,7 @@ func (l *Limiter) planRefill(req *request, id schema.BucketID, img *bucket.Image
 		}
 		parent := u.name(schema.AttrParentID)
 		if img.HasParent {
-			u.cond(parent + " = " + u.value(str(img.ParentID)))
+			u.cond(parent + " = " + u.value(schema.Str(img.ParentID)))
 		} else {
 			u.cond("attribute_not_exists(" + parent + ")")
 		}

@@ -1,8 +1,12 @@
 package limiter
 
-import "time"
+import (
+	"time"
 
-// shardSet records the shards one acquire has tried (at most MaxShardCount).
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
+)
+
+// shardSet records the shards one acquire has tried (at most schema.MaxShardCount).
 type shardSet uint64
 
 func (s *shardSet) add(i int)     { *s |= 1 << uint(i) }
@@ -21,7 +25,7 @@ func (s shardSet) count(n int64) int64 { // tried shards below n
 // minus the shards already tried, recorded in tried. ok is false when every
 // shard has been tried.
 func (l *Limiter) drawShard(count int64, tried *shardSet) (shard int, ok bool) {
-	count = min(max(count, 1), MaxShardCount)
+	count = min(max(count, 1), schema.MaxShardCount)
 	free := count - tried.count(count)
 	if free <= 0 {
 		return 0, false

@@ -364,29 +364,29 @@ func (p *pass) build() {
 	img := p.img
 	if p.bypass {
 		u.cond("attribute_exists(" + u.name(schema.AttrPK) + ")")
-		u.set(schema.AttrBypass, num(p.deadline))
+		u.set(schema.AttrBypass, schema.Num(p.deadline))
 		for _, pl := range p.plan {
 			if !pl.present {
 				seed(u, pl, true)
 			} else if pl.consumed != 0 {
-				u.add(schema.BucketAttr(pl.lim.Name, schema.LimitConsumed), num(pl.consumed))
+				u.add(schema.BucketAttr(pl.lim.Name, schema.LimitConsumed), schema.Num(pl.consumed))
 			}
 		}
 	} else {
 		// The rf lock, and the vu pin: a credit sets vu without moving rf
 		// (docs/decisions.md P25).
-		u.cond(u.name(schema.AttrRF) + " = " + u.value(num(img.RF)))
+		u.cond(u.name(schema.AttrRF) + " = " + u.value(schema.Num(img.RF)))
 		vu := u.name(schema.AttrVU)
 		if img.HasVU {
-			u.cond(vu + " = " + u.value(num(img.VU)))
+			u.cond(vu + " = " + u.value(schema.Num(img.VU)))
 		} else {
 			u.cond("attribute_not_exists(" + vu + ")")
 		}
 		rf := bucket.StampRF(img.RF, p.now)
-		u.set(schema.AttrRF, num(rf))
+		u.set(schema.AttrRF, schema.Num(rf))
 		switch full := p.validUntil(rf); {
 		case full != bucket.NeverFull:
-			u.set(schema.AttrVU, num(full))
+			u.set(schema.AttrVU, schema.Num(full))
 		case img.HasVU:
 			u.remove(schema.AttrVU)
 		}
@@ -398,13 +398,13 @@ func (p *pass) build() {
 			credited := pl.balance - pl.stored
 			tk := schema.BucketAttr(pl.lim.Name, schema.LimitTokens)
 			if d := credited - pl.consumed; d != 0 {
-				u.add(tk, num(d))
+				u.add(tk, schema.Num(d))
 			}
 			if pl.consumed != 0 {
-				u.add(schema.BucketAttr(pl.lim.Name, schema.LimitConsumed), num(pl.consumed))
+				u.add(schema.BucketAttr(pl.lim.Name, schema.LimitConsumed), schema.Num(pl.consumed))
 			}
 			if floor := pl.consumed - credited; floor > 0 && !pl.lim.Soft {
-				u.cond(u.name(tk) + " >= " + u.value(num(floor)))
+				u.cond(u.name(tk) + " >= " + u.value(schema.Num(floor)))
 			}
 			if li := img.Limit(pl.lim.Name); li != nil && li.Params() != pl.params {
 				setParams(u, pl)
@@ -413,7 +413,7 @@ func (p *pass) build() {
 		if img.WCU.Present() {
 			s := bucket.Undivided(bucket.WCUParams())
 			if _, credited := bucket.Materialise(img.WCU.Tokens, img.RF, p.now, s.Ceiling, s.Rate, s.Period); credited != 0 {
-				u.add(schema.BucketAttr(schema.WCULimit, schema.LimitTokens), num(credited))
+				u.add(schema.BucketAttr(schema.WCULimit, schema.LimitTokens), schema.Num(credited))
 			}
 		}
 		if img.Bypass.Present {
@@ -426,18 +426,18 @@ func (p *pass) build() {
 		li := img.Limit(pl.lim.Name)
 		switch {
 		case pl.lim.Soft:
-			u.set(attr, num(p.deadline))
+			u.set(attr, schema.Num(p.deadline))
 		case li != nil && li.Soft.Present:
 			u.remove(attr)
 		}
 	}
 	// Owner stamp, pinned to the parent generation read (ADR-150).
 	pgen := u.name(schema.AttrPGen)
-	u.cond("(attribute_not_exists(" + pgen + ") OR " + pgen + " <= " + u.value(num(p.owner.PGen)) + ")")
-	u.set(schema.AttrPGen, num(p.owner.PGen))
+	u.cond("(attribute_not_exists(" + pgen + ") OR " + pgen + " <= " + u.value(schema.Num(p.owner.PGen)) + ")")
+	u.set(schema.AttrPGen, schema.Num(p.owner.PGen))
 	u.set(schema.AttrCascade, &types.AttributeValueMemberBOOL{Value: p.cascade})
 	if p.owner.ParentID != "" {
-		u.set(schema.AttrParentID, str(p.owner.ParentID))
+		u.set(schema.AttrParentID, schema.Str(p.owner.ParentID))
 	} else if img.HasParent {
 		u.remove(schema.AttrParentID)
 	}
@@ -446,7 +446,7 @@ func (p *pass) build() {
 	}
 	switch {
 	case p.ttl > 0:
-		u.set(schema.AttrTTL, num(p.ttl))
+		u.set(schema.AttrTTL, schema.Num(p.ttl))
 	case img.HasTTL:
 		u.remove(schema.AttrTTL)
 	}
@@ -476,44 +476,44 @@ func (p *pass) validUntil(rf int64) int64 {
 func (p *pass) createItem() map[string]types.AttributeValue {
 	id := p.id
 	item := schema.BucketItemKeys(id.Namespace, id.Entity, id.Resource, id.Shard).Item()
-	item[schema.AttrEntityID] = str(id.Entity)
-	item[schema.AttrResource] = str(id.Resource)
-	item[schema.AttrRF] = num(p.now)
-	item[schema.AttrShardCount] = num(p.shards)
+	item[schema.AttrEntityID] = schema.Str(id.Entity)
+	item[schema.AttrResource] = schema.Str(id.Resource)
+	item[schema.AttrRF] = schema.Num(p.now)
+	item[schema.AttrShardCount] = schema.Num(p.shards)
 	item[schema.AttrCascade] = &types.AttributeValueMemberBOOL{Value: p.cascade}
-	item[schema.AttrPGen] = num(p.owner.PGen)
+	item[schema.AttrPGen] = schema.Num(p.owner.PGen)
 	if p.owner.ParentID != "" {
-		item[schema.AttrParentID] = str(p.owner.ParentID)
+		item[schema.AttrParentID] = schema.Str(p.owner.ParentID)
 	}
 	if p.ttl > 0 {
-		item[schema.AttrTTL] = num(p.ttl)
+		item[schema.AttrTTL] = schema.Num(p.ttl)
 	}
 	if p.bypass {
-		item[schema.AttrBypass] = num(p.deadline)
+		item[schema.AttrBypass] = schema.Num(p.deadline)
 	}
 	if full := p.validUntil(p.now); full != bucket.NeverFull {
-		item[schema.AttrVU] = num(full)
+		item[schema.AttrVU] = schema.Num(full)
 	}
 	for _, pl := range p.plan {
 		tk := pl.share.Target
 		if !p.bypass {
 			tk -= pl.consumed
 		}
-		item[schema.BucketAttr(pl.lim.Name, schema.LimitTokens)] = num(tk)
-		item[schema.BucketAttr(pl.lim.Name, schema.LimitConsumed)] = num(pl.consumed)
-		item[schema.BucketAttr(pl.lim.Name, schema.LimitCapacity)] = num(pl.params.Capacity)
-		item[schema.BucketAttr(pl.lim.Name, schema.LimitRefillAmount)] = num(pl.params.RefillAmount)
-		item[schema.BucketAttr(pl.lim.Name, schema.LimitRefillPeriod)] = num(pl.params.RefillPeriod)
+		item[schema.BucketAttr(pl.lim.Name, schema.LimitTokens)] = schema.Num(tk)
+		item[schema.BucketAttr(pl.lim.Name, schema.LimitConsumed)] = schema.Num(pl.consumed)
+		item[schema.BucketAttr(pl.lim.Name, schema.LimitCapacity)] = schema.Num(pl.params.Capacity)
+		item[schema.BucketAttr(pl.lim.Name, schema.LimitRefillAmount)] = schema.Num(pl.params.RefillAmount)
+		item[schema.BucketAttr(pl.lim.Name, schema.LimitRefillPeriod)] = schema.Num(pl.params.RefillPeriod)
 		if pl.lim.Soft {
-			item[schema.BucketAttr(pl.lim.Name, schema.LimitSoft)] = num(p.deadline)
+			item[schema.BucketAttr(pl.lim.Name, schema.LimitSoft)] = schema.Num(p.deadline)
 		}
 	}
 	w := bucket.WCUParams()
-	item[schema.BucketAttr(schema.WCULimit, schema.LimitTokens)] = num(w.Capacity)
-	item[schema.BucketAttr(schema.WCULimit, schema.LimitConsumed)] = num(0)
-	item[schema.BucketAttr(schema.WCULimit, schema.LimitCapacity)] = num(w.Capacity)
-	item[schema.BucketAttr(schema.WCULimit, schema.LimitRefillAmount)] = num(w.RefillAmount)
-	item[schema.BucketAttr(schema.WCULimit, schema.LimitRefillPeriod)] = num(w.RefillPeriod)
+	item[schema.BucketAttr(schema.WCULimit, schema.LimitTokens)] = schema.Num(w.Capacity)
+	item[schema.BucketAttr(schema.WCULimit, schema.LimitConsumed)] = schema.Num(0)
+	item[schema.BucketAttr(schema.WCULimit, schema.LimitCapacity)] = schema.Num(w.Capacity)
+	item[schema.BucketAttr(schema.WCULimit, schema.LimitRefillAmount)] = schema.Num(w.RefillAmount)
+	item[schema.BucketAttr(schema.WCULimit, schema.LimitRefillPeriod)] = schema.Num(w.RefillPeriod)
 	return item
 }
 
@@ -689,14 +689,14 @@ func seed(u *updateBuilder, pl planned, bypass bool) {
 	if !bypass {
 		tk -= pl.consumed
 	}
-	u.add(schema.BucketAttr(pl.lim.Name, schema.LimitTokens), num(tk))
-	u.add(schema.BucketAttr(pl.lim.Name, schema.LimitConsumed), num(pl.consumed))
+	u.add(schema.BucketAttr(pl.lim.Name, schema.LimitTokens), schema.Num(tk))
+	u.add(schema.BucketAttr(pl.lim.Name, schema.LimitConsumed), schema.Num(pl.consumed))
 }
 
 func setParams(u *updateBuilder, pl planned) {
-	u.set(schema.BucketAttr(pl.lim.Name, schema.LimitCapacity), num(pl.params.Capacity))
-	u.set(schema.BucketAttr(pl.lim.Name, schema.LimitRefillAmount), num(pl.params.RefillAmount))
-	u.set(schema.BucketAttr(pl.lim.Name, schema.LimitRefillPeriod), num(pl.params.RefillPeriod))
+	u.set(schema.BucketAttr(pl.lim.Name, schema.LimitCapacity), schema.Num(pl.params.Capacity))
+	u.set(schema.BucketAttr(pl.lim.Name, schema.LimitRefillAmount), schema.Num(pl.params.RefillAmount))
+	u.set(schema.BucketAttr(pl.lim.Name, schema.LimitRefillPeriod), schema.Num(pl.params.RefillPeriod))
 }
 
 // retryWrite is the Retry shape after a lost rf lock (SPEC §6.8 step 7):
@@ -849,11 +849,6 @@ func (u *updateBuilder) input(table string, key schema.Key) *dynamodb.UpdateItem
 	}
 	return in
 }
-
-func num(v int64) types.AttributeValue {
-	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
-}
-func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 
 // backoff is the wait before retry attempt n of a read (25, 50, 100 ms …).
 func backoff(n int) time.Duration { return time.Duration(25<<min(n-1, 5)) * time.Millisecond }

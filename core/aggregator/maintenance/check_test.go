@@ -174,7 +174,7 @@ func checkWrites(t testing.TB, recs []Record, ups []*dynamodb.UpdateItemInput, p
 			t.Errorf("%s: raise propagated from an abstaining shard 0", id.PK())
 		}
 		if setsSC {
-			if v := numOf(t, in.ExpressionAttributeValues[":new"]); v > MaxShardCount || v < 2 {
+			if v := numOf(t, in.ExpressionAttributeValues[":new"]); v > schema.MaxShardCount || v < 2 {
 				t.Errorf("%s: writes shard_count %d", id.PK(), v)
 			}
 		}
@@ -190,7 +190,7 @@ func checkWrites(t testing.TB, recs []Record, ups []*dynamodb.UpdateItemInput, p
 			t.Errorf("%s: clone onto shard %d (abstaining %v/%v)", id.PK(), id.Shard, abst[id], abst[pairOf(id)])
 		}
 		sc := numOf(t, in.Item[schema.AttrShardCount])
-		if sc > MaxShardCount || int64(id.Shard) >= sc {
+		if sc > schema.MaxShardCount || int64(id.Shard) >= sc {
 			t.Errorf("%s: clone with shard_count %d", id.PK(), sc)
 		}
 		// Some shard-0 record of the batch that raised the count to sc is

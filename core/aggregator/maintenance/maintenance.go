@@ -11,12 +11,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// MaxShardCount is the cap on shard_count shared with the client
-// (DECISIONS D10, SPEC §12.1): the aggregator never doubles a shard 0 at or
-// above it, never writes a count above it, and does not propagate a count
-// above it.
-const MaxShardCount = 32
-
 // DB is the part of the DynamoDB API the maintainer uses; *dynamodb.Client
 // implements it. Phase 1 issues only UpdateItem and PutItem; GetItem and
 // TransactWriteItems are the sibling reads and donor moves of quota clones

@@ -191,7 +191,7 @@ func addDemand(d map[string]int64, nw, old *bucket.Image) {
 				prev = o.Consumed
 			}
 		}
-		d[l.Name] = addSat(d[l.Name], subSat(l.Consumed, prev))
+		d[l.Name] = bucket.AddSat(d[l.Name], bucket.SubSat(l.Consumed, prev))
 	}
 	if nw.WCU.Fields != 0 {
 		add(&nw.WCU)
@@ -267,7 +267,7 @@ func (m *Maintainer) refill(s *state, now int64) (op, bool) {
 		_, cr := bucket.Materialise(w.Tokens, img.RF, now, sh.Ceiling, sh.Rate, sh.Period)
 		if cr != 0 {
 			deltas = append(deltas, delta{schema.BucketAttr(schema.WCULimit, schema.LimitTokens), cr})
-			if cr < 0 || subSat(w.Tokens, max(0, s.demand[schema.WCULimit])) < bucket.FloorDiv(w.Capacity, 2) {
+			if cr < 0 || bucket.SubSat(w.Tokens, max(0, s.demand[schema.WCULimit])) < bucket.FloorDiv(w.Capacity, 2) {
 				write = true
 			}
 		}
@@ -312,14 +312,14 @@ func validUntil(img *bucket.Image, now int64) int64 {
 func (m *Maintainer) refillInput(id schema.BucketID, img *bucket.Image, now int64, deltas []delta, vu int64) *dynamodb.UpdateItemInput {
 	names := map[string]string{"#rf": schema.AttrRF, "#vu": schema.AttrVU}
 	values := map[string]types.AttributeValue{
-		":rf":  num(bucket.StampRF(img.RF, now)),
-		":erf": num(img.RF),
+		":rf":  schema.Num(bucket.StampRF(img.RF, now)),
+		":erf": schema.Num(img.RF),
 	}
 	upd := make([]byte, 0, 48+16*len(deltas))
 	upd = append(upd, "SET #rf = :rf"...)
 	if vu != bucket.NeverFull {
 		upd = append(upd, ", #vu = :vu"...)
-		values[":vu"] = num(vu)
+		values[":vu"] = schema.Num(vu)
 	}
 	upd = append(upd, " ADD "...)
 	for i, d := range deltas {
@@ -331,7 +331,7 @@ func (m *Maintainer) refillInput(id schema.BucketID, img *bucket.Image, now int6
 		upd = append(upd, ' ')
 		upd = append(upd, v...)
 		names[n] = d.attr
-		values[v] = num(d.d)
+		values[v] = schema.Num(d.d)
 	}
 	if vu == bucket.NeverFull && img.HasVU {
 		upd = append(upd, " REMOVE #vu"...)
@@ -339,7 +339,7 @@ func (m *Maintainer) refillInput(id schema.BucketID, img *bucket.Image, now int6
 	cond := "#rf = :erf AND attribute_not_exists(#vu)"
 	if img.HasVU {
 		cond = "#rf = :erf AND #vu = :evu"
-		values[":evu"] = num(img.VU)
+		values[":evu"] = schema.Num(img.VU)
 	}
 	return &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(m.table),
@@ -365,8 +365,8 @@ func wcuLow(tk, cp int64) bool {
 // double plans the proactive doubling of shard 0 from its last image
 // (SPEC §14.6): when b_wcu_tk < 0.2 × b_wcu_cp, SET shard_count = 2S under
 // shard_count = S (an item without shard_count reads as S = 1). Refused at
-// S >= MaxShardCount, and never above it: a count that is not a power of
-// two (another writer's) goes to MaxShardCount at most.
+// S >= schema.MaxShardCount, and never above it: a count that is not a power of
+// two (another writer's) goes to schema.MaxShardCount at most.
 func (m *Maintainer) double(s *state, p *plan) (op, bool) {
 	img := s.last
 	w := &img.WCU
@@ -374,15 +374,15 @@ func (m *Maintainer) double(s *state, p *plan) (op, bool) {
 		return op{}, false
 	}
 	old := max(img.ShardCount, 1)
-	if old >= MaxShardCount {
+	if old >= schema.MaxShardCount {
 		p.refused++
 		m.log.Warn("maintenance: shard 0 is hot but shard_count is at the cap; doubling refused",
-			"shard_count", old, "cap", MaxShardCount)
+			"shard_count", old, "cap", schema.MaxShardCount)
 		return op{}, false
 	}
-	nw := min(2*old, MaxShardCount)
+	nw := min(2*old, schema.MaxShardCount)
 	names := map[string]string{"#sc": schema.AttrShardCount}
-	values := map[string]types.AttributeValue{":new": num(nw), ":old": num(old)}
+	values := map[string]types.AttributeValue{":new": schema.Num(nw), ":old": schema.Num(old)}
 	cond := "#sc = :old"
 	if old == 1 {
 		names["#pk"] = schema.AttrPK
@@ -401,7 +401,7 @@ func (m *Maintainer) double(s *state, p *plan) (op, bool) {
 // propagate plans Path 1 and Path 2 of SPEC §14.7 for one record of shard 0
 // whose NewImage shard_count exceeds its OldImage's. Nothing is planned for
 // an INSERT (no old count), for a bucket that abstains, or for a count above
-// MaxShardCount (refused: clients create shards lazily, and the loop stays
+// schema.MaxShardCount (refused: clients create shards lazily, and the loop stays
 // bounded whatever a corrupt item says).
 func (m *Maintainer) propagate(im *image, byID map[schema.BucketID]*state, p *plan) {
 	id := im.rec.ID
@@ -415,10 +415,10 @@ func (m *Maintainer) propagate(im *image, byID map[schema.BucketID]*state, p *pl
 	if newSC <= oldSC {
 		return
 	}
-	if newSC > MaxShardCount {
+	if newSC > schema.MaxShardCount {
 		p.refused++
 		m.log.Warn("maintenance: shard_count above the cap not propagated",
-			"shard_count", newSC, "cap", MaxShardCount)
+			"shard_count", newSC, "cap", schema.MaxShardCount)
 		return
 	}
 	// Path 1: raise the existing siblings.
@@ -434,7 +434,7 @@ func (m *Maintainer) propagate(im *image, byID map[schema.BucketID]*state, p *pl
 			UpdateExpression:          aws.String("SET #sc = :new"),
 			ConditionExpression:       aws.String("attribute_exists(#pk) AND (attribute_not_exists(#sc) OR #sc < :new)"),
 			ExpressionAttributeNames:  map[string]string{"#pk": schema.AttrPK, "#sc": schema.AttrShardCount},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":new": num(newSC)},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":new": schema.Num(newSC)},
 		}})
 	}
 	// Path 2: clone shard 0's NewImage into the new shards.
@@ -473,54 +473,27 @@ func cloneItem(src map[string]types.AttributeValue, img *bucket.Image, dst schem
 		switch {
 		case !ok:
 		case f == schema.LimitConsumed:
-			out[k] = num(0)
+			out[k] = schema.Num(0)
 		case f == schema.LimitTopUp:
 			delete(out, k)
 		}
 	}
 	schema.BucketItemKeys(dst.Namespace, dst.Entity, dst.Resource, dst.Shard).AddTo(out)
-	out[schema.AttrShardCount] = num(newSC)
+	out[schema.AttrShardCount] = schema.Num(newSC)
 	if img.WCU.Present() {
-		out[schema.BucketAttr(schema.WCULimit, schema.LimitTokens)] = num(img.WCU.Capacity)
+		out[schema.BucketAttr(schema.WCULimit, schema.LimitTokens)] = schema.Num(img.WCU.Capacity)
 	}
 	drips := false
 	for i := range img.Limits {
 		l := &img.Limits[i]
-		out[schema.BucketAttr(l.Name, schema.LimitTokens)] = num(bucket.FloorDiv(l.Capacity, newSC))
+		out[schema.BucketAttr(l.Name, schema.LimitTokens)] = schema.Num(bucket.FloorDiv(l.Capacity, newSC))
 		drips = drips || (l.RefillAmount > 0 && !l.Soft.Present)
 	}
 	// A clone starts at its share's ceiling, so its own full-at instant is
 	// its rf: vu = min(shard 0's vu, rf), and its first debit goes through
 	// one materialising pass (docs/decisions.md P25).
 	if drips && img.HasRF && (!img.HasVU || img.VU > img.RF) {
-		out[schema.AttrVU] = num(img.RF)
+		out[schema.AttrVU] = schema.Num(img.RF)
 	}
 	return out
-}
-
-func num(n int64) types.AttributeValue {
-	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
-}
-
-// addSat returns a + b, saturated to the int64 range.
-func addSat(a, b int64) int64 {
-	s := a + b
-	if a > 0 && b > 0 && s < 0 {
-		return math.MaxInt64
-	}
-	if a < 0 && b < 0 && s >= 0 {
-		return math.MinInt64
-	}
-	return s
-}
-
-// subSat returns a − b, saturated to the int64 range.
-func subSat(a, b int64) int64 {
-	if b == math.MinInt64 {
-		if a >= 0 {
-			return math.MaxInt64
-		}
-		return a - b
-	}
-	return addSat(a, -b)
 }

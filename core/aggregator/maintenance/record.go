@@ -57,7 +57,7 @@ type Stats struct {
 	// failed: another writer doubled, a higher count is already there, or
 	// the client created the shard first.
 	Superseded int
-	// Refused counts doublings refused at MaxShardCount and propagations
+	// Refused counts doublings refused at schema.MaxShardCount and propagations
 	// of a shard_count above it (logged as warnings).
 	Refused int
 	// Corrupt counts records skipped because an image does not decode.

@@ -7,19 +7,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
-	"github.com/zae-limiter/zae-limiter-go/core/limiter"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
 var listAV = types.AttributeValueMemberL{Value: []types.AttributeValue{
 	&types.AttributeValueMemberS{Value: "a"}, &types.AttributeValueMemberN{Value: "1"},
 }}
-
-func TestMaxShardCountMatchesClient(t *testing.T) {
-	if MaxShardCount != limiter.MaxShardCount {
-		t.Fatalf("MaxShardCount = %d, client has %d", MaxShardCount, limiter.MaxShardCount)
-	}
-}
 
 // Proactive doubling of shard 0 when b_wcu_tk < 20 % of cp; refused at the
 // cap; never above it. rf = now, so no refill interferes.
