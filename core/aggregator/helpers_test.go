@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/zae-limiter/zae-limiter-go/internal/clock"
 	"io"
 	"log/slog"
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,17 +30,6 @@ import (
 func TestMain(m *testing.M) { ddbtest.Main(m) }
 
 const ns = "aGgReGaToR0"
-
-// clock is a fake wall clock the tests move by hand.
-type clock struct{ ms atomic.Int64 }
-
-func newClock(t time.Time) *clock {
-	c := &clock{}
-	c.ms.Store(t.UnixMilli())
-	return c
-}
-func (c *clock) now() time.Time          { return time.UnixMilli(c.ms.Load()).UTC() }
-func (c *clock) advance(d time.Duration) { c.ms.Add(d.Milliseconds()) }
 
 // syncBuffer is a log destination safe for concurrent writers.
 type syncBuffer struct {
@@ -86,7 +75,7 @@ type env struct {
 	t     *testing.T
 	tbl   *ddbtest.Table
 	proxy *faultproxy.Proxy
-	clk   *clock
+	clk   *clock.Manual
 	fast  *limiter.Limiter // speculative: slow-path create, then fast path
 	slow  *limiter.Limiter // speculative writes off: every acquire is a slow pass
 	agg   *aggregator.Aggregator
@@ -106,20 +95,20 @@ func newEnv(t *testing.T, cfg aggregator.Config, o aggregator.Options) *env {
 	t.Helper()
 	tbl := ddbtest.NewTable(t)
 	p := faultproxy.Start(t, tbl.Endpoint)
-	e := &env{t: t, tbl: tbl, proxy: p, clk: newClock(start), logs: &syncBuffer{}, sink: &sink{}}
+	e := &env{t: t, tbl: tbl, proxy: p, clk: clock.NewManual(start), logs: &syncBuffer{}, sink: &sink{}}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var err error
-	e.fast, err = limiter.New(tbl.DB, tbl.Name, ns, limiter.Options{Clock: e.clk.now, Rand: func(int) int { return 0 }, Logger: quiet})
+	e.fast, err = limiter.New(tbl.DB, tbl.Name, ns, limiter.Options{Clock: e.clk.Now, Rand: func(int) int { return 0 }, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.slow, err = limiter.New(tbl.DB, tbl.Name, ns, limiter.Options{Clock: e.clk.now, Rand: func(int) int { return 0 }, Logger: quiet, DisableSpeculativeWrites: true})
+	e.slow, err = limiter.New(tbl.DB, tbl.Name, ns, limiter.Options{Clock: e.clk.Now, Rand: func(int) int { return 0 }, Logger: quiet, DisableSpeculativeWrites: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.TableName = tbl.Name
 	if o.Clock == nil {
-		o.Clock = e.clk.now
+		o.Clock = e.clk.Now
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -38,7 +38,7 @@ func TestSnapshotsFromRealTraffic(t *testing.T) {
 			t.Fatalf("%s's records %v: want the slow-path create's INSERT, then MODIFYs", entity, k)
 		}
 	}
-	want := e.expected(recs, tr, allWindows.Windows, e.clk.now())
+	want := e.expected(recs, tr, allWindows.Windows, e.clk.Now())
 	got := e.snapshots()
 	equalSnapshots(t, "single delivery", got, want)
 
@@ -67,7 +67,7 @@ func TestSnapshotsFromRealTraffic(t *testing.T) {
 	fixed := restamp(recs, func(i int) time.Time { return first.Add(time.Duration(i) * 3 * time.Minute) })
 	e.mustHandle(fixed)
 	got = e.snapshots()
-	equalSnapshots(t, "records across midnight on the 1st", got, e.expected(fixed, tr, allWindows.Windows, e.clk.now()))
+	equalSnapshots(t, "records across midnight on the 1st", got, e.expected(fixed, tr, allWindows.Windows, e.clk.Now()))
 	for _, sk := range []string{"2026-12-01T00:00:00Z#hourly", "2026-12-01T00:00:00Z#daily", "2026-12-01T00:00:00Z", "2026-11-30T23:00:00Z"} {
 		if k := schema.UsageKey(ns, "alice", resource, sk); got[k.PK+"|"+k.SK] == nil {
 			t.Errorf("no item %s", k.SK)
@@ -87,7 +87,7 @@ func TestRedeliveryLeavesSnapshotsUnchanged(t *testing.T) {
 	tr := e.realTraffic(10, 6)
 	all := e.drain()
 	ref := e.snapshots()
-	equalSnapshots(t, "single delivery", ref, e.expected(all, tr, []aggregator.Window{aggregator.Hourly, aggregator.Daily}, e.clk.now()))
+	equalSnapshots(t, "single delivery", ref, e.expected(all, tr, []aggregator.Window{aggregator.Hourly, aggregator.Daily}, e.clk.Now()))
 	n := len(all)
 
 	e.mustHandle(all)
@@ -140,7 +140,7 @@ func TestCrashAfterSomeWrites(t *testing.T) {
 	e.proxy.ResetStats()
 	e.mustHandle(all)
 	ref := e.snapshots()
-	equalSnapshots(t, "single delivery", ref, e.expected(all, tr, []aggregator.Window{aggregator.Hourly, aggregator.Daily}, e.clk.now()))
+	equalSnapshots(t, "single delivery", ref, e.expected(all, tr, []aggregator.Window{aggregator.Hourly, aggregator.Daily}, e.clk.Now()))
 	writes := updateItems(e.proxy)
 	if writes < 4 {
 		t.Fatalf("a single delivery made %d UpdateItems, want at least 4 (2 entities × 2 windows)", writes)
@@ -201,7 +201,7 @@ func TestFailedWriteReportsItsRunsFirstRecord(t *testing.T) {
 			e := newEnv(t, aggregator.Config{Workers: 1}, aggregator.Options{})
 			tr := e.realTraffic(6, 4)
 			all := e.capture()
-			want := e.expected(all, tr, []aggregator.Window{aggregator.Hourly, aggregator.Daily}, e.clk.now())
+			want := e.expected(all, tr, []aggregator.Window{aggregator.Hourly, aggregator.Daily}, e.clk.Now())
 			firstBob := ""
 			for _, r := range all {
 				if isBucket(r) && entityOf(r) == "bob" {
@@ -244,7 +244,7 @@ func TestOnlyTheEarliestFailureIsReported(t *testing.T) {
 	e := newEnv(t, aggregator.Config{}, aggregator.Options{})
 	tr := e.realTraffic(5, 5)
 	all := e.capture()
-	want := e.expected(all, tr, []aggregator.Window{aggregator.Hourly, aggregator.Daily}, e.clk.now())
+	want := e.expected(all, tr, []aggregator.Window{aggregator.Hourly, aggregator.Daily}, e.clk.Now())
 	first := ""
 	for _, r := range all {
 		if isBucket(r) {
@@ -276,7 +276,7 @@ func TestPollerRedeliversAfterFailure(t *testing.T) {
 	if st := e.poller.Stats(); st.Failures < 1 || st.Redeliveries != st.Failures {
 		t.Fatalf("poller stats %+v: want failed invocations, each redelivered", st)
 	}
-	equalSnapshots(t, "after redelivery", e.snapshots(), e.expected(recs, tr, []aggregator.Window{aggregator.Hourly, aggregator.Daily}, e.clk.now()))
+	equalSnapshots(t, "after redelivery", e.snapshots(), e.expected(recs, tr, []aggregator.Window{aggregator.Hourly, aggregator.Daily}, e.clk.Now()))
 }
 
 // TestCoalescing pins the number of snapshot UpdateItems: one per window
@@ -339,7 +339,7 @@ func TestCoalescing(t *testing.T) {
 	// not break a bucket shard's runs → 2 × 3.
 	e.reset()
 	count("40 interleaved records of two buckets", restamp(both, func(int) time.Time { return at }), 6)
-	want := e.expected(restamp(both, func(int) time.Time { return at }), tr, allWindows.Windows, e.clk.now())
+	want := e.expected(restamp(both, func(int) time.Time { return at }), tr, allWindows.Windows, e.clk.Now())
 	equalSnapshots(t, "interleaved", e.snapshots(), want)
 
 	// A record of another day between two of the same day breaks the
@@ -361,7 +361,7 @@ func TestDeadline(t *testing.T) {
 	e := newEnv(t, aggregator.Config{Workers: 1, DeadlineMargin: time.Second}, aggregator.Options{})
 	tr := e.realTraffic(4, 4)
 	all := e.capture()
-	want := e.expected(all, tr, []aggregator.Window{aggregator.Hourly, aggregator.Daily}, e.clk.now())
+	want := e.expected(all, tr, []aggregator.Window{aggregator.Hourly, aggregator.Daily}, e.clk.Now())
 	first := ""
 	for _, r := range all {
 		if isBucket(r) {
@@ -471,7 +471,7 @@ func TestPoisonRecords(t *testing.T) {
 	// Everything but the poisoned record counts: the next record's delta
 	// is taken from its own OldImage.
 	lost := tr["alice"][1]
-	want := e.expected(all, tr, []aggregator.Window{aggregator.Hourly, aggregator.Daily}, e.clk.now())
+	want := e.expected(all, tr, []aggregator.Window{aggregator.Hourly, aggregator.Daily}, e.clk.Now())
 	got := e.snapshots()
 	var aliceRPM, aliceTPM int64
 	for k, it := range got {

@@ -37,7 +37,7 @@ func (e *env) realTraffic(nAlice, nBob int) traffic {
 			e.acquire(e.slow, "bob", resource, c)
 			tr["bob"] = append(tr["bob"], c)
 		}
-		e.clk.advance(time.Second)
+		e.clk.Advance(time.Second)
 	}
 	return tr
 }

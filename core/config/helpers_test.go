@@ -3,7 +3,7 @@ package config_test
 import (
 	"context"
 	"crypto/rand"
-	"sync"
+	"github.com/zae-limiter/zae-limiter-go/internal/clock"
 	"testing"
 	"time"
 
@@ -16,26 +16,8 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
 )
 
-// fakeClock is an injectable clock safe for concurrent use.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *fakeClock {
-	return &fakeClock{t: time.Date(2026, 11, 29, 10, 20, 30, 123_000_000, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
+func newClock() *clock.Manual {
+	return clock.NewManual(time.Date(2026, 11, 29, 10, 20, 30, 123_000_000, time.UTC))
 }
 
 // env is one test's table, a namespace and a raw client.

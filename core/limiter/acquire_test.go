@@ -3,6 +3,7 @@ package limiter_test
 import (
 	"context"
 	"errors"
+	"github.com/zae-limiter/zae-limiter-go/internal/clock"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,23 +23,14 @@ import (
 
 const ns = "tEsTnAmEsP0"
 
-// clock is a fake wall clock the tests move by hand.
-type clock struct{ ms atomic.Int64 }
-
-func newClock() *clock {
-	c := &clock{}
-	c.ms.Store(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC).UnixMilli())
-	return c
-}
-func (c *clock) now() time.Time          { return time.UnixMilli(c.ms.Load()) }
-func (c *clock) advance(d time.Duration) { c.ms.Add(d.Milliseconds()) }
+func newClock() *clock.Manual { return clock.NewManual(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)) }
 
 // env is one test's table, proxy and limiter.
 type env struct {
 	t     *testing.T
 	tbl   *ddbtest.Table
 	proxy *faultproxy.Proxy
-	clk   *clock
+	clk   *clock.Manual
 	lim   *limiter.Limiter
 }
 
@@ -48,7 +40,7 @@ func newEnv(t *testing.T, o limiter.Options) *env {
 	p := faultproxy.Start(t, tbl.Endpoint)
 	clk := newClock()
 	if o.Clock == nil {
-		o.Clock = clk.now
+		o.Clock = clk.Now
 	}
 	if o.Rand == nil {
 		o.Rand = func(int) int { return 0 }
@@ -162,11 +154,11 @@ func TestExhaustRejectRefill(t *testing.T) {
 	if n := e.calls("UpdateItem"); n != 1 || e.calls("BatchGetItem") != 0 {
 		t.Fatalf("a fast rejection costs 1 call (the failed write), got %d UpdateItem %d BatchGetItem", n, e.calls("BatchGetItem"))
 	}
-	e.clk.advance(11999 * time.Millisecond)
+	e.clk.Advance(11999 * time.Millisecond)
 	if _, err := e.lim.Acquire(ctx, "u", "api", limiter.Consume{"rpm": 1}); !errors.As(err, &rle) {
 		t.Fatalf("1 ms early: %v, want a rejection", err)
 	}
-	e.clk.advance(2 * time.Millisecond)
+	e.clk.Advance(2 * time.Millisecond)
 	if _, err := e.lim.Acquire(ctx, "u", "api", limiter.Consume{"rpm": 1}); err != nil {
 		t.Fatalf("after the refill: %v", err)
 	}
@@ -332,7 +324,7 @@ func TestWCUExhaustionDoublesShardZero(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e2, err := limiter.New(e.proxy.DynamoDB(), e.tbl.Name, ns, limiter.Options{Clock: e.clk.now, Rand: func(n int) int { return n - 1 }})
+	e2, err := limiter.New(e.proxy.DynamoDB(), e.tbl.Name, ns, limiter.Options{Clock: e.clk.Now, Rand: func(n int) int { return n - 1 }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,7 +421,7 @@ func TestWCURunDownBySlowTrafficDoesNotDouble(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.setAttr("u", "SET b_wcu_tk = :z", map[string]types.AttributeValue{":z": nv("500")})
-	e.clk.advance(2 * time.Second)
+	e.clk.Advance(2 * time.Second)
 	if _, err := e.lim.Acquire(ctx, "u", "api", limiter.Consume{"rpm": 1}); err != nil {
 		t.Fatal(err)
 	}

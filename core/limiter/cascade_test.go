@@ -204,7 +204,7 @@ func TestCascadeParentRefillSatisfies(t *testing.T) {
 	if _, err := e.lim.Acquire(ctx, "key", "api", limiter.Consume{"rpm": 5}); err != nil {
 		t.Fatal(err)
 	}
-	e.clk.advance(12 * time.Second) // one parent token drips back
+	e.clk.Advance(12 * time.Second) // one parent token drips back
 	lease, err := e.lim.Acquire(ctx, "key", "api", limiter.Consume{"rpm": 1})
 	if err != nil {
 		t.Fatalf("err = %v, want admission through the parent-only slow path", err)

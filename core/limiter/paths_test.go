@@ -53,7 +53,7 @@ func TestFailureRowsTakeTheSlowPath(t *testing.T) {
 		}, func(e *env, it map[string]types.AttributeValue) {
 			// The slow pass stamps the instant rpm refills to its ceiling
 			// (docs/decisions.md P25): after now.
-			if vu, _ := strconv.ParseInt(e.n(it, "vu"), 10, 64); vu <= e.clk.now().UnixMilli() {
+			if vu, _ := strconv.ParseInt(e.n(it, "vu"), 10, 64); vu <= e.clk.Now().UnixMilli() {
 				e.t.Errorf("the slow pass must stamp vu past now, got %s", e.n(it, "vu"))
 			}
 		}},
@@ -77,7 +77,7 @@ func TestFailureRowsTakeTheSlowPath(t *testing.T) {
 		{"BYPASS_CLEARED: the process believes bypass, the stamp has expired", func(e *env) {
 			// A live stamp teaches the process the pair is bypassed (the
 			// enforce write is refunded), then the stamp expires.
-			live := strconv.FormatInt(e.clk.now().UnixMilli()+1000, 10)
+			live := strconv.FormatInt(e.clk.Now().UnixMilli()+1000, 10)
 			e.setAttr("u", "SET bypass = :d", map[string]types.AttributeValue{":d": nv(live)})
 			lease, err := e.lim.Acquire(context.Background(), "u", "api", limiter.Consume{"rpm": 1})
 			if err != nil || !lease.Bypassed() {
@@ -102,7 +102,7 @@ func TestFailureRowsTakeTheSlowPath(t *testing.T) {
 			} else {
 				r.setup(e)
 			}
-			e.clk.advance(6 * time.Second) // one token drips back
+			e.clk.Advance(6 * time.Second) // one token drips back
 			e.proxy.ResetStats()
 			_, err := e.lim.Acquire(ctx, "u", "api", limiter.Consume{"rpm": 1})
 			var rle *limiter.RateLimitExceeded

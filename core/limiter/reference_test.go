@@ -66,7 +66,7 @@ func TestIdleBurstAdmitsAtMostCapacity(t *testing.T) {
 			t.Fatalf("warm %d: %v", i, err)
 		}
 	}
-	e.clk.advance(65 * time.Second)
+	e.clk.Advance(65 * time.Second)
 	admitted := 0
 	for range 300 {
 		_, err := e.lim.Acquire(ctx, "key-1", "gpt-4", limiter.Consume{"rpm": 1})
@@ -104,7 +104,7 @@ func TestMatchesReferenceBucket(t *testing.T) {
 			lims := []*limiter.Limiter{e.lim}
 			for range c.limiters - 1 {
 				other, err := limiter.New(e.tbl.DB, e.tbl.Name, ns, limiter.Options{
-					Clock: e.clk.now, Rand: func(n int) int { return rng.IntN(n) },
+					Clock: e.clk.Now, Rand: func(n int) int { return rng.IntN(n) },
 				})
 				if err != nil {
 					t.Fatal(err)
@@ -125,7 +125,7 @@ func TestMatchesReferenceBucket(t *testing.T) {
 					":t": nv(strconv.FormatInt(10_000_000/S, 10)), ":v": nv("0"),
 				})
 			}
-			now := e.clk.now().UnixMilli()
+			now := e.clk.Now().UnixMilli()
 			ref := make([]refShard, S)
 			for s := range ref {
 				ref[s] = refShard{
@@ -141,11 +141,11 @@ func TestMatchesReferenceBucket(t *testing.T) {
 				switch r := rng.IntN(50); {
 				case r < 24: // a burst at this instant
 				case r < 49:
-					e.clk.advance(time.Duration(rng.IntN(400)) * time.Millisecond)
+					e.clk.Advance(time.Duration(rng.IntN(400)) * time.Millisecond)
 				default: // idle past a full refill
-					e.clk.advance(time.Duration(60+rng.IntN(120)) * time.Second)
+					e.clk.Advance(time.Duration(60+rng.IntN(120)) * time.Second)
 				}
-				now := e.clk.now().UnixMilli()
+				now := e.clk.Now().UnixMilli()
 				for _, sh := range ref {
 					for _, b := range sh {
 						b.advance(now)

@@ -613,40 +613,32 @@ func parseShard(s string) (int, bool) {
 
 // ParseEntityPK parses `{ns}/ENTITY#{id}`.
 func ParseEntityPK(pk string) (ns, id string, err error) {
-	ns, id, why := cutUserNS(pk, PrefixEntity)
-	if why == "" {
-		why = checkComponent(id)
-	}
-	if why != "" {
-		return "", "", keyErr(pk, ShapeEntityPK, why)
-	}
-	return ns, id, nil
+	return parseNamespacedPK(pk, PrefixEntity, ShapeEntityPK, checkComponent)
 }
 
 // ParseAuditPK parses `{ns}/AUDIT#{entity}`; entity may be `$SYSTEM` or
 // `$RESOURCE:{resource}` for config-level events.
 func ParseAuditPK(pk string) (ns, entity string, err error) {
-	ns, entity, why := cutUserNS(pk, PrefixAudit)
-	if why == "" {
-		why = checkComponent(entity)
-	}
-	if why != "" {
-		return "", "", keyErr(pk, ShapeAuditPK, why)
-	}
-	return ns, entity, nil
+	return parseNamespacedPK(pk, PrefixAudit, ShapeAuditPK, checkComponent)
 }
 
 // ParseResourcePK parses `{ns}/RESOURCE#{resource}` (R6's partition and the
 // GSI2PK of buckets and snapshots). `_default_` is rejected.
 func ParseResourcePK(pk string) (ns, resource string, err error) {
-	ns, resource, why := cutUserNS(pk, PrefixResource)
+	return parseNamespacedPK(pk, PrefixResource, ShapeResourcePK, checkResource)
+}
+
+// parseNamespacedPK parses `{ns}/{prefix}{component}` for a user namespace,
+// the component judged by check (a reason, or "").
+func parseNamespacedPK(pk, prefix, shape string, check func(string) string) (ns, component string, err error) {
+	ns, component, why := cutUserNS(pk, prefix)
 	if why == "" {
-		why = checkResource(resource)
+		why = check(component)
 	}
 	if why != "" {
-		return "", "", keyErr(pk, ShapeResourcePK, why)
+		return "", "", keyErr(pk, shape, why)
 	}
-	return ns, resource, nil
+	return ns, component, nil
 }
 
 // ParseSystemPK parses `{ns}/SYSTEM#` for a user namespace.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/zae-limiter/zae-limiter-go/internal/clock"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,26 +28,6 @@ const (
 	acqKey      = "key-a"            // takes the resource's limits
 	acqVIP      = "key-vip"          // has an entity-level override
 )
-
-// manualClock is the limiter's clock in the acquire step: it starts at
-// Options.Now and moves only when the step advances it, so every balance
-// and retry-after below is the same on every run.
-type manualClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *manualClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *manualClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // dbCall is one DynamoDB call the limiter made.
 type dbCall struct {
@@ -188,9 +169,9 @@ func hasOp(calls []dbCall, op string) bool {
 // has moved past the retry-after, a lease adjusted and committed, one
 // rolled back, and a request the limiter refuses as bad input.
 func (d *demo) acquire(ctx context.Context) error {
-	clk := &manualClock{t: d.now}
+	clk := clock.NewManual(d.now) // moves only when this step advances it
 	db := &countingDB{db: d.db}
-	lim, err := limiter.New(db, d.table, d.ns, limiter.Options{Clock: clk.now})
+	lim, err := limiter.New(db, d.table, d.ns, limiter.Options{Clock: clk.Now})
 	if err != nil {
 		return err
 	}
@@ -213,7 +194,7 @@ func (d *demo) acquire(ctx context.Context) error {
 	fmt.Fprintf(d.out, "  %-36s %s\n", "resource "+acqResource, limitList(resource))
 	fmt.Fprintf(d.out, "  %-36s %s\n", "entity "+acqVIP+" on "+acqResource, limitList(vip))
 	fmt.Fprintf(d.out, "the limiter's clock starts at %s and moves only when this step moves it\n",
-		clk.now().Format(time.RFC3339))
+		clk.Now().Format(time.RFC3339))
 
 	// try makes one acquire and prints its outcome and the calls it made.
 	try := func(label, entity, resource string, consume limiter.Consume) (*limiter.Lease, error) {
@@ -263,7 +244,7 @@ func (d *demo) acquire(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("Retry-After %q: %w", rle.RetryAfterHeader(), err)
 	}
-	clk.advance(time.Duration(header) * time.Second)
+	clk.Advance(time.Duration(header) * time.Second)
 	fmt.Fprintf(d.out, "clock moved on %ds, past the retry-after and past vu (the instant a limit could have refilled to its\n", header)
 	fmt.Fprintln(d.out, "capacity): one refill pass, built from the image the process holds, materialises and admits:")
 	if _, err := try("#"+strconv.Itoa(admitted+2), acqKey, acqResource, each); err != nil {
@@ -311,7 +292,7 @@ func (d *demo) acquire(ctx context.Context) error {
 	// Idle past a full refill, then a burst at one instant: the bucket holds
 	// its capacity, not its stored balance plus a capacity
 	// (docs/decisions.md P25).
-	clk.advance(65 * time.Second)
+	clk.Advance(65 * time.Second)
 	burst, calls := 0, 0
 	for range 150 {
 		if _, err := lim.Acquire(ctx, acqVIP, acqResource, limiter.Consume{"rpm": 1}); err == nil {

@@ -3,13 +3,13 @@ package maintenance
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
+	"github.com/zae-limiter/zae-limiter-go/internal/clock"
 )
 
 // TestRefillThenDebitsNeverOverCredit (docs/decisions.md P25): a proactive
@@ -29,10 +29,8 @@ const ocNS = "oVeRcReDiT0"
 
 func TestRefillThenDebitsNeverOverCredit(t *testing.T) {
 	f := newFixture(t)
-	var ms atomic.Int64
-	ms.Store(now)
-	clock := func() time.Time { return time.UnixMilli(ms.Load()) }
-	lim, err := limiter.New(f.tbl.DB, f.tbl.Name, ocNS, limiter.Options{Clock: clock, Rand: func(int) int { return 0 }})
+	clk := clock.NewManual(time.UnixMilli(now))
+	lim, err := limiter.New(f.tbl.DB, f.tbl.Name, ocNS, limiter.Options{Clock: clk.Now, Rand: func(int) int { return 0 }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,8 +45,8 @@ func TestRefillThenDebitsNeverOverCredit(t *testing.T) {
 	nw := f.get(t, id)
 	old := with(nw, tc("rpm"), 0, tc("tpm"), 0) // the batch's demand: the whole consumption
 
-	ms.Add(20_000)
-	st := New(f.tbl.DB, f.tbl.Name, Options{Clock: clock}).Run(ctx, []Record{record(t, id, old, nw)})
+	clk.Advance(20 * time.Second)
+	st := New(f.tbl.DB, f.tbl.Name, Options{Clock: clk.Now}).Run(ctx, []Record{record(t, id, old, nw)})
 	wantStats(t, st, Stats{Refills: 1})
 	refilled := f.get(t, id)
 	// rpm: 50 000 + 20 s × 100 000 / 60 s = 83 333, 16 667 short: 10 001 ms.
@@ -56,7 +54,7 @@ func TestRefillThenDebitsNeverOverCredit(t *testing.T) {
 		t.Fatalf("vu %s, want %s (rpm's full-at instant)", got, want)
 	}
 
-	ms.Add(15_000)
+	clk.Advance(15 * time.Second)
 	admitted := 0
 	for range 150 {
 		_, err := lim.Acquire(ctx, "e1", "gpt-4", limiter.Consume{"rpm": 1})
