@@ -114,16 +114,22 @@ func (s *Store) SetResourceLimits(ctx context.Context, ns, resource string, limi
 // D15): replacing its limits would silently change what it merges. The
 // resolver's cached slot for the item is evicted.
 func (s *Store) SetEntityLimits(ctx context.Context, ns, entity, resource string, limits []limit.Limit) error {
+	if err := validateEntityScope(ns, entity, resource); err != nil {
+		return err
+	}
+	return s.setLimits(ctx, entityTarget(ns, entity, resource), limits, "")
+}
+
+// validateEntityScope checks the namespace, entity and config scope (a
+// resource or `_default_`) of an entity-level config call.
+func validateEntityScope(ns, entity, resource string) error {
 	if err := validateNamespace(ns); err != nil {
 		return err
 	}
 	if err := schema.ValidateEntityID(entity); err != nil {
 		return err
 	}
-	if err := schema.ValidateConfigScope(resource); err != nil {
-		return err
-	}
-	return s.setLimits(ctx, entityTarget(ns, entity, resource), limits, "")
+	return schema.ValidateConfigScope(resource)
 }
 
 func validateLevelLimits(limits []limit.Limit) error {
@@ -353,13 +359,7 @@ func (s *Store) GetResourceLimits(ctx context.Context, ns, resource string) ([]l
 // allowed), sorted by name, read strongly consistently; none when no item
 // exists. It does not resolve through the hierarchy (see Resolver.Resolve).
 func (s *Store) GetEntityLimits(ctx context.Context, ns, entity, resource string) ([]limit.Limit, error) {
-	if err := validateNamespace(ns); err != nil {
-		return nil, err
-	}
-	if err := schema.ValidateEntityID(entity); err != nil {
-		return nil, err
-	}
-	if err := schema.ValidateConfigScope(resource); err != nil {
+	if err := validateEntityScope(ns, entity, resource); err != nil {
 		return nil, err
 	}
 	d, err := s.read(ctx, entityTarget(ns, entity, resource))
@@ -419,13 +419,7 @@ func (s *Store) DeleteResourceLimits(ctx context.Context, ns, resource string) e
 // with them (deleting limits must never lift a kill switch or a carve-out)
 // and R9 still counts it. The resolver's cached slot is evicted.
 func (s *Store) DeleteEntityLimits(ctx context.Context, ns, entity, resource string) error {
-	if err := validateNamespace(ns); err != nil {
-		return err
-	}
-	if err := schema.ValidateEntityID(entity); err != nil {
-		return err
-	}
-	if err := schema.ValidateConfigScope(resource); err != nil {
+	if err := validateEntityScope(ns, entity, resource); err != nil {
 		return err
 	}
 	return s.deleteLimits(ctx, entityTarget(ns, entity, resource))
