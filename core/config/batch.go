@@ -1,8 +1,6 @@
 package config
 
 import (
-	"github.com/zae-limiter/zae-limiter-go/internal/wait"
-
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
+	"github.com/zae-limiter/zae-limiter-go/internal/wait"
 )
 
 // DynamoDB batch limits (Appendix A).

@@ -3,7 +3,6 @@ package config_test
 import (
 	"context"
 	"crypto/rand"
-	"github.com/zae-limiter/zae-limiter-go/internal/clock"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
+	"github.com/zae-limiter/zae-limiter-go/internal/clock"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
 )
 

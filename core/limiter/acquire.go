@@ -12,6 +12,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
+	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/fastpath"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
@@ -37,7 +38,7 @@ func WithOnUnavailable(o config.OnUnavailable) AcquireOption {
 // request is one validated Acquire call.
 type request struct {
 	entity, resource string
-	declared         []Declared // sorted by name
+	declared         []fastpath.Declared // sorted by name
 	override         []limit.Limit
 	onUnavailable    config.OnUnavailable
 }
@@ -52,7 +53,7 @@ func (l *Limiter) newRequest(entity, resource string, consume Consume, opts []Ac
 	if len(consume) == 0 {
 		return nil, schema.NewValidationError(schema.FieldLimits, "", "an acquire must name at least one limit")
 	}
-	r := &request{entity: entity, resource: resource, declared: make([]Declared, 0, len(consume))}
+	r := &request{entity: entity, resource: resource, declared: make([]fastpath.Declared, 0, len(consume))}
 	for name, amount := range consume {
 		if err := schema.ValidateLimitName(name); err != nil {
 			return nil, err
@@ -63,9 +64,9 @@ func (l *Limiter) newRequest(entity, resource string, consume Consume, opts []Ac
 		if _, ok := bucket.ToMilli(amount); !ok {
 			return nil, schema.NewValidationError("amount", name, "amount × 1000 must fit in 64 bits")
 		}
-		r.declared = append(r.declared, Declared{Name: name, Amount: amount})
+		r.declared = append(r.declared, fastpath.Declared{Name: name, Amount: amount})
 	}
-	slices.SortFunc(r.declared, func(a, b Declared) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(r.declared, func(a, b fastpath.Declared) int { return strings.Compare(a.Name, b.Name) })
 	for _, o := range opts {
 		o(r)
 	}
@@ -140,16 +141,16 @@ const maxShardRetries = 2
 type speculation struct {
 	req   *request
 	id    schema.BucketID
-	shape Shape
+	shape fastpath.Shape
 	now   int64
 	ok    bool
 	img   *bucket.Image // ALL_NEW on success; ALL_OLD on failure (nil: no item)
-	cls   Classification
+	cls   fastpath.Classification
 	err   error // a failed call or an undecodable image
 }
 
 // speculate sends one fast-path write (SPEC §6.3) for req's entity on shard.
-func (l *Limiter) speculate(ctx context.Context, req *request, shard int, shape Shape) speculation {
+func (l *Limiter) speculate(ctx context.Context, req *request, shard int, shape fastpath.Shape) speculation {
 	sp := speculation{req: req, shape: shape, now: l.nowMs(),
 		id: schema.BucketID{Namespace: l.ns, Entity: req.entity, Resource: req.resource, Shard: shard}}
 	in, err := l.writes.FastPath(sp.id, shape, req.declared, sp.now)
@@ -171,7 +172,7 @@ func (l *Limiter) speculate(ctx context.Context, req *request, shard int, shape 
 		sp.err = &dbError{op: "fast path UpdateItem", err: err}
 		return sp
 	}
-	sp.cls, sp.img, sp.err = ClassifyItem(ccf.Item, shape, req.declared, sp.now)
+	sp.cls, sp.img, sp.err = fastpath.ClassifyItem(ccf.Item, shape, req.declared, sp.now)
 	if sp.img != nil {
 		l.learn(req, shard, sp.img, sp.now)
 	}
@@ -179,11 +180,11 @@ func (l *Limiter) speculate(ctx context.Context, req *request, shard int, shape 
 }
 
 // shapeFor is the write shape the pair cache calls for.
-func shapeFor(st pairState) Shape {
+func shapeFor(st pairState) fastpath.Shape {
 	if st.bypassed {
-		return ShapeBypass
+		return fastpath.ShapeBypass
 	}
-	return ShapeEnforce
+	return fastpath.ShapeEnforce
 }
 
 // acquire runs the speculative fast path and everything it hands off to.
@@ -227,7 +228,7 @@ func (l *Limiter) acquire(ctx context.Context, req *request) (*Lease, error) {
 		return false, nil, nil
 	}
 	for {
-		if img := l.pairs.get(req.entity, req.resource).imageOf(shard); shape == ShapeEnforce &&
+		if img := l.pairs.get(req.entity, req.resource).imageOf(shard); shape == fastpath.ShapeEnforce &&
 			img != nil && img.HasVU && img.VU <= l.nowMs() {
 			// The cached image shows vu passed: a refill pass, no read.
 			id := schema.BucketID{Namespace: l.ns, Entity: req.entity, Resource: req.resource, Shard: shard}
@@ -254,7 +255,7 @@ func (l *Limiter) acquire(ctx context.Context, req *request) (*Lease, error) {
 		// (a retry, or the slow path) takes care of the parent.
 		warmParent = ""
 		img := c.img
-		if c.cls.Reason == ReasonScheduleBoundary {
+		if c.cls.Reason == fastpath.ReasonScheduleBoundary {
 			// vu has passed: materialise from the image, no read (P25).
 			if done, lease, err := refilled(l.refillAcquire(ctx, req, c.id, img, true, true)); done {
 				return lease, err
@@ -262,16 +263,16 @@ func (l *Limiter) acquire(ctx context.Context, req *request) (*Lease, error) {
 			continue
 		}
 		switch c.cls.Action() {
-		case ActionRaiseDisabled:
+		case fastpath.ActionRaiseDisabled:
 			return nil, &ResourceDisabled{EntityID: req.entity, Resource: req.resource, Level: LevelBucket}
-		case ActionRetryEnforce:
+		case fastpath.ActionRetryEnforce:
 			l.pairs.update(req.entity, req.resource, func(p *pairState) { p.bypassed = false })
 			if !enforceRetried {
-				enforceRetried, shape = true, ShapeEnforce
+				enforceRetried, shape = true, fastpath.ShapeEnforce
 				continue
 			}
 			return l.slowPath(ctx, req, shard)
-		case ActionDouble:
+		case fastpath.ActionDouble:
 			if !wcuPressure(img, c.now) {
 				// The stored wcu ran down over slow traffic: only rf writers
 				// credit it. Refill covers the write, so the partition is
@@ -280,7 +281,7 @@ func (l *Limiter) acquire(ctx context.Context, req *request) (*Lease, error) {
 			}
 			l.double(ctx, req, img)
 			return l.slowPath(ctx, req, shard)
-		case ActionShardRetryOrReject:
+		case fastpath.ActionShardRetryOrReject:
 			// A cascading child never takes a child-only shard retry: it
 			// would skip the parent (SPEC §6.6).
 			if img.ShardCount > 1 && shardRetries < maxShardRetries && !cascades(img) && !st.cascade {
@@ -299,7 +300,7 @@ func (l *Limiter) acquire(ctx context.Context, req *request) (*Lease, error) {
 
 // speculatePair is the warm cascade: child and parent writes issued
 // concurrently, each in its own shape (SPEC §6.7).
-func (l *Limiter) speculatePair(ctx context.Context, req *request, shard int, shape Shape, parent string) (c, p speculation) {
+func (l *Limiter) speculatePair(ctx context.Context, req *request, shard int, shape fastpath.Shape, parent string) (c, p speculation) {
 	preq := req.forEntity(parent)
 	pst := l.pairs.get(parent, req.resource)
 	pshard, _ := l.drawShard(pst.shardCount, new(shardSet))
@@ -388,13 +389,13 @@ func (l *Limiter) childAdmitted(ctx context.Context, req *request, c, p speculat
 		return &Lease{lim: l, resource: req.resource, parts: []leasePart{l.admittedPart(ctx, c), l.admittedPart(ctx, p)}}, nil
 	}
 	switch p.cls.Reason {
-	case ReasonDisabled:
+	case fastpath.ReasonDisabled:
 		l.refund(ctx, c)
 		return nil, &ResourceDisabled{EntityID: p.req.entity, Resource: req.resource, Level: LevelBucket}
-	case ReasonBucketMissing, ReasonSeed:
+	case fastpath.ReasonBucketMissing, fastpath.ReasonSeed:
 		l.refund(ctx, c)
 		return l.slowPath(ctx, req, c.id.Shard)
-	case ReasonAppLimitExhausted:
+	case fastpath.ReasonAppLimitExhausted:
 		limits := make([]bucket.ImageLimit, len(req.declared))
 		for i, d := range req.declared {
 			limits[i] = p.img.ImageLimit(d.Name, d.Amount, p.now)
@@ -409,11 +410,11 @@ func (l *Limiter) childAdmitted(ctx context.Context, req *request, c, p speculat
 			}
 			return nil, e
 		}
-	case ReasonWCUExhausted, ReasonBothExhausted:
+	case fastpath.ReasonWCUExhausted, fastpath.ReasonBothExhausted:
 		if wcuPressure(p.img, p.now) {
 			l.double(ctx, p.req, p.img)
 		}
-	case ReasonScheduleBoundary:
+	case fastpath.ReasonScheduleBoundary:
 		// The parent's vu has passed: its refill pass, no read (P25).
 		lease, _, err := l.refillAcquire(ctx, p.req, p.id, p.img, true, false)
 		var rle *RateLimitExceeded
@@ -457,7 +458,7 @@ func (l *Limiter) parentOnly(ctx context.Context, preq *request, shard int) (lea
 			return lease.parts[0], nil
 		}
 	}
-	return leasePart{}, ErrContention
+	return leasePart{}, errContention
 }
 
 // admittedPart builds the lease part of a successful fast-path write
@@ -465,10 +466,10 @@ func (l *Limiter) parentOnly(ctx context.Context, preq *request, shard int) (lea
 // on a bypassed bucket.
 func (l *Limiter) admittedPart(ctx context.Context, sp speculation) leasePart {
 	part := imagePart(sp)
-	if sp.shape == ShapeEnforce && sp.img.Bypass.Live(sp.now) {
+	if sp.shape == fastpath.ShapeEnforce && sp.img.Bypass.Live(sp.now) {
 		// Bypass discovered: give the tokens back, keep the tc (ADR-151
 		// decision 3).
-		l.credit(ctx, sp.id, AdjustTokens, negate(sp.req.declared), "bypass refund")
+		l.credit(ctx, sp.id, fastpath.AdjustTokens, negate(sp.req.declared), "bypass refund")
 		part.bypassed = true
 	}
 	return part
@@ -478,7 +479,7 @@ func (l *Limiter) admittedPart(ctx context.Context, sp speculation) leasePart {
 // ALL_NEW image, materialised at the write's clock reading.
 func imagePart(sp speculation) leasePart {
 	img := sp.img
-	part := leasePart{entity: sp.id.Entity, shard: sp.id.Shard, bypassed: sp.shape == ShapeBypass}
+	part := leasePart{entity: sp.id.Entity, shard: sp.id.Shard, bypassed: sp.shape == fastpath.ShapeBypass}
 	shards := max(img.ShardCount, 1)
 	for _, d := range sp.req.declared {
 		e := leaseEntry{name: d.Name, initial: d.Amount}
@@ -507,9 +508,9 @@ func imageStatuses(sp speculation) []LimitStatus {
 // refund gives back a successful speculative write that the request will
 // not keep: tk and tc, or tc only for a bypass-shaped write (SPEC §6.7).
 func (l *Limiter) refund(ctx context.Context, sp speculation) {
-	mode := AdjustBoth
-	if sp.shape == ShapeBypass {
-		mode = AdjustConsumed
+	mode := fastpath.AdjustBoth
+	if sp.shape == fastpath.ShapeBypass {
+		mode = fastpath.AdjustConsumed
 	}
 	l.credit(ctx, sp.id, mode, negate(sp.req.declared), "cascade refund")
 }
@@ -537,7 +538,7 @@ func (l *Limiter) fastReject(ctx context.Context, req *request, shard int, img *
 func (l *Limiter) double(ctx context.Context, req *request, img *bucket.Image) {
 	old := max(img.ShardCount, 1)
 	in, err := l.writes.Double(l.ns, req.entity, req.resource, old)
-	var capErr *ShardCapError
+	var capErr *fastpath.ShardCapError
 	if errors.As(err, &capErr) {
 		l.log.WarnContext(ctx, "wcu exhausted at the shard cap; not doubling", "resource", req.resource, "shard_count", old)
 		return
@@ -562,7 +563,7 @@ func (l *Limiter) double(ctx context.Context, req *request, img *bucket.Image) {
 }
 
 // status turns an arithmetic status into a LimitStatus of the request.
-func (l *Limiter) status(req *request, d Declared, p bucket.Params, soft bool, s bucket.Status) LimitStatus {
+func (l *Limiter) status(req *request, d fastpath.Declared, p bucket.Params, soft bool, s bucket.Status) LimitStatus {
 	ls := LimitStatus{
 		EntityID: req.entity, Resource: req.resource, LimitName: d.Name,
 		Capacity: p.Capacity / bucket.MilliPerToken, RefillAmount: p.RefillAmount / bucket.MilliPerToken,
@@ -581,9 +582,9 @@ func (l *Limiter) status(req *request, d Declared, p bucket.Params, soft bool, s
 // best effort). A credit of tk also sets vu to now: it may let a limit
 // reach its ceiling before the stored vu, so the next enforce write takes a
 // materialising pass (docs/decisions.md P25).
-func (l *Limiter) credit(ctx context.Context, id schema.BucketID, mode AdjustMode, deltas []Declared, what string) {
+func (l *Limiter) credit(ctx context.Context, id schema.BucketID, mode fastpath.AdjustMode, deltas []fastpath.Declared, what string) {
 	now := l.nowMs()
-	in, err := l.writes.Adjust(id, mode, deltas, mode != AdjustConsumed, now)
+	in, err := l.writes.Adjust(id, mode, deltas, mode != fastpath.AdjustConsumed, now)
 	if err == nil {
 		in.ReturnValues = types.ReturnValueAllNew
 		var out *dynamodb.UpdateItemOutput
@@ -596,10 +597,10 @@ func (l *Limiter) credit(ctx context.Context, id schema.BucketID, mode AdjustMod
 	}
 }
 
-func negate(ds []Declared) []Declared {
-	out := make([]Declared, len(ds))
+func negate(ds []fastpath.Declared) []fastpath.Declared {
+	out := make([]fastpath.Declared, len(ds))
 	for i, d := range ds {
-		out[i] = Declared{Name: d.Name, Amount: -d.Amount}
+		out[i] = fastpath.Declared{Name: d.Name, Amount: -d.Amount}
 	}
 	return out
 }

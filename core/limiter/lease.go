@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/fastpath"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
@@ -254,10 +255,10 @@ func (l *Lease) finish(ctx context.Context, delta func(leaseEntry) int64) error 
 	}
 	var errs []error
 	for _, p := range l.parts {
-		var deltas []Declared
+		var deltas []fastpath.Declared
 		for _, e := range p.entries {
 			if d := delta(e); d != 0 {
-				deltas = append(deltas, Declared{Name: e.name, Amount: d})
+				deltas = append(deltas, fastpath.Declared{Name: e.name, Amount: d})
 			}
 		}
 		if len(deltas) > 0 {
@@ -278,7 +279,7 @@ func (l *Lease) finish(ctx context.Context, delta func(leaseEntry) int64) error 
 //     first (and clamps a balance the credit lifted above its ceiling).
 //
 // A bucket that no longer exists is left alone.
-func (l *Limiter) adjust(ctx context.Context, resource string, p leasePart, deltas []Declared) error {
+func (l *Limiter) adjust(ctx context.Context, resource string, p leasePart, deltas []fastpath.Declared) error {
 	id := schema.BucketID{Namespace: l.ns, Entity: p.entity, Resource: resource, Shard: p.shard}
 	send := func(in *dynamodb.UpdateItemInput) error {
 		now := l.nowMs()
@@ -295,7 +296,7 @@ func (l *Limiter) adjust(ctx context.Context, resource string, p leasePart, delt
 		return err
 	}
 	if p.bypassed {
-		in, err := l.writes.Adjust(id, AdjustConsumed, deltas, false, 0)
+		in, err := l.writes.Adjust(id, fastpath.AdjustConsumed, deltas, false, 0)
 		if err != nil {
 			return err
 		}

@@ -1,20 +1,19 @@
 package limiter
 
 import (
-	"github.com/zae-limiter/zae-limiter-go/internal/wait"
-
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/fastpath"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
+	"github.com/zae-limiter/zae-limiter-go/internal/wait"
 )
 
 // Version is this library's protocol version, compared with the table's
@@ -85,7 +84,7 @@ type Limiter struct {
 	ns       string
 	store    *config.Store
 	resolver *config.Resolver
-	writes   *Writes
+	writes   *fastpath.Writes
 	pairs    *pairCache
 	now      func() time.Time
 	intn     func(int) int
@@ -148,7 +147,7 @@ func New(db DB, table, ns string, o Options) (*Limiter, error) {
 	return &Limiter{
 		db: db, table: table, ns: ns,
 		store: store, resolver: store.Resolver(),
-		writes: NewWrites(table), pairs: newPairCache(o.PairCacheSize, o.PairCacheTTL, o.Clock),
+		writes: fastpath.NewWrites(table), pairs: newPairCache(o.PairCacheSize, o.PairCacheTTL, o.Clock),
 		now: o.Clock, intn: o.Rand, log: o.Logger, sleep: o.Sleep,
 		speculative:   !o.DisableSpeculativeWrites,
 		stampTTL:      o.StampTTL.Milliseconds(),

@@ -3,7 +3,6 @@ package limiter
 import (
 	"context"
 	"errors"
-	"strconv"
 	"strings"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
+	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/fastpath"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
@@ -22,15 +22,10 @@ import (
 // passed, a cancelled transaction).
 const maxSlowPasses = 4
 
-// ErrContention reports a slow path that lost every race it ran and has no
+// errContention reports a slow path that lost every race it ran and has no
 // state to decide from. A slow path that read the bucket decides from it
 // instead: contention is a verdict, never an outage (docs/decisions.md P26).
-var ErrContention = errors.New("limiter: slow path lost its write race repeatedly")
-
-// contentionRetry is the retry-after of a request the state showed covered
-// but whose writes lost every race: other clients are spending the same
-// tokens now, so the caller is asked back after a short, finite wait.
-const contentionRetry = 100 * time.Millisecond
+var errContention = errors.New("limiter: slow path lost its write race repeatedly")
 
 // slowPath is SPEC §6.8 on the drawn shard: read, materialise every limit,
 // admit, and write under the rf lock (or create the shard). When the pair
@@ -71,36 +66,7 @@ func (l *Limiter) slowPath(ctx context.Context, req *request, shard int) (*Lease
 	if verdict != nil {
 		return nil, verdict
 	}
-	return nil, &dbError{op: "slow path", err: ErrContention}
-}
-
-// contended is the verdict on a request whose writes lost their races, from
-// the passes it read: every declared limit's status, each hard one marked
-// exceeded — with its own retry-after when the state was short, and
-// contentionRetry when the state covered it. Nil when no declared limit is
-// hard (nothing to reject on).
-func (l *Limiter) contended(passes ...*pass) *RateLimitExceeded {
-	e := &RateLimitExceeded{}
-	for _, p := range passes {
-		if p == nil {
-			continue
-		}
-		for _, pl := range p.plan {
-			if !pl.declared {
-				continue
-			}
-			st := pl.status
-			if !pl.lim.Soft && !p.bypass && !st.Exceeded {
-				st.Exceeded = true
-				st.Retry = bucket.Retry{Short: true, WaitMs: contentionRetry.Milliseconds()}
-			}
-			e.Statuses = append(e.Statuses, l.status(p.req, Declared{Name: pl.lim.Name, Amount: pl.amount}, pl.params, pl.lim.Soft, st))
-		}
-	}
-	if len(e.Violations()) == 0 {
-		return nil
-	}
-	return e
+	return nil, &dbError{op: "slow path", err: errContention}
 }
 
 // conflictBackoff is the wait before each retry after a TransactionConflict
@@ -112,41 +78,8 @@ var conflictBackoff = [...]time.Duration{25 * time.Millisecond, 50 * time.Millis
 type transactionConflict struct{ err error }
 
 func (e *transactionConflict) Error() string { return "transaction conflict: " + e.err.Error() }
+
 func (e *transactionConflict) Unwrap() error { return e.err }
-
-// planned is one limit of a slow pass: its config, the state read and the
-// state to write.
-type planned struct {
-	lim      limit.Limit
-	params   bucket.Params
-	share    bucket.Share
-	present  bool  // on the item (discovery rule)
-	stored   int64 // tk read, millitokens
-	balance  int64 // materialised at now, before consumption
-	consumed int64 // millitokens this request takes
-	declared bool
-	amount   int64 // tokens requested (declared only)
-	status   bucket.Status
-}
-
-// pass is one entity's side of a slow pass: what was read and decided, and
-// the write that carries it.
-type pass struct {
-	req      *request // entity is this pass's entity
-	id       schema.BucketID
-	plan     []planned
-	img      *bucket.Image // nil: the shard is missing and is created
-	owner    config.Entity
-	cascade  bool // the entity cascades on this resource (its owner stamp)
-	shards   int64
-	ttl      int64
-	bypass   bool
-	deadline int64
-	now      int64
-	// One of put (create) or update (rf-locked write) is set by build.
-	put    map[string]types.AttributeValue
-	update *updateBuilder
-}
 
 // slowPass runs one read-decide-write round. again asks for another round;
 // seen is the verdict should the request lose every round (contended).
@@ -288,253 +221,6 @@ func (l *Limiter) readMetaAndBucket(ctx context.Context, id schema.BucketID) (me
 	return meta, item, nil
 }
 
-// plan materialises every limit at now and applies the request to it.
-func (l *Limiter) plan(req *request, limits []limit.Limit, img *bucket.Image, shards, now int64) []planned {
-	out := make([]planned, 0, len(limits))
-	for _, lim := range limits {
-		p := lim.Params()
-		pl := planned{lim: lim, params: p, share: bucket.Effective(p, shards)}
-		if img != nil {
-			if li := img.Limit(lim.Name); li != nil {
-				pl.present, pl.stored = true, li.Tokens
-				pl.balance, _ = bucket.Materialise(li.Tokens, img.RF, now, pl.share.Ceiling, pl.share.Rate, pl.share.Period)
-			}
-		}
-		if !pl.present {
-			pl.balance = pl.share.Target
-		}
-		for _, d := range req.declared {
-			if d.Name == lim.Name {
-				pl.declared, pl.amount = true, d.Amount
-				pl.consumed, _ = bucket.ToMilli(d.Amount)
-			}
-		}
-		pl.status = bucket.Status{Balance: pl.balance, Available: bucket.Available(pl.balance)}
-		if pl.declared && !lim.Soft && !bucket.Covers(pl.balance, pl.amount) {
-			pl.status.Exceeded = true
-			pl.status.Retry = bucket.DripRetryAfter(pl.balance, pl.amount, pl.share.Ceiling, pl.share.Rate, pl.share.Period)
-		}
-		out = append(out, pl)
-	}
-	return out
-}
-
-// violations builds the rejection of a pass (and its parent's) when a
-// declared hard limit is short. A bypassed side never rejects.
-func (l *Limiter) violations(passes ...*pass) *RateLimitExceeded {
-	short := false
-	for _, p := range passes {
-		if p == nil || p.bypass {
-			continue
-		}
-		for _, pl := range p.plan {
-			short = short || pl.status.Exceeded
-		}
-	}
-	if !short {
-		return nil
-	}
-	e := &RateLimitExceeded{}
-	for _, p := range passes {
-		if p == nil {
-			continue
-		}
-		for _, pl := range p.plan {
-			if pl.declared {
-				st := pl.status
-				st.Exceeded = st.Exceeded && !p.bypass
-				e.Statuses = append(e.Statuses, l.status(p.req, Declared{Name: pl.lim.Name, Amount: pl.amount}, pl.params, pl.lim.Soft, st))
-			}
-		}
-	}
-	return e
-}
-
-// build sets the pass's write: the full item of a create, or the rf-locked
-// update (SPEC §4.6, §6.8 step 6). A bypassed pass funds a create without
-// debiting it, and on an existing shard only adds tc and renews the stamp
-// (ADR-151 decision 6).
-func (p *pass) build() {
-	if p.img == nil {
-		p.put = p.createItem()
-		return
-	}
-	u := &updateBuilder{}
-	p.update = u
-	img := p.img
-	if p.bypass {
-		u.cond("attribute_exists(" + u.name(schema.AttrPK) + ")")
-		u.set(schema.AttrBypass, schema.Num(p.deadline))
-		for _, pl := range p.plan {
-			if !pl.present {
-				seed(u, pl, true)
-			} else if pl.consumed != 0 {
-				u.add(schema.BucketAttr(pl.lim.Name, schema.LimitConsumed), schema.Num(pl.consumed))
-			}
-		}
-	} else {
-		// The rf lock, and the vu pin: a credit sets vu without moving rf
-		// (docs/decisions.md P25).
-		u.cond(u.name(schema.AttrRF) + " = " + u.value(schema.Num(img.RF)))
-		vu := u.name(schema.AttrVU)
-		if img.HasVU {
-			u.cond(vu + " = " + u.value(schema.Num(img.VU)))
-		} else {
-			u.cond("attribute_not_exists(" + vu + ")")
-		}
-		rf := bucket.StampRF(img.RF, p.now)
-		u.set(schema.AttrRF, schema.Num(rf))
-		switch full := p.validUntil(rf); {
-		case full != bucket.NeverFull:
-			u.set(schema.AttrVU, schema.Num(full))
-		case img.HasVU:
-			u.remove(schema.AttrVU)
-		}
-		for _, pl := range p.plan {
-			if !pl.present {
-				seed(u, pl, false)
-				continue
-			}
-			credited := pl.balance - pl.stored
-			tk := schema.BucketAttr(pl.lim.Name, schema.LimitTokens)
-			if d := credited - pl.consumed; d != 0 {
-				u.add(tk, schema.Num(d))
-			}
-			if pl.consumed != 0 {
-				u.add(schema.BucketAttr(pl.lim.Name, schema.LimitConsumed), schema.Num(pl.consumed))
-			}
-			if floor := pl.consumed - credited; floor > 0 && !pl.lim.Soft {
-				u.cond(u.name(tk) + " >= " + u.value(schema.Num(floor)))
-			}
-			if li := img.Limit(pl.lim.Name); li != nil && li.Params() != pl.params {
-				setParams(u, pl)
-			}
-		}
-		if img.WCU.Present() {
-			s := bucket.Undivided(bucket.WCUParams())
-			if _, credited := bucket.Materialise(img.WCU.Tokens, img.RF, p.now, s.Ceiling, s.Rate, s.Period); credited != 0 {
-				u.add(schema.BucketAttr(schema.WCULimit, schema.LimitTokens), schema.Num(credited))
-			}
-		}
-		if img.Bypass.Present {
-			u.remove(schema.AttrBypass)
-		}
-	}
-	// Soft stamps follow the fresh config read (SPEC §8.4).
-	for _, pl := range p.plan {
-		attr := schema.BucketAttr(pl.lim.Name, schema.LimitSoft)
-		li := img.Limit(pl.lim.Name)
-		switch {
-		case pl.lim.Soft:
-			u.set(attr, schema.Num(p.deadline))
-		case li != nil && li.Soft.Present:
-			u.remove(attr)
-		}
-	}
-	// Owner stamp, pinned to the parent generation read (ADR-150).
-	pgen := u.name(schema.AttrPGen)
-	u.cond("(attribute_not_exists(" + pgen + ") OR " + pgen + " <= " + u.value(schema.Num(p.owner.PGen)) + ")")
-	u.set(schema.AttrPGen, schema.Num(p.owner.PGen))
-	u.set(schema.AttrCascade, &types.AttributeValueMemberBOOL{Value: p.cascade})
-	if p.owner.ParentID != "" {
-		u.set(schema.AttrParentID, schema.Str(p.owner.ParentID))
-	} else if img.HasParent {
-		u.remove(schema.AttrParentID)
-	}
-	if img.HasDisabled {
-		u.remove(schema.AttrDisabled)
-	}
-	switch {
-	case p.ttl > 0:
-		u.set(schema.AttrTTL, schema.Num(p.ttl))
-	case img.HasTTL:
-		u.remove(schema.AttrTTL)
-	}
-}
-
-// validUntil is the vu a write of this pass that moves rf to rf stamps
-// (docs/decisions.md P25): the first instant at which a hard dripping limit
-// reaches its ceiling from the balance the write leaves, or
-// bucket.NeverFull when no limit constrains it. Soft limits never reject,
-// so their capped refill admits nothing; wcu only steers doubling.
-func (p *pass) validUntil(rf int64) int64 {
-	full := int64(bucket.NeverFull)
-	for _, pl := range p.plan {
-		if pl.lim.Soft || pl.share.Rate <= 0 {
-			continue
-		}
-		left := pl.balance // the target share for a limit not on the item yet
-		if !p.bypass {
-			left -= pl.consumed
-		}
-		full = min(full, pl.share.FullAt(left, rf))
-	}
-	return full
-}
-
-// createItem is the full item of a new shard (SPEC §6.8 step 6, Create).
-func (p *pass) createItem() map[string]types.AttributeValue {
-	id := p.id
-	item := schema.BucketItemKeys(id.Namespace, id.Entity, id.Resource, id.Shard).Item()
-	item[schema.AttrEntityID] = schema.Str(id.Entity)
-	item[schema.AttrResource] = schema.Str(id.Resource)
-	item[schema.AttrRF] = schema.Num(p.now)
-	item[schema.AttrShardCount] = schema.Num(p.shards)
-	item[schema.AttrCascade] = &types.AttributeValueMemberBOOL{Value: p.cascade}
-	item[schema.AttrPGen] = schema.Num(p.owner.PGen)
-	if p.owner.ParentID != "" {
-		item[schema.AttrParentID] = schema.Str(p.owner.ParentID)
-	}
-	if p.ttl > 0 {
-		item[schema.AttrTTL] = schema.Num(p.ttl)
-	}
-	if p.bypass {
-		item[schema.AttrBypass] = schema.Num(p.deadline)
-	}
-	if full := p.validUntil(p.now); full != bucket.NeverFull {
-		item[schema.AttrVU] = schema.Num(full)
-	}
-	for _, pl := range p.plan {
-		tk := pl.share.Target
-		if !p.bypass {
-			tk -= pl.consumed
-		}
-		item[schema.BucketAttr(pl.lim.Name, schema.LimitTokens)] = schema.Num(tk)
-		item[schema.BucketAttr(pl.lim.Name, schema.LimitConsumed)] = schema.Num(pl.consumed)
-		item[schema.BucketAttr(pl.lim.Name, schema.LimitCapacity)] = schema.Num(pl.params.Capacity)
-		item[schema.BucketAttr(pl.lim.Name, schema.LimitRefillAmount)] = schema.Num(pl.params.RefillAmount)
-		item[schema.BucketAttr(pl.lim.Name, schema.LimitRefillPeriod)] = schema.Num(pl.params.RefillPeriod)
-		if pl.lim.Soft {
-			item[schema.BucketAttr(pl.lim.Name, schema.LimitSoft)] = schema.Num(p.deadline)
-		}
-	}
-	w := bucket.WCUParams()
-	item[schema.BucketAttr(schema.WCULimit, schema.LimitTokens)] = schema.Num(w.Capacity)
-	item[schema.BucketAttr(schema.WCULimit, schema.LimitConsumed)] = schema.Num(0)
-	item[schema.BucketAttr(schema.WCULimit, schema.LimitCapacity)] = schema.Num(w.Capacity)
-	item[schema.BucketAttr(schema.WCULimit, schema.LimitRefillAmount)] = schema.Num(w.RefillAmount)
-	item[schema.BucketAttr(schema.WCULimit, schema.LimitRefillPeriod)] = schema.Num(w.RefillPeriod)
-	return item
-}
-
-// part is the lease part of a written pass.
-func (p *pass) part() leasePart {
-	lp := leasePart{entity: p.id.Entity, shard: p.id.Shard, bypassed: p.bypass}
-	for _, pl := range p.plan {
-		if !pl.declared {
-			continue
-		}
-		balance := pl.balance
-		if !p.bypass {
-			balance -= pl.consumed
-		}
-		lp.entries = append(lp.entries, leaseEntry{
-			name: pl.lim.Name, initial: pl.amount, params: pl.params, share: pl.share, balance: balance, soft: pl.lim.Soft,
-		})
-	}
-	return lp
-}
-
 // written records what a successful write teaches the caches.
 func (l *Limiter) written(p *pass) {
 	l.pairs.update(p.id.Entity, p.id.Resource, func(s *pairState) {
@@ -642,21 +328,21 @@ func (l *Limiter) retryBoth(ctx context.Context, child, parent *pass) (*Lease, b
 	items := make([]types.TransactWriteItem, 0, 2)
 	now := l.nowMs()
 	for _, p := range []*pass{child, parent} {
-		var limits []RetryLimit
+		var limits []fastpath.RetryLimit
 		for _, pl := range p.plan {
 			if pl.declared {
-				limits = append(limits, RetryLimit{Name: pl.lim.Name, Amount: pl.amount, Hard: !pl.lim.Soft && !p.bypass})
+				limits = append(limits, fastpath.RetryLimit{Name: pl.lim.Name, Amount: pl.amount, Hard: !pl.lim.Soft && !p.bypass})
 			}
 		}
-		mode := AdjustBoth
+		mode := fastpath.AdjustBoth
 		var in *dynamodb.UpdateItemInput
 		var err error
 		if p.bypass {
 			// A bypassed side adds tc only, unconditioned but for existence.
-			mode = AdjustConsumed
-			ds := make([]Declared, 0, len(limits))
+			mode = fastpath.AdjustConsumed
+			ds := make([]fastpath.Declared, 0, len(limits))
 			for _, r := range limits {
-				ds = append(ds, Declared{Name: r.Name, Amount: r.Amount})
+				ds = append(ds, fastpath.Declared{Name: r.Name, Amount: r.Amount})
 			}
 			in, err = l.writes.Adjust(p.id, mode, ds, false, 0)
 		} else {
@@ -679,35 +365,15 @@ func (l *Limiter) retryBoth(ctx context.Context, child, parent *pass) (*Lease, b
 	return &Lease{lim: l, resource: child.id.Resource, parts: []leasePart{child.part(), parent.part()}}, false, nil
 }
 
-// seed adds a limit missing on the item (SPEC §6.8: seeds for resolved
-// limits), conditioned on its absence.
-func seed(u *updateBuilder, pl planned, bypass bool) {
-	cp := schema.BucketAttr(pl.lim.Name, schema.LimitCapacity)
-	u.cond("attribute_not_exists(" + u.name(cp) + ")")
-	setParams(u, pl)
-	tk := pl.share.Target
-	if !bypass {
-		tk -= pl.consumed
-	}
-	u.add(schema.BucketAttr(pl.lim.Name, schema.LimitTokens), schema.Num(tk))
-	u.add(schema.BucketAttr(pl.lim.Name, schema.LimitConsumed), schema.Num(pl.consumed))
-}
-
-func setParams(u *updateBuilder, pl planned) {
-	u.set(schema.BucketAttr(pl.lim.Name, schema.LimitCapacity), schema.Num(pl.params.Capacity))
-	u.set(schema.BucketAttr(pl.lim.Name, schema.LimitRefillAmount), schema.Num(pl.params.RefillAmount))
-	u.set(schema.BucketAttr(pl.lim.Name, schema.LimitRefillPeriod), schema.Num(pl.params.RefillPeriod))
-}
-
 // retryWrite is the Retry shape after a lost rf lock (SPEC §6.8 step 7):
 // consumption only, conditioned per hard limit. Its failure is a rejection
 // built from the image it returns, unless a declared limit is missing
 // there, which needs another pass.
 func (l *Limiter) retryWrite(ctx context.Context, p *pass) (*Lease, bool, error) {
-	var limits []RetryLimit
+	var limits []fastpath.RetryLimit
 	for _, pl := range p.plan {
 		if pl.declared {
-			limits = append(limits, RetryLimit{Name: pl.lim.Name, Amount: pl.amount, Hard: !pl.lim.Soft})
+			limits = append(limits, fastpath.RetryLimit{Name: pl.lim.Name, Amount: pl.amount, Hard: !pl.lim.Soft})
 		}
 	}
 	now := l.nowMs()
@@ -755,99 +421,12 @@ func (l *Limiter) retryWrite(ctx context.Context, p *pass) (*Lease, bool, error)
 		if pl.lim.Soft {
 			st.Exceeded = false
 		}
-		e.Statuses = append(e.Statuses, l.status(p.req, Declared{Name: pl.lim.Name, Amount: pl.amount}, pl.params, pl.lim.Soft, st))
+		e.Statuses = append(e.Statuses, l.status(p.req, fastpath.Declared{Name: pl.lim.Name, Amount: pl.amount}, pl.params, pl.lim.Soft, st))
 	}
 	if len(e.Violations()) == 0 {
 		return nil, true, nil // the shortfall is gone by now: run again
 	}
 	return nil, false, e
-}
-
-// bucketTTL is SPEC §2.5: no TTL for entity-configured limits; otherwise
-// now + the longest recovery time × the multiplier, in epoch seconds.
-// Zero means no TTL.
-func (l *Limiter) bucketTTL(limits []limit.Limit, source config.Level, override bool, now int64) int64 {
-	if l.ttlMultiplier == 0 || (!override && (source == config.LevelEntity || source == config.LevelEntityDefault)) {
-		return 0
-	}
-	var horizon int64 // seconds
-	for _, lim := range limits {
-		horizon = max(horizon, recoverySeconds(lim.Params()))
-	}
-	return now/1000 + horizon*l.ttlMultiplier
-}
-
-// recoverySeconds is the time an empty limit takes to refill to capacity,
-// cp / ra × rp, in whole seconds rounded up only when not whole (60 s for
-// 100 a minute; 0 for a limit that does not drip).
-func recoverySeconds(p bucket.Params) int64 {
-	if p.RefillAmount <= 0 || p.RefillPeriod <= 0 || p.Capacity <= 0 {
-		return 0
-	}
-	return bucket.CeilDiv(bucket.CeilMulDiv(p.Capacity, p.RefillPeriod, p.RefillAmount), 1000)
-}
-
-// updateBuilder assembles an UpdateItem with positional aliases only
-// (SPEC §19 rule 2): #a0, #a1 … for names, :v0, :v1 … for values.
-type updateBuilder struct {
-	names               map[string]string // attribute → alias
-	aliases             map[string]string // alias → attribute
-	values              map[string]types.AttributeValue
-	sets, adds, removes []string
-	conds               []string
-}
-
-func (u *updateBuilder) name(attr string) string {
-	if a, ok := u.names[attr]; ok {
-		return a
-	}
-	if u.names == nil {
-		u.names, u.aliases = map[string]string{}, map[string]string{}
-	}
-	a := "#a" + strconv.Itoa(len(u.names))
-	u.names[attr], u.aliases[a] = a, attr
-	return a
-}
-
-func (u *updateBuilder) value(v types.AttributeValue) string {
-	if u.values == nil {
-		u.values = map[string]types.AttributeValue{}
-	}
-	a := ":v" + strconv.Itoa(len(u.values))
-	u.values[a] = v
-	return a
-}
-
-func (u *updateBuilder) set(attr string, v types.AttributeValue) {
-	u.sets = append(u.sets, u.name(attr)+" = "+u.value(v))
-}
-func (u *updateBuilder) add(attr string, v types.AttributeValue) {
-	u.adds = append(u.adds, u.name(attr)+" "+u.value(v))
-}
-func (u *updateBuilder) remove(attr string) { u.removes = append(u.removes, u.name(attr)) }
-func (u *updateBuilder) cond(c string)      { u.conds = append(u.conds, c) }
-
-func (u *updateBuilder) input(table string, key schema.Key) *dynamodb.UpdateItemInput {
-	var expr []string
-	if len(u.sets) > 0 {
-		expr = append(expr, "SET "+strings.Join(u.sets, ", "))
-	}
-	if len(u.adds) > 0 {
-		expr = append(expr, "ADD "+strings.Join(u.adds, ", "))
-	}
-	if len(u.removes) > 0 {
-		expr = append(expr, "REMOVE "+strings.Join(u.removes, ", "))
-	}
-	in := &dynamodb.UpdateItemInput{
-		TableName: aws.String(table), Key: key.AttributeValues(),
-		UpdateExpression:         aws.String(strings.Join(expr, " ")),
-		ExpressionAttributeNames: u.aliases, ExpressionAttributeValues: u.values,
-		ReturnValues: types.ReturnValueAllNew,
-	}
-	if len(u.conds) > 0 {
-		in.ConditionExpression = aws.String(strings.Join(u.conds, " AND "))
-	}
-	return in
 }
 
 // backoff is the wait before retry attempt n of a read (25, 50, 100 ms …).

@@ -30,8 +30,6 @@
 package streampoll
 
 import (
-	"github.com/zae-limiter/zae-limiter-go/internal/wait"
-
 	"context"
 	"errors"
 	"fmt"
@@ -43,6 +41,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+
+	"github.com/zae-limiter/zae-limiter-go/internal/wait"
 )
 
 // StreamsAPI is the part of the DynamoDB Streams API the poller uses.

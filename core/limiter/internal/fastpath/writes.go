@@ -1,11 +1,13 @@
-// Package limiter is the acquire path of SPEC §6: the speculative fast-path
-// write, the other single-item write shapes of §4.6 the limiter sends, and
-// the classification of a failed fast-path write (§6.4).
+// Package fastpath is the limiter's single-item write shapes and the
+// classification of a failed speculative write (docs/design.md §5): the
+// fast-path write, the Adjust, Retry and doubling writes, built from
+// expression strings cached per shape; and the reason a conditional write
+// failed, judged from the image DynamoDB returns with the failure.
 //
-// Every expression uses positional placeholders only (#t0, :n0, …; §2,
-// §19 rule 2): limit and resource names appear in ExpressionAttributeNames
-// values and in keys, never in an expression string.
-package limiter
+// Every expression uses positional placeholders only (#t0, :n0, …): limit
+// and resource names appear in ExpressionAttributeNames values and in keys,
+// never in an expression string.
+package fastpath
 
 import (
 	"maps"

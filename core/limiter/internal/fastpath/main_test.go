@@ -1,0 +1,9 @@
+package fastpath
+
+import (
+	"testing"
+
+	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
+)
+
+func TestMain(m *testing.M) { ddbtest.Main(m) }

@@ -1,0 +1,375 @@
+package limiter
+
+// The pure part of a slow pass: what to write, decided from the state read
+// and the config, with no I/O (docs/design.md §4, §5).
+
+import (
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/limit"
+	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/fastpath"
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
+)
+
+// contentionRetry is the retry-after of a request the state showed covered
+// but whose writes lost every race: other clients are spending the same
+// tokens now, so the caller is asked back after a short, finite wait.
+const contentionRetry = 100 * time.Millisecond
+
+// contended is the verdict on a request whose writes lost their races, from
+// the passes it read: every declared limit's status, each hard one marked
+// exceeded — with its own retry-after when the state was short, and
+// contentionRetry when the state covered it. Nil when no declared limit is
+// hard (nothing to reject on).
+func (l *Limiter) contended(passes ...*pass) *RateLimitExceeded {
+	e := &RateLimitExceeded{}
+	for _, p := range passes {
+		if p == nil {
+			continue
+		}
+		for _, pl := range p.plan {
+			if !pl.declared {
+				continue
+			}
+			st := pl.status
+			if !pl.lim.Soft && !p.bypass && !st.Exceeded {
+				st.Exceeded = true
+				st.Retry = bucket.Retry{Short: true, WaitMs: contentionRetry.Milliseconds()}
+			}
+			e.Statuses = append(e.Statuses, l.status(p.req, fastpath.Declared{Name: pl.lim.Name, Amount: pl.amount}, pl.params, pl.lim.Soft, st))
+		}
+	}
+	if len(e.Violations()) == 0 {
+		return nil
+	}
+	return e
+}
+
+// planned is one limit of a slow pass: its config, the state read and the
+// state to write.
+type planned struct {
+	lim      limit.Limit
+	params   bucket.Params
+	share    bucket.Share
+	present  bool  // on the item (discovery rule)
+	stored   int64 // tk read, millitokens
+	balance  int64 // materialised at now, before consumption
+	consumed int64 // millitokens this request takes
+	declared bool
+	amount   int64 // tokens requested (declared only)
+	status   bucket.Status
+}
+
+// pass is one entity's side of a slow pass: what was read and decided, and
+// the write that carries it.
+type pass struct {
+	req      *request // entity is this pass's entity
+	id       schema.BucketID
+	plan     []planned
+	img      *bucket.Image // nil: the shard is missing and is created
+	owner    config.Entity
+	cascade  bool // the entity cascades on this resource (its owner stamp)
+	shards   int64
+	ttl      int64
+	bypass   bool
+	deadline int64
+	now      int64
+	// One of put (create) or update (rf-locked write) is set by build.
+	put    map[string]types.AttributeValue
+	update *updateBuilder
+}
+
+// plan materialises every limit at now and applies the request to it.
+func (l *Limiter) plan(req *request, limits []limit.Limit, img *bucket.Image, shards, now int64) []planned {
+	out := make([]planned, 0, len(limits))
+	for _, lim := range limits {
+		p := lim.Params()
+		pl := planned{lim: lim, params: p, share: bucket.Effective(p, shards)}
+		if img != nil {
+			if li := img.Limit(lim.Name); li != nil {
+				pl.present, pl.stored = true, li.Tokens
+				pl.balance, _ = bucket.Materialise(li.Tokens, img.RF, now, pl.share.Ceiling, pl.share.Rate, pl.share.Period)
+			}
+		}
+		if !pl.present {
+			pl.balance = pl.share.Target
+		}
+		for _, d := range req.declared {
+			if d.Name == lim.Name {
+				pl.declared, pl.amount = true, d.Amount
+				pl.consumed, _ = bucket.ToMilli(d.Amount)
+			}
+		}
+		pl.status = bucket.Status{Balance: pl.balance, Available: bucket.Available(pl.balance)}
+		if pl.declared && !lim.Soft && !bucket.Covers(pl.balance, pl.amount) {
+			pl.status.Exceeded = true
+			pl.status.Retry = bucket.DripRetryAfter(pl.balance, pl.amount, pl.share.Ceiling, pl.share.Rate, pl.share.Period)
+		}
+		out = append(out, pl)
+	}
+	return out
+}
+
+// violations builds the rejection of a pass (and its parent's) when a
+// declared hard limit is short. A bypassed side never rejects.
+func (l *Limiter) violations(passes ...*pass) *RateLimitExceeded {
+	short := false
+	for _, p := range passes {
+		if p == nil || p.bypass {
+			continue
+		}
+		for _, pl := range p.plan {
+			short = short || pl.status.Exceeded
+		}
+	}
+	if !short {
+		return nil
+	}
+	e := &RateLimitExceeded{}
+	for _, p := range passes {
+		if p == nil {
+			continue
+		}
+		for _, pl := range p.plan {
+			if pl.declared {
+				st := pl.status
+				st.Exceeded = st.Exceeded && !p.bypass
+				e.Statuses = append(e.Statuses, l.status(p.req, fastpath.Declared{Name: pl.lim.Name, Amount: pl.amount}, pl.params, pl.lim.Soft, st))
+			}
+		}
+	}
+	return e
+}
+
+// build sets the pass's write: the full item of a create, or the rf-locked
+// update (SPEC §4.6, §6.8 step 6). A bypassed pass funds a create without
+// debiting it, and on an existing shard only adds tc and renews the stamp
+// (ADR-151 decision 6).
+func (p *pass) build() {
+	if p.img == nil {
+		p.put = p.createItem()
+		return
+	}
+	u := &updateBuilder{}
+	p.update = u
+	img := p.img
+	if p.bypass {
+		u.cond("attribute_exists(" + u.name(schema.AttrPK) + ")")
+		u.set(schema.AttrBypass, schema.Num(p.deadline))
+		for _, pl := range p.plan {
+			if !pl.present {
+				seed(u, pl, true)
+			} else if pl.consumed != 0 {
+				u.add(schema.BucketAttr(pl.lim.Name, schema.LimitConsumed), schema.Num(pl.consumed))
+			}
+		}
+	} else {
+		// The rf lock, and the vu pin: a credit sets vu without moving rf
+		// (docs/decisions.md P25).
+		u.cond(u.name(schema.AttrRF) + " = " + u.value(schema.Num(img.RF)))
+		vu := u.name(schema.AttrVU)
+		if img.HasVU {
+			u.cond(vu + " = " + u.value(schema.Num(img.VU)))
+		} else {
+			u.cond("attribute_not_exists(" + vu + ")")
+		}
+		rf := bucket.StampRF(img.RF, p.now)
+		u.set(schema.AttrRF, schema.Num(rf))
+		switch full := p.validUntil(rf); {
+		case full != bucket.NeverFull:
+			u.set(schema.AttrVU, schema.Num(full))
+		case img.HasVU:
+			u.remove(schema.AttrVU)
+		}
+		for _, pl := range p.plan {
+			if !pl.present {
+				seed(u, pl, false)
+				continue
+			}
+			credited := pl.balance - pl.stored
+			tk := schema.BucketAttr(pl.lim.Name, schema.LimitTokens)
+			if d := credited - pl.consumed; d != 0 {
+				u.add(tk, schema.Num(d))
+			}
+			if pl.consumed != 0 {
+				u.add(schema.BucketAttr(pl.lim.Name, schema.LimitConsumed), schema.Num(pl.consumed))
+			}
+			if floor := pl.consumed - credited; floor > 0 && !pl.lim.Soft {
+				u.cond(u.name(tk) + " >= " + u.value(schema.Num(floor)))
+			}
+			if li := img.Limit(pl.lim.Name); li != nil && li.Params() != pl.params {
+				setParams(u, pl)
+			}
+		}
+		if img.WCU.Present() {
+			s := bucket.Undivided(bucket.WCUParams())
+			if _, credited := bucket.Materialise(img.WCU.Tokens, img.RF, p.now, s.Ceiling, s.Rate, s.Period); credited != 0 {
+				u.add(schema.BucketAttr(schema.WCULimit, schema.LimitTokens), schema.Num(credited))
+			}
+		}
+		if img.Bypass.Present {
+			u.remove(schema.AttrBypass)
+		}
+	}
+	// Soft stamps follow the fresh config read (SPEC §8.4).
+	for _, pl := range p.plan {
+		attr := schema.BucketAttr(pl.lim.Name, schema.LimitSoft)
+		li := img.Limit(pl.lim.Name)
+		switch {
+		case pl.lim.Soft:
+			u.set(attr, schema.Num(p.deadline))
+		case li != nil && li.Soft.Present:
+			u.remove(attr)
+		}
+	}
+	// Owner stamp, pinned to the parent generation read (ADR-150).
+	pgen := u.name(schema.AttrPGen)
+	u.cond("(attribute_not_exists(" + pgen + ") OR " + pgen + " <= " + u.value(schema.Num(p.owner.PGen)) + ")")
+	u.set(schema.AttrPGen, schema.Num(p.owner.PGen))
+	u.set(schema.AttrCascade, &types.AttributeValueMemberBOOL{Value: p.cascade})
+	if p.owner.ParentID != "" {
+		u.set(schema.AttrParentID, schema.Str(p.owner.ParentID))
+	} else if img.HasParent {
+		u.remove(schema.AttrParentID)
+	}
+	if img.HasDisabled {
+		u.remove(schema.AttrDisabled)
+	}
+	switch {
+	case p.ttl > 0:
+		u.set(schema.AttrTTL, schema.Num(p.ttl))
+	case img.HasTTL:
+		u.remove(schema.AttrTTL)
+	}
+}
+
+// validUntil is the vu a write of this pass that moves rf to rf stamps
+// (docs/decisions.md P25): the first instant at which a hard dripping limit
+// reaches its ceiling from the balance the write leaves, or
+// bucket.NeverFull when no limit constrains it. Soft limits never reject,
+// so their capped refill admits nothing; wcu only steers doubling.
+func (p *pass) validUntil(rf int64) int64 {
+	full := int64(bucket.NeverFull)
+	for _, pl := range p.plan {
+		if pl.lim.Soft || pl.share.Rate <= 0 {
+			continue
+		}
+		left := pl.balance // the target share for a limit not on the item yet
+		if !p.bypass {
+			left -= pl.consumed
+		}
+		full = min(full, pl.share.FullAt(left, rf))
+	}
+	return full
+}
+
+// createItem is the full item of a new shard (SPEC §6.8 step 6, Create).
+func (p *pass) createItem() map[string]types.AttributeValue {
+	id := p.id
+	item := schema.BucketItemKeys(id.Namespace, id.Entity, id.Resource, id.Shard).Item()
+	item[schema.AttrEntityID] = schema.Str(id.Entity)
+	item[schema.AttrResource] = schema.Str(id.Resource)
+	item[schema.AttrRF] = schema.Num(p.now)
+	item[schema.AttrShardCount] = schema.Num(p.shards)
+	item[schema.AttrCascade] = &types.AttributeValueMemberBOOL{Value: p.cascade}
+	item[schema.AttrPGen] = schema.Num(p.owner.PGen)
+	if p.owner.ParentID != "" {
+		item[schema.AttrParentID] = schema.Str(p.owner.ParentID)
+	}
+	if p.ttl > 0 {
+		item[schema.AttrTTL] = schema.Num(p.ttl)
+	}
+	if p.bypass {
+		item[schema.AttrBypass] = schema.Num(p.deadline)
+	}
+	if full := p.validUntil(p.now); full != bucket.NeverFull {
+		item[schema.AttrVU] = schema.Num(full)
+	}
+	for _, pl := range p.plan {
+		tk := pl.share.Target
+		if !p.bypass {
+			tk -= pl.consumed
+		}
+		item[schema.BucketAttr(pl.lim.Name, schema.LimitTokens)] = schema.Num(tk)
+		item[schema.BucketAttr(pl.lim.Name, schema.LimitConsumed)] = schema.Num(pl.consumed)
+		item[schema.BucketAttr(pl.lim.Name, schema.LimitCapacity)] = schema.Num(pl.params.Capacity)
+		item[schema.BucketAttr(pl.lim.Name, schema.LimitRefillAmount)] = schema.Num(pl.params.RefillAmount)
+		item[schema.BucketAttr(pl.lim.Name, schema.LimitRefillPeriod)] = schema.Num(pl.params.RefillPeriod)
+		if pl.lim.Soft {
+			item[schema.BucketAttr(pl.lim.Name, schema.LimitSoft)] = schema.Num(p.deadline)
+		}
+	}
+	w := bucket.WCUParams()
+	item[schema.BucketAttr(schema.WCULimit, schema.LimitTokens)] = schema.Num(w.Capacity)
+	item[schema.BucketAttr(schema.WCULimit, schema.LimitConsumed)] = schema.Num(0)
+	item[schema.BucketAttr(schema.WCULimit, schema.LimitCapacity)] = schema.Num(w.Capacity)
+	item[schema.BucketAttr(schema.WCULimit, schema.LimitRefillAmount)] = schema.Num(w.RefillAmount)
+	item[schema.BucketAttr(schema.WCULimit, schema.LimitRefillPeriod)] = schema.Num(w.RefillPeriod)
+	return item
+}
+
+// part is the lease part of a written pass.
+func (p *pass) part() leasePart {
+	lp := leasePart{entity: p.id.Entity, shard: p.id.Shard, bypassed: p.bypass}
+	for _, pl := range p.plan {
+		if !pl.declared {
+			continue
+		}
+		balance := pl.balance
+		if !p.bypass {
+			balance -= pl.consumed
+		}
+		lp.entries = append(lp.entries, leaseEntry{
+			name: pl.lim.Name, initial: pl.amount, params: pl.params, share: pl.share, balance: balance, soft: pl.lim.Soft,
+		})
+	}
+	return lp
+}
+
+// seed adds a limit missing on the item (SPEC §6.8: seeds for resolved
+// limits), conditioned on its absence.
+func seed(u *updateBuilder, pl planned, bypass bool) {
+	cp := schema.BucketAttr(pl.lim.Name, schema.LimitCapacity)
+	u.cond("attribute_not_exists(" + u.name(cp) + ")")
+	setParams(u, pl)
+	tk := pl.share.Target
+	if !bypass {
+		tk -= pl.consumed
+	}
+	u.add(schema.BucketAttr(pl.lim.Name, schema.LimitTokens), schema.Num(tk))
+	u.add(schema.BucketAttr(pl.lim.Name, schema.LimitConsumed), schema.Num(pl.consumed))
+}
+
+func setParams(u *updateBuilder, pl planned) {
+	u.set(schema.BucketAttr(pl.lim.Name, schema.LimitCapacity), schema.Num(pl.params.Capacity))
+	u.set(schema.BucketAttr(pl.lim.Name, schema.LimitRefillAmount), schema.Num(pl.params.RefillAmount))
+	u.set(schema.BucketAttr(pl.lim.Name, schema.LimitRefillPeriod), schema.Num(pl.params.RefillPeriod))
+}
+
+// bucketTTL is SPEC §2.5: no TTL for entity-configured limits; otherwise
+// now + the longest recovery time × the multiplier, in epoch seconds.
+// Zero means no TTL.
+func (l *Limiter) bucketTTL(limits []limit.Limit, source config.Level, override bool, now int64) int64 {
+	if l.ttlMultiplier == 0 || (!override && (source == config.LevelEntity || source == config.LevelEntityDefault)) {
+		return 0
+	}
+	var horizon int64 // seconds
+	for _, lim := range limits {
+		horizon = max(horizon, recoverySeconds(lim.Params()))
+	}
+	return now/1000 + horizon*l.ttlMultiplier
+}
+
+// recoverySeconds is the time an empty limit takes to refill to capacity,
+// cp / ra × rp, in whole seconds rounded up only when not whole (60 s for
+// 100 a minute; 0 for a limit that does not drip).
+func recoverySeconds(p bucket.Params) int64 {
+	if p.RefillAmount <= 0 || p.RefillPeriod <= 0 || p.Capacity <= 0 {
+		return 0
+	}
+	return bucket.CeilDiv(bucket.CeilMulDiv(p.Capacity, p.RefillPeriod, p.RefillAmount), 1000)
+}
