@@ -20,7 +20,7 @@
 //   - [Resolver]: cached limit resolution (one BatchGetItem for all misses,
 //     GetItem fallback), [Resolver.ResolveAccess] (uncached walk) and
 //     [Resolver.OnUnavailable].
-//   - Versions: [ParseVersion], [Store.CheckVersion], [Store.WriteVersion].
+//   - Versions: [Store.CheckVersion], [Store.WriteVersion].
 //
 // Everything validates its inputs at the boundary (SPEC §18) and writes
 // nothing on bad input; validation failures are *schema.ValidationError.

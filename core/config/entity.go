@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
+	"github.com/zae-limiter/zae-limiter-go/internal/ulid"
 )
 
 // Entity is an entity's metadata item (R4, SPEC §1.5).
@@ -89,7 +90,7 @@ func (s *Store) CreateEntity(ctx context.Context, ns, id string, opts EntityOpti
 		}
 	}
 	now := s.opts.now()
-	pinc, err := NewULID(now, s.opts.entropy)
+	pinc, err := ulid.New(now, s.opts.entropy)
 	if err != nil {
 		return Entity{}, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 	"github.com/zae-limiter/zae-limiter-go/internal/faultproxy"
+	"github.com/zae-limiter/zae-limiter-go/internal/ulid"
 )
 
 func TestCreateGetEntity(t *testing.T) {
@@ -29,7 +30,7 @@ func TestCreateGetEntity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantPinc, _ := config.NewULID(clock.Now(), rand.NewChaCha8(seed))
+	wantPinc, _ := ulid.New(clock.Now(), rand.NewChaCha8(seed))
 	want := config.Entity{
 		ID: "org-1", Name: "Acme", Cascade: true, Pinc: wantPinc,
 		Metadata:  map[string]string{"tier": "gold", "empty": ""},
@@ -68,7 +69,7 @@ func TestCreateGetEntity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if plain.Name != "plain" || plain.Pinc == wantPinc || len(plain.Pinc) != config.ULIDLen || len(plain.Metadata) != 0 {
+	if plain.Name != "plain" || plain.Pinc == wantPinc || len(plain.Pinc) != ulid.Len || len(plain.Metadata) != 0 {
 		t.Fatalf("plain = %+v", plain)
 	}
 

@@ -1,4 +1,6 @@
-package config
+// Package ulid makes ULIDs (https://github.com/ulid/spec): the entity
+// incarnation ids and audit event ids of the table.
+package ulid
 
 import (
 	"encoding/binary"
@@ -10,22 +12,22 @@ import (
 // crockford is the ULID alphabet: Crockford's base32, upper case.
 const crockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
-// ULIDLen is the length of a ULID string.
-const ULIDLen = 26
+// Len is the length of a ULID string.
+const Len = 26
 
-// maxULIDTime is the largest timestamp a ULID holds: 2^48 − 1 ms.
-const maxULIDTime = 1<<48 - 1
+// maxTime is the largest timestamp a ULID holds: 2^48 − 1 ms.
+const maxTime = 1<<48 - 1
 
-// NewULID returns a ULID (https://github.com/ulid/spec): the millisecond
+// New returns a ULID (https://github.com/ulid/spec): the millisecond
 // timestamp of t in 48 bits followed by 80 bits read from entropy, as 26
 // characters of Crockford base32. ULIDs of different milliseconds sort by
 // time as strings; within one millisecond their order is random (no
 // monotonic counter: pinc and event ids need uniqueness, not order). It
 // fails when t is before the Unix epoch or after year 10889, or when
 // entropy fails.
-func NewULID(t time.Time, entropy io.Reader) (string, error) {
+func New(t time.Time, entropy io.Reader) (string, error) {
 	ms := t.UnixMilli()
-	if ms < 0 || ms > maxULIDTime {
+	if ms < 0 || ms > maxTime {
 		return "", fmt.Errorf("ulid: time %s out of range", t.UTC().Format(time.RFC3339))
 	}
 	var b [16]byte
@@ -35,10 +37,10 @@ func NewULID(t time.Time, entropy io.Reader) (string, error) {
 	}
 	hi := binary.BigEndian.Uint64(b[0:8])
 	lo := binary.BigEndian.Uint64(b[8:16])
-	var out [ULIDLen]byte
+	var out [Len]byte
 	// 26 characters × 5 bits = 130 bits: the first character carries the
 	// top 3 bits of the 128.
-	for i := range ULIDLen {
+	for i := range Len {
 		shift := uint(125 - 5*i)
 		var v uint64 // the 128-bit value shifted right by shift (low bits matter)
 		switch {

@@ -1,4 +1,4 @@
-package config_test
+package ulid
 
 import (
 	"bytes"
@@ -7,11 +7,9 @@ import (
 	"testing"
 	"testing/iotest"
 	"time"
-
-	"github.com/zae-limiter/zae-limiter-go/core/config"
 )
 
-func TestNewULIDVectors(t *testing.T) {
+func TestNewVectors(t *testing.T) {
 	tests := []struct {
 		t       time.Time
 		entropy []byte
@@ -28,25 +26,25 @@ func TestNewULIDVectors(t *testing.T) {
 		{time.UnixMilli(0), []byte{0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0}, "0000000000G000000000000000"},
 	}
 	for _, tc := range tests {
-		got, err := config.NewULID(tc.t, bytes.NewReader(tc.entropy))
+		got, err := New(tc.t, bytes.NewReader(tc.entropy))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got != tc.want {
-			t.Errorf("NewULID(%d ms, %x) = %s, want %s", tc.t.UnixMilli(), tc.entropy, got, tc.want)
+			t.Errorf("New(%d ms, %x) = %s, want %s", tc.t.UnixMilli(), tc.entropy, got, tc.want)
 		}
 	}
 }
 
-func TestNewULIDOrderAndErrors(t *testing.T) {
+func TestNewOrderAndErrors(t *testing.T) {
 	base := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	prev := ""
 	for i := range 50 {
-		id, err := config.NewULID(base.Add(time.Duration(i)*time.Millisecond), bytes.NewReader(bytes.Repeat([]byte{byte(255 - i)}, 10)))
+		id, err := New(base.Add(time.Duration(i)*time.Millisecond), bytes.NewReader(bytes.Repeat([]byte{byte(255 - i)}, 10)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(id) != config.ULIDLen || strings.Trim(id, "0123456789ABCDEFGHJKMNPQRSTVWXYZ") != "" {
+		if len(id) != Len || strings.Trim(id, "0123456789ABCDEFGHJKMNPQRSTVWXYZ") != "" {
 			t.Fatalf("bad ULID %q", id)
 		}
 		if id <= prev {
@@ -54,17 +52,17 @@ func TestNewULIDOrderAndErrors(t *testing.T) {
 		}
 		prev = id
 	}
-	if _, err := config.NewULID(time.UnixMilli(-1), bytes.NewReader(make([]byte, 10))); err == nil {
+	if _, err := New(time.UnixMilli(-1), bytes.NewReader(make([]byte, 10))); err == nil {
 		t.Fatal("negative time accepted")
 	}
-	if _, err := config.NewULID(time.UnixMilli(1<<48), bytes.NewReader(make([]byte, 10))); err == nil {
+	if _, err := New(time.UnixMilli(1<<48), bytes.NewReader(make([]byte, 10))); err == nil {
 		t.Fatal("time beyond 48 bits accepted")
 	}
 	boom := errors.New("boom")
-	if _, err := config.NewULID(base, iotest.ErrReader(boom)); !errors.Is(err, boom) {
+	if _, err := New(base, iotest.ErrReader(boom)); !errors.Is(err, boom) {
 		t.Fatalf("entropy error = %v", err)
 	}
-	if _, err := config.NewULID(base, bytes.NewReader(make([]byte, 9))); err == nil {
+	if _, err := New(base, bytes.NewReader(make([]byte, 9))); err == nil {
 		t.Fatal("short entropy accepted")
 	}
 }
