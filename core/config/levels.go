@@ -13,6 +13,7 @@ import (
 
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
+	"github.com/zae-limiter/zae-limiter-go/internal/expr"
 )
 
 // SystemOptions are the non-limit settings SetSystemLimits may change.
@@ -248,14 +249,14 @@ func (s *Store) registryOnSet(t target) *types.Update {
 // attribute_exists(PK), in one transaction with reg when reg is not nil.
 // done is false when the item vanished meanwhile.
 func (s *Store) updateItem(ctx context.Context, t target, set map[string]types.AttributeValue, remove []string, reg *types.Update) (done bool, err error) {
-	var e expr
-	expression := e.update(set, remove)
-	cond := "attribute_exists(" + e.name(schema.AttrPK) + ")"
+	var e expr.Builder
+	e.SetRemove(set, remove)
+	cond := "attribute_exists(" + e.Name(schema.AttrPK) + ")"
 	if reg == nil {
 		_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName: aws.String(s.table), Key: t.key().AttributeValues(),
-			UpdateExpression: aws.String(expression), ConditionExpression: aws.String(cond),
-			ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values,
+			UpdateExpression: aws.String(e.Update()), ConditionExpression: aws.String(cond),
+			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 		})
 		if isConditionFailed(err) {
 			return false, nil
@@ -265,8 +266,8 @@ func (s *Store) updateItem(ctx context.Context, t target, set map[string]types.A
 	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{Update: &types.Update{
 			TableName: aws.String(s.table), Key: t.key().AttributeValues(),
-			UpdateExpression: aws.String(expression), ConditionExpression: aws.String(cond),
-			ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values,
+			UpdateExpression: aws.String(e.Update()), ConditionExpression: aws.String(cond),
+			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 		}},
 		{Update: reg},
 	}})
@@ -490,13 +491,13 @@ func (s *Store) deleteLimits(ctx context.Context, t target) error {
 // guard, the absence of the guarded siblings), with the level's registry
 // update in the same transaction. done is false when the condition failed.
 func (s *Store) deleteWholeItem(ctx context.Context, t target, guard bool) (done bool, err error) {
-	var e expr
-	cond := "attribute_exists(" + e.name(schema.AttrPK) + ")"
+	var e expr.Builder
+	cond := "attribute_exists(" + e.Name(schema.AttrPK) + ")"
 	if guard {
 		// The known non-limit attributes must not be destroyed if they
 		// appeared after the read.
 		for _, a := range [...]string{schema.AttrDisabled, schema.AttrCascade, schema.AttrOnUnavailable, schema.AttrAuditRetentionDays} {
-			cond += " AND attribute_not_exists(" + e.name(a) + ")"
+			cond += " AND attribute_not_exists(" + e.Name(a) + ")"
 		}
 	}
 	var reg *types.Update
@@ -509,7 +510,7 @@ func (s *Store) deleteWholeItem(ctx context.Context, t target, guard bool) (done
 	if reg == nil {
 		_, err = s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 			TableName: aws.String(s.table), Key: t.key().AttributeValues(),
-			ConditionExpression: aws.String(cond), ExpressionAttributeNames: e.names,
+			ConditionExpression: aws.String(cond), ExpressionAttributeNames: e.Names(),
 		})
 		if isConditionFailed(err) {
 			return false, nil
@@ -519,7 +520,7 @@ func (s *Store) deleteWholeItem(ctx context.Context, t target, guard bool) (done
 	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{Delete: &types.Delete{
 			TableName: aws.String(s.table), Key: t.key().AttributeValues(),
-			ConditionExpression: aws.String(cond), ExpressionAttributeNames: e.names,
+			ConditionExpression: aws.String(cond), ExpressionAttributeNames: e.Names(),
 		}},
 		{Update: reg},
 	}})
@@ -583,64 +584,4 @@ func isKeyAttr(a string) bool {
 func isConditionFailed(err error) bool {
 	var ccf *types.ConditionalCheckFailedException
 	return errors.As(err, &ccf)
-}
-
-// expr builds expression attribute names and values with positional
-// placeholders (SPEC §19 rule 2): attribute names never appear in an
-// expression.
-type expr struct {
-	names  map[string]string
-	values map[string]types.AttributeValue
-}
-
-func (e *expr) name(a string) string {
-	if e.names == nil {
-		e.names = make(map[string]string)
-	}
-	p := "#a" + strconv.Itoa(len(e.names))
-	e.names[p] = a
-	return p
-}
-
-func (e *expr) value(v types.AttributeValue) string {
-	if e.values == nil {
-		e.values = make(map[string]types.AttributeValue)
-	}
-	p := ":v" + strconv.Itoa(len(e.values))
-	e.values[p] = v
-	return p
-}
-
-// update returns "SET a = v, ... REMOVE b, ..." with attributes in name
-// order.
-func (e *expr) update(set map[string]types.AttributeValue, remove []string) string {
-	var b []byte
-	setNames := make([]string, 0, len(set))
-	for a := range set {
-		setNames = append(setNames, a)
-	}
-	slices.Sort(setNames)
-	for i, a := range setNames {
-		if i == 0 {
-			b = append(b, "SET "...)
-		} else {
-			b = append(b, ", "...)
-		}
-		b = append(b, e.name(a)...)
-		b = append(b, " = "...)
-		b = append(b, e.value(set[a])...)
-	}
-	remove = slices.Sorted(slices.Values(remove))
-	for i, a := range remove {
-		switch {
-		case i == 0 && len(b) > 0:
-			b = append(b, " REMOVE "...)
-		case i == 0:
-			b = append(b, "REMOVE "...)
-		default:
-			b = append(b, ", "...)
-		}
-		b = append(b, e.name(a)...)
-	}
-	return string(b)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 	"github.com/zae-limiter/zae-limiter-go/core/version"
+	"github.com/zae-limiter/zae-limiter-go/internal/expr"
 )
 
 // SchemaVersion is the table schema version this implementation writes into
@@ -160,8 +161,8 @@ func (s *Store) WriteVersion(ctx context.Context, rec VersionRecord) error {
 		if sv, err := version.Parse(stored); hasStored && err == nil && sv.Compare(want) > 0 {
 			cmv = stored
 		}
-		var e expr
-		expression := e.update(map[string]types.AttributeValue{
+		var e expr.Builder
+		e.SetRemove(map[string]types.AttributeValue{
 			schema.AttrSchemaVersion:    schema.Str(rec.SchemaVersion),
 			schema.AttrLambdaVersion:    nullOr(rec.LambdaVersion),
 			schema.AttrClientMinVersion: schema.Str(cmv),
@@ -173,16 +174,16 @@ func (s *Store) WriteVersion(ctx context.Context, rec VersionRecord) error {
 		var cond string
 		switch {
 		case cur == nil:
-			cond = "attribute_not_exists(" + e.name(schema.AttrPK) + ")"
+			cond = "attribute_not_exists(" + e.Name(schema.AttrPK) + ")"
 		case !hasStored:
-			cond = "attribute_not_exists(" + e.name(schema.AttrClientMinVersion) + ")"
+			cond = "attribute_not_exists(" + e.Name(schema.AttrClientMinVersion) + ")"
 		default:
-			cond = e.name(schema.AttrClientMinVersion) + " = " + e.value(schema.Str(stored))
+			cond = e.Name(schema.AttrClientMinVersion) + " = " + e.Value(schema.Str(stored))
 		}
 		_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName: aws.String(s.table), Key: k.Key.AttributeValues(),
-			UpdateExpression: aws.String(expression), ConditionExpression: aws.String(cond),
-			ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values,
+			UpdateExpression: aws.String(e.Update()), ConditionExpression: aws.String(cond),
+			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 		})
 		if isConditionFailed(err) {
 			continue

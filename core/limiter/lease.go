@@ -11,6 +11,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/fastpath"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
+	"github.com/zae-limiter/zae-limiter-go/internal/expr"
 )
 
 // leaseEntry is one declared limit of a lease part.
@@ -307,21 +308,21 @@ func (l *Limiter) adjust(ctx context.Context, resource string, p leasePart, delt
 	for _, d := range deltas {
 		debit, credit = debit || d.Amount > 0, credit || d.Amount < 0
 	}
-	u := &updateBuilder{}
-	u.cond("attribute_exists(" + u.name(schema.AttrPK) + ")")
+	u := &expr.Builder{}
+	u.Cond("attribute_exists(" + u.Name(schema.AttrPK) + ")")
 	for _, d := range deltas {
 		milli := d.Amount * bucket.MilliPerToken // validated to fit at admission
-		u.add(schema.BucketAttr(d.Name, schema.LimitTokens), schema.Num(-milli))
-		u.add(schema.BucketAttr(d.Name, schema.LimitConsumed), schema.Num(milli))
+		u.Add(schema.BucketAttr(d.Name, schema.LimitTokens), schema.Num(-milli))
+		u.Add(schema.BucketAttr(d.Name, schema.LimitConsumed), schema.Num(milli))
 	}
 	if debit {
-		vu := u.name(schema.AttrVU)
-		u.cond("(attribute_not_exists(" + vu + ") OR " + vu + " > " + u.value(schema.Num(now)) + ")")
+		vu := u.Name(schema.AttrVU)
+		u.Cond("(attribute_not_exists(" + vu + ") OR " + vu + " > " + u.Value(schema.Num(now)) + ")")
 	}
 	if credit {
-		u.set(schema.AttrVU, schema.Num(now))
+		u.Set(schema.AttrVU, schema.Num(now))
 	}
-	in := u.input(l.table, id.Key())
+	in := u.UpdateInput(l.table, id.Key())
 	in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
 	err := send(in)
 	var ccf *types.ConditionalCheckFailedException
@@ -356,15 +357,15 @@ func (l *Limiter) adjust(ctx context.Context, resource string, p leasePart, delt
 	// next enforce write materialise. A debit here may be re-credited by up
 	// to its own size; logged.
 	l.log.WarnContext(ctx, "lease adjust applied without a refill pass", "resource", resource, "shard", p.shard)
-	fb := &updateBuilder{}
-	fb.cond("attribute_exists(" + fb.name(schema.AttrPK) + ")")
+	fb := &expr.Builder{}
+	fb.Cond("attribute_exists(" + fb.Name(schema.AttrPK) + ")")
 	for _, d := range deltas {
 		milli := d.Amount * bucket.MilliPerToken
-		fb.add(schema.BucketAttr(d.Name, schema.LimitTokens), schema.Num(-milli))
-		fb.add(schema.BucketAttr(d.Name, schema.LimitConsumed), schema.Num(milli))
+		fb.Add(schema.BucketAttr(d.Name, schema.LimitTokens), schema.Num(-milli))
+		fb.Add(schema.BucketAttr(d.Name, schema.LimitConsumed), schema.Num(milli))
 	}
-	fb.set(schema.AttrVU, schema.Num(l.nowMs()))
-	in = fb.input(l.table, id.Key())
+	fb.Set(schema.AttrVU, schema.Num(l.nowMs()))
+	in = fb.UpdateInput(l.table, id.Key())
 	if err := send(in); err != nil && !errors.As(err, &ccf) {
 		return err
 	}

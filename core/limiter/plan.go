@@ -13,6 +13,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/fastpath"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
+	"github.com/zae-limiter/zae-limiter-go/internal/expr"
 )
 
 // contentionRetry is the retry-after of a request the state showed covered
@@ -80,7 +81,7 @@ type pass struct {
 	now      int64
 	// One of put (create) or update (rf-locked write) is set by build.
 	put    map[string]types.AttributeValue
-	update *updateBuilder
+	update *expr.Builder
 }
 
 // plan materialises every limit at now and applies the request to it.
@@ -154,36 +155,36 @@ func (p *pass) build() {
 		p.put = p.createItem()
 		return
 	}
-	u := &updateBuilder{}
+	u := &expr.Builder{}
 	p.update = u
 	img := p.img
 	if p.bypass {
-		u.cond("attribute_exists(" + u.name(schema.AttrPK) + ")")
-		u.set(schema.AttrBypass, schema.Num(p.deadline))
+		u.Cond("attribute_exists(" + u.Name(schema.AttrPK) + ")")
+		u.Set(schema.AttrBypass, schema.Num(p.deadline))
 		for _, pl := range p.plan {
 			if !pl.present {
 				seed(u, pl, true)
 			} else if pl.consumed != 0 {
-				u.add(schema.BucketAttr(pl.lim.Name, schema.LimitConsumed), schema.Num(pl.consumed))
+				u.Add(schema.BucketAttr(pl.lim.Name, schema.LimitConsumed), schema.Num(pl.consumed))
 			}
 		}
 	} else {
 		// The rf lock, and the vu pin: a credit sets vu without moving rf
 		// (docs/decisions.md P25).
-		u.cond(u.name(schema.AttrRF) + " = " + u.value(schema.Num(img.RF)))
-		vu := u.name(schema.AttrVU)
+		u.Cond(u.Name(schema.AttrRF) + " = " + u.Value(schema.Num(img.RF)))
+		vu := u.Name(schema.AttrVU)
 		if img.HasVU {
-			u.cond(vu + " = " + u.value(schema.Num(img.VU)))
+			u.Cond(vu + " = " + u.Value(schema.Num(img.VU)))
 		} else {
-			u.cond("attribute_not_exists(" + vu + ")")
+			u.Cond("attribute_not_exists(" + vu + ")")
 		}
 		rf := bucket.StampRF(img.RF, p.now)
-		u.set(schema.AttrRF, schema.Num(rf))
+		u.Set(schema.AttrRF, schema.Num(rf))
 		switch full := p.validUntil(rf); {
 		case full != bucket.NeverFull:
-			u.set(schema.AttrVU, schema.Num(full))
+			u.Set(schema.AttrVU, schema.Num(full))
 		case img.HasVU:
-			u.remove(schema.AttrVU)
+			u.Remove(schema.AttrVU)
 		}
 		for _, pl := range p.plan {
 			if !pl.present {
@@ -193,13 +194,13 @@ func (p *pass) build() {
 			credited := pl.balance - pl.stored
 			tk := schema.BucketAttr(pl.lim.Name, schema.LimitTokens)
 			if d := credited - pl.consumed; d != 0 {
-				u.add(tk, schema.Num(d))
+				u.Add(tk, schema.Num(d))
 			}
 			if pl.consumed != 0 {
-				u.add(schema.BucketAttr(pl.lim.Name, schema.LimitConsumed), schema.Num(pl.consumed))
+				u.Add(schema.BucketAttr(pl.lim.Name, schema.LimitConsumed), schema.Num(pl.consumed))
 			}
 			if floor := pl.consumed - credited; floor > 0 && !pl.lim.Soft {
-				u.cond(u.name(tk) + " >= " + u.value(schema.Num(floor)))
+				u.Cond(u.Name(tk) + " >= " + u.Value(schema.Num(floor)))
 			}
 			if li := img.Limit(pl.lim.Name); li != nil && li.Params() != pl.params {
 				setParams(u, pl)
@@ -208,11 +209,11 @@ func (p *pass) build() {
 		if img.WCU.Present() {
 			s := bucket.Undivided(bucket.WCUParams())
 			if _, credited := bucket.Materialise(img.WCU.Tokens, img.RF, p.now, s.Ceiling, s.Rate, s.Period); credited != 0 {
-				u.add(schema.BucketAttr(schema.WCULimit, schema.LimitTokens), schema.Num(credited))
+				u.Add(schema.BucketAttr(schema.WCULimit, schema.LimitTokens), schema.Num(credited))
 			}
 		}
 		if img.Bypass.Present {
-			u.remove(schema.AttrBypass)
+			u.Remove(schema.AttrBypass)
 		}
 	}
 	// Soft stamps follow the fresh config read (SPEC §8.4).
@@ -221,29 +222,29 @@ func (p *pass) build() {
 		li := img.Limit(pl.lim.Name)
 		switch {
 		case pl.lim.Soft:
-			u.set(attr, schema.Num(p.deadline))
+			u.Set(attr, schema.Num(p.deadline))
 		case li != nil && li.Soft.Present:
-			u.remove(attr)
+			u.Remove(attr)
 		}
 	}
 	// Owner stamp, pinned to the parent generation read (ADR-150).
-	pgen := u.name(schema.AttrPGen)
-	u.cond("(attribute_not_exists(" + pgen + ") OR " + pgen + " <= " + u.value(schema.Num(p.owner.PGen)) + ")")
-	u.set(schema.AttrPGen, schema.Num(p.owner.PGen))
-	u.set(schema.AttrCascade, &types.AttributeValueMemberBOOL{Value: p.cascade})
+	pgen := u.Name(schema.AttrPGen)
+	u.Cond("(attribute_not_exists(" + pgen + ") OR " + pgen + " <= " + u.Value(schema.Num(p.owner.PGen)) + ")")
+	u.Set(schema.AttrPGen, schema.Num(p.owner.PGen))
+	u.Set(schema.AttrCascade, &types.AttributeValueMemberBOOL{Value: p.cascade})
 	if p.owner.ParentID != "" {
-		u.set(schema.AttrParentID, schema.Str(p.owner.ParentID))
+		u.Set(schema.AttrParentID, schema.Str(p.owner.ParentID))
 	} else if img.HasParent {
-		u.remove(schema.AttrParentID)
+		u.Remove(schema.AttrParentID)
 	}
 	if img.HasDisabled {
-		u.remove(schema.AttrDisabled)
+		u.Remove(schema.AttrDisabled)
 	}
 	switch {
 	case p.ttl > 0:
-		u.set(schema.AttrTTL, schema.Num(p.ttl))
+		u.Set(schema.AttrTTL, schema.Num(p.ttl))
 	case img.HasTTL:
-		u.remove(schema.AttrTTL)
+		u.Remove(schema.AttrTTL)
 	}
 }
 
@@ -332,22 +333,22 @@ func (p *pass) part() leasePart {
 
 // seed adds a limit missing on the item (SPEC §6.8: seeds for resolved
 // limits), conditioned on its absence.
-func seed(u *updateBuilder, pl planned, bypass bool) {
+func seed(u *expr.Builder, pl planned, bypass bool) {
 	cp := schema.BucketAttr(pl.lim.Name, schema.LimitCapacity)
-	u.cond("attribute_not_exists(" + u.name(cp) + ")")
+	u.Cond("attribute_not_exists(" + u.Name(cp) + ")")
 	setParams(u, pl)
 	tk := pl.share.Target
 	if !bypass {
 		tk -= pl.consumed
 	}
-	u.add(schema.BucketAttr(pl.lim.Name, schema.LimitTokens), schema.Num(tk))
-	u.add(schema.BucketAttr(pl.lim.Name, schema.LimitConsumed), schema.Num(pl.consumed))
+	u.Add(schema.BucketAttr(pl.lim.Name, schema.LimitTokens), schema.Num(tk))
+	u.Add(schema.BucketAttr(pl.lim.Name, schema.LimitConsumed), schema.Num(pl.consumed))
 }
 
-func setParams(u *updateBuilder, pl planned) {
-	u.set(schema.BucketAttr(pl.lim.Name, schema.LimitCapacity), schema.Num(pl.params.Capacity))
-	u.set(schema.BucketAttr(pl.lim.Name, schema.LimitRefillAmount), schema.Num(pl.params.RefillAmount))
-	u.set(schema.BucketAttr(pl.lim.Name, schema.LimitRefillPeriod), schema.Num(pl.params.RefillPeriod))
+func setParams(u *expr.Builder, pl planned) {
+	u.Set(schema.BucketAttr(pl.lim.Name, schema.LimitCapacity), schema.Num(pl.params.Capacity))
+	u.Set(schema.BucketAttr(pl.lim.Name, schema.LimitRefillAmount), schema.Num(pl.params.RefillAmount))
+	u.Set(schema.BucketAttr(pl.lim.Name, schema.LimitRefillPeriod), schema.Num(pl.params.RefillPeriod))
 }
 
 // bucketTTL is SPEC §2.5: no TTL for entity-configured limits; otherwise

@@ -10,6 +10,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/fastpath"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
+	"github.com/zae-limiter/zae-limiter-go/internal/expr"
 )
 
 // A refill pass is an rf-locked write built from a bucket image this
@@ -66,11 +67,11 @@ type refillPlan struct {
 // adjust) the deltas apply whatever the balance.
 func (l *Limiter) planRefill(req *request, id schema.BucketID, img *bucket.Image, deltas []fastpath.Declared, admit bool, now int64) refillPlan {
 	plan := refillPlan{img: img, part: leasePart{entity: id.Entity, shard: id.Shard}}
-	u := &updateBuilder{}
-	u.cond(u.name(schema.AttrRF) + " = " + u.value(schema.Num(img.RF)))
-	u.cond(u.name(schema.AttrVU) + " = " + u.value(schema.Num(img.VU)))
+	u := &expr.Builder{}
+	u.Cond(u.Name(schema.AttrRF) + " = " + u.Value(schema.Num(img.RF)))
+	u.Cond(u.Name(schema.AttrVU) + " = " + u.Value(schema.Num(img.VU)))
 	rf := bucket.StampRF(img.RF, now)
-	u.set(schema.AttrRF, schema.Num(rf))
+	u.Set(schema.AttrRF, schema.Num(rf))
 	full := int64(bucket.NeverFull)
 	shards := max(img.ShardCount, 1)
 	delta := func(name string) (fastpath.Declared, bool) {
@@ -93,12 +94,12 @@ func (l *Limiter) planRefill(req *request, id schema.BucketID, img *bucket.Image
 		tk := schema.BucketAttr(li.Name, schema.LimitTokens)
 		// Pinned: the credit is computed from this balance (a debit by
 		// another writer since the image would change what refill adds).
-		u.cond(u.name(tk) + " = " + u.value(schema.Num(li.Tokens)))
+		u.Cond(u.Name(tk) + " = " + u.Value(schema.Num(li.Tokens)))
 		if v := credited - milli; v != 0 {
-			u.add(tk, schema.Num(v))
+			u.Add(tk, schema.Num(v))
 		}
 		if milli != 0 {
-			u.add(schema.BucketAttr(li.Name, schema.LimitConsumed), schema.Num(milli))
+			u.Add(schema.BucketAttr(li.Name, schema.LimitConsumed), schema.Num(milli))
 		}
 		if !soft && share.Rate > 0 {
 			full = min(full, share.FullAt(balance-milli, rf))
@@ -127,43 +128,43 @@ func (l *Limiter) planRefill(req *request, id schema.BucketID, img *bucket.Image
 	for _, d := range deltas {
 		if img.Limit(d.Name) == nil && d.Amount != 0 {
 			milli := d.Amount * bucket.MilliPerToken
-			u.add(schema.BucketAttr(d.Name, schema.LimitTokens), schema.Num(-milli))
-			u.add(schema.BucketAttr(d.Name, schema.LimitConsumed), schema.Num(milli))
+			u.Add(schema.BucketAttr(d.Name, schema.LimitTokens), schema.Num(-milli))
+			u.Add(schema.BucketAttr(d.Name, schema.LimitConsumed), schema.Num(milli))
 		}
 	}
 	if w := &img.WCU; w.Present() {
 		wt := schema.BucketAttr(schema.WCULimit, schema.LimitTokens)
-		u.cond(u.name(wt) + " = " + u.value(schema.Num(w.Tokens)))
+		u.Cond(u.Name(wt) + " = " + u.Value(schema.Num(w.Tokens)))
 		s := bucket.Undivided(w.Params())
 		if _, credited := bucket.Materialise(w.Tokens, img.RF, now, s.Ceiling, s.Rate, s.Period); credited != 0 {
-			u.add(wt, schema.Num(credited))
+			u.Add(wt, schema.Num(credited))
 		}
 	}
 	if full != bucket.NeverFull {
-		u.set(schema.AttrVU, schema.Num(full))
+		u.Set(schema.AttrVU, schema.Num(full))
 	} else {
-		u.remove(schema.AttrVU)
+		u.Remove(schema.AttrVU)
 	}
 	if admit {
-		u.cond("attribute_not_exists(" + u.name(schema.AttrDisabled) + ")")
-		u.cond("attribute_not_exists(" + u.name(schema.AttrBypass) + ")")
-		ttl := u.name(schema.AttrTTL)
-		u.cond("(attribute_not_exists(" + ttl + ") OR " + ttl + " > " + u.value(schema.Num(bucket.FloorDiv(now, 1000))) + ")")
+		u.Cond("attribute_not_exists(" + u.Name(schema.AttrDisabled) + ")")
+		u.Cond("attribute_not_exists(" + u.Name(schema.AttrBypass) + ")")
+		ttl := u.Name(schema.AttrTTL)
+		u.Cond("(attribute_not_exists(" + ttl + ") OR " + ttl + " > " + u.Value(schema.Num(bucket.FloorDiv(now, 1000))) + ")")
 		// The owner stamp the caller acts on (who else to debit).
-		cascade := u.name(schema.AttrCascade)
+		cascade := u.Name(schema.AttrCascade)
 		if img.HasCascade {
-			u.cond(cascade + " = " + u.value(&types.AttributeValueMemberBOOL{Value: img.Cascade}))
+			u.Cond(cascade + " = " + u.Value(&types.AttributeValueMemberBOOL{Value: img.Cascade}))
 		} else {
-			u.cond("attribute_not_exists(" + cascade + ")")
+			u.Cond("attribute_not_exists(" + cascade + ")")
 		}
-		parent := u.name(schema.AttrParentID)
+		parent := u.Name(schema.AttrParentID)
 		if img.HasParent {
-			u.cond(parent + " = " + u.value(schema.Str(img.ParentID)))
+			u.Cond(parent + " = " + u.Value(schema.Str(img.ParentID)))
 		} else {
-			u.cond("attribute_not_exists(" + parent + ")")
+			u.Cond("attribute_not_exists(" + parent + ")")
 		}
 	}
-	plan.in = u.input(l.table, id.Key())
+	plan.in = u.UpdateInput(l.table, id.Key())
 	plan.in.ReturnValues = types.ReturnValueAllNew
 	plan.in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
 	return plan

@@ -241,7 +241,7 @@ func (l *Limiter) writeOne(ctx context.Context, p *pass) (*Lease, bool, error) {
 		})
 	} else {
 		var out *dynamodb.UpdateItemOutput
-		if out, err = l.db.UpdateItem(ctx, p.update.input(l.table, p.id.Key())); err == nil {
+		if out, err = l.db.UpdateItem(ctx, p.update.UpdateInput(l.table, p.id.Key())); err == nil {
 			written = out.Attributes
 		}
 	}
@@ -274,7 +274,7 @@ func (l *Limiter) writeBoth(ctx context.Context, child, parent *pass) (*Lease, b
 			}})
 			continue
 		}
-		items = append(items, transactUpdate(p.update.input(l.table, p.id.Key())))
+		items = append(items, transactUpdate(p.update.UpdateInput(l.table, p.id.Key())))
 	}
 	cancelled, err := l.transact(ctx, "slow path transaction", items)
 	switch {
