@@ -1,5 +1,5 @@
 // Package aggregator is the DynamoDB Streams consumer of the limiter table
-// (SPEC §14): it turns the tc counters of bucket records into usage
+// (docs/design.md §6): it turns the tc counters of bucket records into usage
 // snapshots, exactly once under redelivery, keeps hot buckets refilled under
 // the rf lock, doubles and propagates shards, and copies stamps into clones
 // without ever extending them. It reads only stream images and writes only
@@ -45,14 +45,14 @@ import (
 // Window is a snapshot window.
 type Window string
 
-// The snapshot windows (SPEC §14.3).
+// The snapshot windows (docs/design.md §6).
 const (
 	Hourly  Window = "hourly"
 	Daily   Window = "daily"
 	Monthly Window = "monthly"
 )
 
-// Config is the aggregator's configuration (SPEC §14.1 environment).
+// Config is the aggregator's configuration (docs/design.md §6 environment).
 type Config struct {
 	// TableName is the limiter table (TABLE_NAME).
 	TableName string
@@ -64,7 +64,7 @@ type Config struct {
 	SnapshotTTL time.Duration
 	// DeadlineMargin: with less than this left on the invocation's context,
 	// no new write starts and unfinished must-succeed work is reported
-	// (default 5 s, SPEC §14.2).
+	// (default 5 s, docs/design.md §6).
 	DeadlineMargin time.Duration
 	// Workers bounds the snapshot writes in flight (default 8).
 	Workers int
@@ -172,7 +172,7 @@ func New(db DB, cfg Config, o Options) (*Aggregator, error) {
 	return &Aggregator{db: db, cfg: cfg, now: o.Clock, log: o.Logger, metrics: o.Metrics, maint: o.Maintainer}, nil
 }
 
-// Handle processes one batch (SPEC §14.2, §14.9): parse and classify the
+// Handle processes one batch (docs/design.md §6): parse and classify the
 // records, write the snapshots (must succeed), then refill, double and
 // propagate (best effort). When some must-succeed work is not done it
 // returns one BatchItemFailure, the lowest sequence number to redeliver

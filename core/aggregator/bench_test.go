@@ -35,7 +35,7 @@ package aggregator_test
 // the same on every run. The aggregator runs live while the stream is made,
 // as the deployed Lambda would: every 500 acquires the stream is drained
 // through streampoll with the mapping's filter and batches of up to 100
-// records (SPEC §14.1), its maintenance writes land on the buckets (their
+// records (docs/design.md §6), its maintenance writes land on the buckets (their
 // MODIFY records are part of the stream, as on a real table), and each
 // delivered batch is kept with the clock reading it was handled at. The live
 // snapshot writes are counted but not sent: they touch only #USAGE items,
@@ -100,7 +100,7 @@ const (
 	benchAcquires   = 10_000
 	benchSpan       = 2 * time.Hour
 	benchDrainEvery = 500 // acquires between two drains of the stream
-	benchBatchSize  = 100 // the mapping's BatchSize (SPEC §14.1)
+	benchBatchSize  = 100 // the mapping's BatchSize (docs/design.md §6)
 	benchGoalRatio  = 5   // the goal: upstream writes ≥ 5× ours
 )
 
@@ -108,7 +108,7 @@ const (
 // and 14:00 and no window key collides with a daily key (P22).
 var benchStart = time.Date(2026, 11, 30, 12, 20, 0, 0, time.UTC)
 
-// benchWindows are the deployment's default snapshot windows (SPEC §14.1).
+// benchWindows are the deployment's default snapshot windows (docs/design.md §6).
 var benchWindows = []aggregator.Window{aggregator.Hourly, aggregator.Daily}
 
 // benchBatch is one delivered batch and the clock reading it was handled at.
@@ -443,7 +443,7 @@ func generateStream(b *testing.B) (*benchStream, error) {
 	return s, nil
 }
 
-// mappingFilter is the event source mapping's filter (SPEC §14.1): bucket
+// mappingFilter is the event source mapping's filter (docs/design.md §6): bucket
 // INSERTs and MODIFYs, and REMOVEs of audit events.
 func mappingFilter(r events.DynamoDBEventRecord) bool {
 	switch r.EventName {

@@ -123,7 +123,7 @@ func item(snaps map[string]flatItem, namespace, entity, res, windowKey string) f
 	return snaps[k.PK+"|"+k.SK]
 }
 
-// TestWindowFromRecordTime (INVARIANT 62, DECISIONS D7): a record whose rf
+// TestWindowFromRecordTime (docs/design.md §6): a record whose rf
 // is an hour old is filed under the hour of its ApproximateCreationDateTime;
 // without one, under rf's hour.
 func TestWindowFromRecordTime(t *testing.T) {
@@ -225,7 +225,7 @@ func TestEveryWindowHasItsOwnItem(t *testing.T) {
 	}
 }
 
-// TestInsertCounts (INVARIANT 61): a bucket created with consumption
+// TestInsertCounts : a bucket created with consumption
 // contributes all of it; a limit seeded by a MODIFY counts from zero; a
 // limit removed from the item contributes nothing.
 func TestInsertCounts(t *testing.T) {
@@ -301,14 +301,14 @@ func TestReservedLimitNamesAreLeftOut(t *testing.T) {
 	}
 }
 
-// TestSnapshotTotals (INVARIANT 60) and random delivery schedules
-// (INVARIANT 59): random traffic over several buckets, shards, limits
+// TestSnapshotTotals  and random delivery schedules
+// : random traffic over several buckets, shards, limits
 // (sub-token and negative deltas, seeded and removed limits, soft limits in
 // debt), hours and days, delivered in random contiguous batches with random
 // overlapping redeliveries. Σ hourly == Σ per-record floor deltas per hour,
 // daily == Σ of its hours, monthly == Σ of its days, for every counter,
 // overdraw counter and total_events. The traffic crosses midnight and the
-// first of a month, where the SPEC's key formats make windows collide.
+// first of a month, where window keys coincide (docs/decisions.md P22).
 func TestSnapshotTotals(t *testing.T) {
 	tbl, agg := handEnv(t, aggregator.Config{Windows: []aggregator.Window{aggregator.Hourly, aggregator.Daily, aggregator.Monthly}, Workers: 4}, aggregator.Options{})
 	for seed := uint64(1); seed <= 4; seed++ {

@@ -246,7 +246,7 @@ func FuzzParseRecord(f *testing.F) {
 // jsonRecord renders a record as Lambda sends it.
 func jsonRecord(rec events.DynamoDBEventRecord) ([]byte, error) { return json.Marshal(rec) }
 
-// TestUpdateExpression pins the snapshot write of SPEC §14.3 and §14.4:
+// TestUpdateExpression pins the snapshot write of docs/design.md §6:
 // the exact expressions, positional aliases for names with `_ . -`, the
 // seq# mark of the shard, and S-typed padded sequence numbers.
 func TestUpdateExpression(t *testing.T) {
@@ -324,7 +324,7 @@ func flat(m map[string]types.AttributeValue) map[string]string {
 	return out
 }
 
-// TestWindowKey pins the key formats of SPEC §14.3.
+// TestWindowKey pins the key formats of docs/design.md §6.
 func TestWindowKey(t *testing.T) {
 	at := time.Date(2026, 2, 7, 13, 59, 59, 999, time.FixedZone("X", -5*3600)) // 18:59:59Z
 	for w, want := range map[Window]string{Hourly: "2026-02-07T18:00:00Z", Daily: "2026-02-07T00:00:00Z", Monthly: "2026-02-01T00:00:00Z", "weekly": ""} {

@@ -11,7 +11,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/aggregator/maintenance"
 )
 
-// Maintainer does the best-effort bucket upkeep of SPEC §14.5–§14.7
+// Maintainer does the best-effort bucket upkeep of docs/design.md §6
 // (refill, doubling, propagation) for the bucket records of one batch,
 // given in stream order. It logs and counts its own failures; nothing it
 // does is reported to the stream. *maintenance.Maintainer implements it.
@@ -38,7 +38,7 @@ type batchStats struct {
 	took   time.Duration
 }
 
-// handle is Handle without the panic guard: SPEC §14.9 order of work.
+// handle is Handle without the panic guard: docs/design.md §6 order of work.
 func (a *Aggregator) handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 	started := time.Now()
 	now := a.now()

@@ -25,7 +25,7 @@ const (
 	outSkipped
 	// outPoison: a bucket INSERT/MODIFY that cannot be used (malformed
 	// number, undecodable image, missing image, bad sequence number).
-	// Logged with its index and skipped, never reported (SPEC §14.2).
+	// Logged with its index and skipped, never reported (docs/design.md §6).
 	outPoison
 )
 
@@ -57,9 +57,9 @@ type bucketRecord struct {
 	newItem, oldItem map[string]types.AttributeValue
 	newImg, oldImg   *bucket.Image
 	// at is ApproximateCreationDateTime (zero when absent); instant is the
-	// window instant: at, else NewImage rf (DECISIONS D7).
+	// window instant: at, else NewImage rf (docs/design.md §6).
 	at, instant time.Time
-	// contrib is what the record adds to a snapshot item (SPEC §14.3); nil
+	// contrib is what the record adds to a snapshot item (docs/design.md §6); nil
 	// when it adds nothing.
 	contrib []limitDelta
 }
@@ -187,7 +187,7 @@ func parseRecord(rec events.DynamoDBEventRecord, index int) (*bucketRecord, outc
 		}
 		r.oldImg = &oldImg
 	}
-	// Window instant (DECISIONS D7): the record's creation time, else rf.
+	// Window instant (docs/design.md §6): the record's creation time, else rf.
 	if at := rec.Change.ApproximateCreationDateTime.Time; !at.IsZero() && at.Unix() > 0 {
 		r.at = at.UTC()
 		r.instant = r.at
@@ -247,10 +247,10 @@ func sameKey(item map[string]types.AttributeValue, pk, sk string) bool {
 	return true
 }
 
-// limitDelta is one limit's contribution from one record (SPEC §14.3).
+// limitDelta is one limit's contribution from one record (docs/design.md §6).
 type limitDelta struct {
 	name string
-	// tokens is floor(new_tc/1000) − floor(old_tc/1000) (DECISIONS D8).
+	// tokens is floor(new_tc/1000) − floor(old_tc/1000) (docs/design.md §6).
 	tokens int64
 	// overdraw: a soft limit consumed (delta_milli > 0) into debt (tk < 0).
 	overdraw bool

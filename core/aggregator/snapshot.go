@@ -19,7 +19,7 @@ import (
 )
 
 // shardKey identifies a bucket shard; idempotency marks and runs are per
-// bucket shard (SPEC §14.4).
+// bucket shard (docs/design.md §6).
 type shardKey struct {
 	ns, entity, resource string
 	shard                int
@@ -30,7 +30,7 @@ type snapKey struct{ pk, sk string }
 
 // run is a maximal sequence of consecutive contributing records of one
 // bucket shard (in stream order) that map to the same snapshot item: one
-// conditional UpdateItem (SPEC §14.3, DECISIONS D9).
+// conditional UpdateItem (docs/design.md §6).
 type run struct {
 	key       snapKey
 	window    Window
@@ -148,7 +148,7 @@ func plan(recs []*bucketRecord, windows []Window) (keys []snapKey, byKey map[sna
 }
 
 // errDeadline marks work not started because the invocation is about to
-// end (SPEC §14.2).
+// end (docs/design.md §6).
 var errDeadline = errors.New("aggregator: too little time left to start a write")
 
 // writeSnapshots applies every run: items in parallel on at most
@@ -215,7 +215,7 @@ var errSkippedAfterFailure = errors.New("aggregator: an earlier write to the sam
 
 // writeRun applies one run: one coalesced conditional write; when its
 // condition fails (part of the run was applied by an earlier delivery), one
-// write per record not yet covered by the item's mark (SPEC §14.4).
+// write per record not yet covered by the item's mark (docs/design.md §6).
 func (a *Aggregator) writeRun(ctx, work context.Context, r *run, ttl int64) {
 	if !a.canStart(ctx) {
 		r.err = errDeadline
@@ -280,7 +280,7 @@ func (a *Aggregator) canStart(ctx context.Context) bool {
 	return !ok || time.Until(dl) >= a.cfg.DeadlineMargin
 }
 
-// The fixed part of the snapshot write (SPEC §14.3). Limit counters and
+// The fixed part of the snapshot write (docs/design.md §6). Limit counters and
 // overdraw counters get positional aliases (#l0, #od0, …): names may hold
 // `_`, `.` and `-`.
 const (
@@ -292,8 +292,8 @@ const (
 	recordCondition = "attribute_not_exists(#sq) OR #sq < :seq"
 )
 
-// updateInput builds the snapshot UpdateItem of a run (SPEC §14.3) or, with
-// single, the fallback's write of the one record r holds (SPEC §14.4).
+// updateInput builds the snapshot UpdateItem of a run (docs/design.md §6) or, with
+// single, the fallback's write of the one record r holds (docs/design.md §6).
 func (a *Aggregator) updateInput(r *run, single bool, ttl int64) *dynamodb.UpdateItemInput {
 	keys := schema.UsageItemKeys(r.shard.ns, r.shard.entity, r.shard.resource, r.windowKey)
 	names := map[string]string{

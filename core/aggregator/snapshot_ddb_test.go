@@ -20,7 +20,7 @@ import (
 // produce INSERT and MODIFY records on the table's real stream; delivered
 // through streampoll in batches of 7 they give snapshot items exact in
 // every attribute: per-limit counters, total_events, window keys, ttl, GSI
-// keys and the seq# mark (INVARIANT 61: the INSERTs count).
+// keys and the seq# mark (docs/design.md §6: the INSERTs count).
 func TestSnapshotsFromRealTraffic(t *testing.T) {
 	e := newEnv(t, allWindows, aggregator.Options{})
 	tr := e.realTraffic(12, 8)
@@ -77,7 +77,7 @@ func TestSnapshotsFromRealTraffic(t *testing.T) {
 	equalSnapshots(t, "redelivered", e.snapshots(), got)
 }
 
-// TestRedeliveryLeavesSnapshotsUnchanged (INVARIANT 59): after one
+// TestRedeliveryLeavesSnapshotsUnchanged : after one
 // delivery, the whole batch again, every prefix and every suffix change
 // nothing; from nothing, a split at every point delivered in order, a
 // recursive bisection, and overlapping redeliveries give the single
@@ -181,7 +181,7 @@ func TestCrashAfterSomeWrites(t *testing.T) {
 	}
 }
 
-// TestFailedWriteReportsItsRunsFirstRecord (INVARIANT 64): a throttled or
+// TestFailedWriteReportsItsRunsFirstRecord : a throttled or
 // failed snapshot write reports the first record of its run and nothing
 // else; every other item is written; retrying from the report gives exact
 // snapshots. With the client's retries off, every fault reaches the handler.
@@ -238,7 +238,7 @@ func TestFailedWriteReportsItsRunsFirstRecord(t *testing.T) {
 	}
 }
 
-// TestOnlyTheEarliestFailureIsReported (INVARIANT 64): two failed runs
+// TestOnlyTheEarliestFailureIsReported : two failed runs
 // report one record, the lowest; nothing before it is reported.
 func TestOnlyTheEarliestFailureIsReported(t *testing.T) {
 	e := newEnv(t, aggregator.Config{}, aggregator.Options{})

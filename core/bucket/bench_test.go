@@ -35,8 +35,8 @@ func BenchmarkMaterialise(b *testing.B) {
 	}
 }
 
-// BenchmarkCheck is the consume check of one limit: refill, §4.4 and, on a
-// rejection, the §4.5 hint.
+// BenchmarkCheck is the consume check of one limit: refill, docs/design.md §3 and, on a
+// rejection, the docs/design.md §3 hint.
 func BenchmarkCheck(b *testing.B) {
 	s := Effective(benchParams(), 4)
 	b.Run("pass", func(b *testing.B) {

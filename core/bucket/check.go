@@ -3,7 +3,7 @@ package bucket
 import "math"
 
 // ToMilli converts whole tokens to millitokens, reporting ok = false when
-// tokens × 1000 does not fit an int64 (SPEC §18: such amounts are rejected at
+// tokens × 1000 does not fit an int64 (docs/design.md §2: such amounts are rejected at
 // the API boundary). It is for writers building ADD deltas; the checks in this
 // package are exact without it.
 func ToMilli(tokens int64) (milli int64, ok bool) {
@@ -14,17 +14,17 @@ func ToMilli(tokens int64) (milli int64, ok bool) {
 }
 
 // Available returns a balance in whole tokens, FloorDiv(balance, 1000): an
-// indebted balance of −1500 millitokens is −2 tokens, not −1 (SPEC §4.4).
+// indebted balance of −1500 millitokens is −2 tokens, not −1 (docs/design.md §3).
 func Available(balance int64) int64 { return FloorDiv(balance, MilliPerToken) }
 
-// Covers reports the consume check of SPEC §4.4, balance >= amount × 1000,
+// Covers reports the consume check of docs/design.md §3, balance >= amount × 1000,
 // exactly for every int64 amount: since amount is a whole number, the test
 // is Available(balance) >= amount, which cannot overflow. An amount whose
 // ×1000 overflows is therefore never covered (and a hugely negative one
 // always is), as in the reference.
 func Covers(balance, amount int64) bool { return Available(balance) >= amount }
 
-// Retry is the retry hint of SPEC §4.5 for one limit.
+// Retry is the retry hint of docs/design.md §3 for one limit.
 type Retry struct {
 	// Short reports that the balance does not cover the request; the other
 	// fields are zero when it is false.
@@ -32,7 +32,7 @@ type Retry struct {
 	// Never reports that no wait makes the request pass by refill alone: the
 	// limit does not drip (rate or period <= 0, e.g. a dripping limit whose
 	// ra // S is 0), or the request is above the ceiling, which refill never
-	// exceeds (SPEC §12.1's "larger than one shard's share"). Upstream reports
+	// exceeds (docs/design.md §5's "larger than one shard's share"). Upstream reports
 	// a finite wait in the second case that never suffices.
 	Never bool
 	// WaitMs is the wait in milliseconds when Short and not Never: for a
@@ -55,7 +55,7 @@ func (r Retry) Seconds() float64 {
 	return float64(r.WaitMs) / 1000.0
 }
 
-// DripRetryAfter returns the SPEC §4.5 hint for a dripping limit whose
+// DripRetryAfter returns the docs/design.md §3 hint for a dripping limit whose
 // materialised balance (at the instant its refill is counted from) is
 // balance and whose request is amount whole tokens:
 //
@@ -87,7 +87,7 @@ func DripRetryAfter(balance, amount, ceil, rate, period int64) Retry {
 	return Retry{Short: true, WaitMs: int64(timeMs) + 1}
 }
 
-// QuotaRetryAfter returns the SPEC §4.5 hint for a quota whose materialised
+// QuotaRetryAfter returns the docs/design.md §3 hint for a quota whose materialised
 // balance is balance, request amount whole tokens, and next reset (the next
 // calendar edge, or ws + rsa×1000 for a live session window) resetsAtMs:
 // WaitMs = max(0, resetsAtMs − now), so Seconds() × 1000 == resetsAtMs − now.
@@ -99,7 +99,7 @@ func QuotaRetryAfter(balance, amount, resetsAtMs, now int64) Retry {
 }
 
 // Status is the outcome of the consume check of one limit at one instant
-// (SPEC §4.4, §4.5): the numeric part of a LimitStatus (SPEC §17).
+// (docs/design.md §3): the numeric part of a LimitStatus (docs/design.md §5).
 type Status struct {
 	Balance   int64 // materialised balance tk1, millitokens
 	Available int64 // Available(Balance): whole tokens, negative in debt
@@ -109,9 +109,9 @@ type Status struct {
 
 // Check materialises a dripping limit (or wcu) from its stored (tk, rf) at
 // now with the per-shard parameters s, and applies the consume check and
-// retry hint for amount whole tokens (SPEC §4.3–§4.5).
+// retry hint for amount whole tokens (docs/design.md §3).
 //
-// One difference from the bare §4.5 formula: when rf is ahead of now (another
+// One difference from the bare docs/design.md §3 formula: when rf is ahead of now (another
 // writer's clock ran ahead), refill only starts at rf, so the hint adds
 // rf − now; it equals the formula whenever rf <= now.
 //

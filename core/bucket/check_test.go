@@ -117,7 +117,7 @@ type retryCase struct {
 	tk, rf, now, ceil, rate, period, amount int64
 }
 
-// checkRetrySufficient asserts INVARIANTS A6 for one case and reports
+// checkRetrySufficient asserts the property for one case and reports
 // whether the case was in scope (rejected, not Never, no int64 overflow):
 //
 //	(a) sufficient: the stored state materialised at now + round(r×1000)
@@ -189,7 +189,7 @@ func checkRetrySufficient(t *testing.T, c retryCase) bool {
 	return true
 }
 
-// INVARIANTS A6 over a fixed-seed sample of realistic magnitudes, with rf
+// the property over a fixed-seed sample of realistic magnitudes, with rf
 // behind, at and ahead of now.
 func TestRetryAfterSufficient(t *testing.T) {
 	r := newRand(10)
@@ -225,7 +225,7 @@ func TestRetryAfterSufficient(t *testing.T) {
 }
 
 // The carry really can make a request pass before time_ms: the sufficiency
-// bound is one-sided, as INVARIANTS A6 says.
+// bound is one-sided, as the property says.
 func TestRetryAfterCarryPassesEarly(t *testing.T) {
 	// 1 token per minute; 59 ms already elapsed (0.98 milli of carry).
 	c := retryCase{tk: 0, rf: 1_000_000 - 59, now: 1_000_000, ceil: 60_000, rate: 1000, period: 60_000, amount: 1}
@@ -254,7 +254,7 @@ func TestCheckRFAhead(t *testing.T) {
 	}
 }
 
-// INVARIANTS A6 under fuzzing: arbitrary inputs, checked wherever in scope.
+// the property under fuzzing: arbitrary inputs, checked wherever in scope.
 func FuzzRetryAfterSufficient(f *testing.F) {
 	f.Add(int64(0), int64(1_000_000), int64(1_000_000), int64(60_000), int64(1000), int64(60_000), int64(1))
 	f.Add(int64(-1500), int64(0), int64(10), int64(10_000), int64(1500), int64(1000), int64(3))
@@ -270,7 +270,7 @@ func FuzzRetryAfterSufficient(f *testing.F) {
 	})
 }
 
-// INVARIANTS A7: for a quota, retry_after_seconds × 1000 == resets_at_ms − now.
+// the property: for a quota, retry_after_seconds × 1000 == resets_at_ms − now.
 func TestQuotaRetryAfter(t *testing.T) {
 	tests := []struct {
 		name                           string

@@ -7,12 +7,12 @@ import (
 
 // FloorDiv returns a // b with Python semantics: the quotient rounded toward
 // negative infinity, so FloorDiv(-1500, 1000) == -2 where Go's -1500/1000 is
-// -1 (SPEC §4.1). Use it wherever the design writes `//`.
+// -1 (docs/design.md §3). Use it wherever the design writes `//`.
 //
 // b may be negative (the result is still the floor of the real quotient, as
 // in Python). b == 0 panics, like Go's `/`. The one quotient that does not
 // fit an int64, FloorDiv(math.MinInt64, -1) = 2^63, wraps to math.MinInt64
-// exactly as Go's `/` does; no divisor in SPEC §4 is negative.
+// exactly as Go's `/` does; no divisor in docs/design.md §3 is negative.
 func FloorDiv(a, b int64) int64 {
 	q := a / b
 	if (a%b != 0) && ((a < 0) != (b < 0)) {
@@ -34,7 +34,7 @@ func CeilDiv(a, b int64) int64 {
 }
 
 // MulDiv returns (a × b) // c for a, b >= 0 and c > 0, forming the product in
-// 128 bits so that it never overflows (SPEC §4.1: elapsed × ra, tokens × rp
+// 128 bits so that it never overflows (docs/design.md §3: elapsed × ra, tokens × rp
 // and deficit × rp all exceed int64 in realistic cases).
 //
 // When the quotient itself does not fit an int64, MulDiv saturates: it

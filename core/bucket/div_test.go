@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// INVARIANTS A4: `//` is floor division.
+// the property: `//` is floor division.
 func TestFloorDiv(t *testing.T) {
 	const minI, maxI = math.MinInt64, math.MaxInt64
 	tests := []struct {
@@ -16,7 +16,7 @@ func TestFloorDiv(t *testing.T) {
 		{-7, 2, -4, -3},
 		{7, -2, -4, -3},
 		{-7, -2, 3, 4},
-		{-1500, 1000, -2, -1}, // available(tk = −1500) (§4.8 example 4)
+		{-1500, 1000, -2, -1}, // available(tk = −1500) (docs/design.md §3 example 4)
 		{-500, 1000, -1, 0},   // snapshot contribution of a −500 milli release
 		{500, 1000, 0, 1},
 		{-1000, 1000, -1, -1}, // exact negatives are not rounded
@@ -91,9 +91,9 @@ func TestMulDiv(t *testing.T) {
 		exact      bool
 	}{
 		{0, 0, 1, 0, true},
-		{61_000, 1000, 60_000, 1016, true}, // §4.8 example 3
+		{61_000, 1000, 60_000, 1016, true}, // docs/design.md §3 example 3
 		{1016, 60_000, 1000, 60_960, true},
-		{500, 60_000, 1000, 30_000, true},                           // §4.8 example 5
+		{500, 60_000, 1000, 30_000, true},                           // docs/design.md §3 example 5
 		{100_000_000_000, 1_000_000_000_000_000, 1000, maxI, false}, // 1e23: saturates
 		{100_000_000_000, 1_000_000_000_000_000, 100_000_000_000_000_000, 1_000_000_000, true},
 		{maxI, maxI, maxI, maxI, true},

@@ -1,7 +1,7 @@
-// Package bucket is the token-bucket arithmetic of SPEC §4: plain functions
+// Package bucket is the token-bucket arithmetic of docs/design.md §3: plain functions
 // of state, no I/O, no clock, no package-level mutable state.
 //
-// Units follow the bucket item (SPEC §2.2): balances, capacities, refill
+// Units follow the bucket item (docs/design.md §2): balances, capacities, refill
 // amounts and top-ups are int64 millitokens (tokens × [MilliPerToken]);
 // refill periods and instants are milliseconds. Request amounts are whole
 // tokens.
@@ -14,12 +14,12 @@
 // The pieces, in the order a pass uses them:
 //
 //   - [Effective] / [Undivided]: per-shard ceiling, drip rate and period
-//     from the stored (undivided) [Params] (SPEC §4.2).
-//   - [Materialise]: the balance at now, clamped to the ceiling (SPEC §4.3).
+//     from the stored (undivided) [Params] (docs/design.md §3).
+//   - [Materialise]: the balance at now, clamped to the ceiling (docs/design.md §3).
 //     Writers stamp rf with [StampRF], never the drift-compensated rf' that
 //     [Refill] returns.
 //   - [Covers], [Available], [DripRetryAfter], [QuotaRetryAfter], [Check]:
-//     the consume check and retry hint (SPEC §4.4, §4.5).
+//     the consume check and retry hint (docs/design.md §3).
 //   - [WouldRefillSatisfy]: the fast-rejection test on a failed write's old
-//     image (SPEC §4.7).
+//     image (docs/design.md §3).
 package bucket

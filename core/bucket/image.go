@@ -10,8 +10,8 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
-// Stamp is a soft or bypass stamp as an item carries it (DECISIONS D4,
-// SPEC §8.4): an N epoch-ms deadline, live while it is after now. A stamp of
+// Stamp is a soft or bypass stamp as an item carries it (docs/design.md §8,
+// docs/design.md §8): an N epoch-ms deadline, live while it is after now. A stamp of
 // another type (a design-era BOOL) is present but never live: the fast path's
 // `> :now` comparison is false on it, so the request takes the slow path,
 // which re-stamps from config.
@@ -32,7 +32,7 @@ func (s Stamp) Live(now int64) bool { return s.Numeric && s.Deadline > now }
 // (deadline passed, or not a number).
 func (s Stamp) Expired(now int64) bool { return s.Present && !s.Live(now) }
 
-// LimitFields is a set of per-limit attributes (SPEC §2.2) found on an item.
+// LimitFields is a set of per-limit attributes (docs/design.md §2) found on an item.
 type LimitFields uint16
 
 // The per-limit attributes, one bit each.
@@ -54,7 +54,7 @@ const (
 )
 
 // Phase2Fields are the per-limit attributes that mark a quota, a window or
-// a schedule (DECISIONS D2: the aggregator abstains on an item carrying any).
+// a schedule (docs/design.md §9: the aggregator abstains on an item carrying any).
 const Phase2Fields = FieldGrantShards | FieldTopUp | FieldWindowStart | FieldResetAfter |
 	FieldWindowAnchor | FieldWindowConsumed | FieldSchedule | FieldResetSchedule
 
@@ -88,7 +88,7 @@ type LimitImage struct {
 	Soft Stamp
 }
 
-// Present reports the discovery rule of SPEC §2.2: the limit exists on the
+// Present reports the discovery rule of docs/design.md §2: the limit exists on the
 // bucket iff both b_{n}_tk and b_{n}_cp do.
 func (l *LimitImage) Present() bool { return l.Fields.Has(FieldTokens | FieldCapacity) }
 
@@ -106,14 +106,14 @@ func (l *LimitImage) Params() Params {
 
 // ImageLimit returns the limit as [WouldRefillSatisfy] takes it, for a
 // request of amount whole tokens; soft says whether to skip it (the caller's
-// policy: a live soft stamp for SPEC §4.7, any stamp for the rejection
+// policy: a live soft stamp for docs/design.md §3, any stamp for the rejection
 // cache). The quota fields ResetPending and ResetsAtMs are left zero, so a
 // quota always sends the request to the slow path (phase 2 computes them).
 func (l *LimitImage) ImageLimit(amount int64, soft bool) ImageLimit {
 	return ImageLimit{Present: l.Present(), Soft: soft, Tokens: l.Tokens, Params: l.Params(), Amount: amount}
 }
 
-// Image is a bucket item (SPEC §2) decoded into typed state: the one decoder
+// Image is a bucket item (docs/design.md §2) decoded into typed state: the one decoder
 // shared by the fast and slow paths, failure classification, the rejection
 // cache and the aggregator. Decode with [DecodeImage] or [Image.Decode].
 //
@@ -161,7 +161,7 @@ type Image struct {
 	// attributes.
 	HasSched, HasResetSched, HasSchedTZ bool
 
-	// WCU is the reserved `wcu` limit (SPEC §2.3), kept out of Limits and
+	// WCU is the reserved `wcu` limit (docs/design.md §2), kept out of Limits and
 	// Partial so user-facing code never meets it. Check WCU.Present().
 	WCU LimitImage
 
@@ -181,7 +181,7 @@ type Image struct {
 }
 
 // CorruptItemError reports an attribute this package knows whose value has
-// the wrong type or is not an int64 (SPEC §4.1: never wrapped). Callers skip
+// the wrong type or is not an int64 (docs/design.md §3: never wrapped). Callers skip
 // the item and log.
 type CorruptItemError struct {
 	Attribute string // the attribute name
@@ -512,7 +512,7 @@ func (img *Image) Params(name string) (p Params, ok bool) {
 	return l.Params(), true
 }
 
-// ImageLimit returns a declared limit as SPEC §4.7 takes it from a failed
+// ImageLimit returns a declared limit as docs/design.md §3 takes it from a failed
 // write's old image: skipped (Soft) when it carries a live soft stamp or the
 // item a live bypass stamp; Present false when the item does not carry it.
 func (img *Image) ImageLimit(name string, amount, now int64) ImageLimit {
@@ -536,7 +536,7 @@ func (img *Image) HasSchedule() bool {
 }
 
 // Phase2 reports whether the item carries anything phase 1 does not model
-// (DECISIONS D2): a schedule, a window (ws, rsa, wa, wtc), a grant (gc), a
+// (docs/design.md §9): a schedule, a window (ws, rsa, wa, wtc), a grant (gc), a
 // top-up (tu), or a present limit with a zero refill amount (a quota). The
 // aggregator abstains from such an item.
 func (img *Image) Phase2() bool {

@@ -25,7 +25,7 @@ func battr(l string, f schema.LimitField) string { return schema.BucketAttr(l, f
 
 const imgNow = 1_700_000_000_000
 
-// createdItem is a bucket as the slow path's create writes it (SPEC §6.8
+// createdItem is a bucket as the slow path's create writes it (docs/design.md §5
 // step 6): keys, identity, owner stamp, ttl, two user limits (tpm soft),
 // wcu at full, plus attributes from a future writer.
 func createdItem() item {

@@ -4,8 +4,8 @@ package bucket
 // stored balance, capacity, refill amount and top-up is tokens × 1000.
 const MilliPerToken = 1000
 
-// Parameters of the reserved `wcu` limit every bucket carries (SPEC §2.3,
-// Appendix A): capacity 1000 tokens, refilled 1000 tokens per second, one
+// Parameters of the reserved `wcu` limit every bucket carries (docs/design.md §2,
+// docs/design.md §5): capacity 1000 tokens, refilled 1000 tokens per second, one
 // token debited per fast-path write. It is never divided by shard count
 // (see [Undivided]).
 const (
@@ -16,12 +16,12 @@ const (
 )
 
 // Params are one limit's stored parameters, as they sit on the bucket item
-// (SPEC §2.2): undivided across shards. A caller
+// (docs/design.md §2): undivided across shards. A caller
 // that evaluates schedules passes the schedule-effective values (C_eff,
-// R_eff, P_eff of SPEC §4.2 step 1); this package evaluates no schedule.
+// R_eff, P_eff of docs/design.md §3); this package evaluates no schedule.
 //
 // The zero value of GrantShards and TopUp means "attribute absent", which is
-// exactly how SPEC §4.2 treats a missing b_{n}_gc (fall back to the shard
+// exactly how docs/design.md §3 treats a missing b_{n}_gc (fall back to the shard
 // count) and a missing b_{n}_tu (zero).
 type Params struct {
 	Capacity     int64 // b_{n}_cp: capacity, millitokens, undivided
@@ -37,13 +37,13 @@ func WCUParams() Params {
 }
 
 // IsQuota reports whether the limit is a quota: a zero refill amount.
-// SPEC §18 admits refill_amount = 0 only together with a reset schedule or
-// reset_after, so on a valid item "ra = 0" and "quota" (SPEC §4.2: "ra = 0
+// docs/design.md §2 admits refill_amount = 0 only together with a reset schedule or
+// reset_after, so on a valid item "ra = 0" and "quota" (docs/design.md §3: "ra = 0
 // with a reset schedule or rsa") coincide; deciding on ra alone keeps a stale
 // gc/tu left on a limit that now drips from changing its ceiling.
 func (p Params) IsQuota() bool { return p.RefillAmount == 0 }
 
-// Share is one limit's per-shard effective parameters (SPEC §4.2): what
+// Share is one limit's per-shard effective parameters (docs/design.md §3): what
 // [Materialise], [Refill] and [Check] take.
 type Share struct {
 	// Ceiling is the most a materialisation may leave in the balance,
@@ -60,7 +60,7 @@ type Share struct {
 }
 
 // Effective returns the per-shard parameters of a limit that is not `wcu`
-// on an item whose shard_count is shardCount (SPEC §4.2 step 3):
+// on an item whose shard_count is shardCount (docs/design.md §3):
 //
 //	Target  = C // S
 //	Ceiling = C // S            dripping limit
@@ -90,7 +90,7 @@ func Effective(p Params, shardCount int64) Share {
 }
 
 // Undivided returns the parameters of the reserved `wcu` limit, which is
-// never divided by shard count (one partition per shard, SPEC §2.3, §4.2
+// never divided by shard count (one partition per shard, docs/design.md §2, §3
 // step 2): Ceiling = Target = cp, Rate = ra, Period = rp.
 func Undivided(p Params) Share {
 	return Share{Ceiling: p.Capacity, Target: p.Capacity, Rate: p.RefillAmount, Period: p.RefillPeriod}

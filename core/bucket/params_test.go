@@ -53,7 +53,7 @@ func TestUndividedWCU(t *testing.T) {
 	}
 	// One fast-path write needs WCUDebit; a full wcu admits 1000 of them.
 	if !Covers(WCUCapacity, WCUDebit/MilliPerToken) || WCUCapacity/WCUDebit != 1000 {
-		t.Fatal("wcu constants disagree with SPEC §2.3")
+		t.Fatal("wcu constants disagree with docs/design.md §2")
 	}
 	if WCUParams().IsQuota() || !(Params{Capacity: 1}).IsQuota() {
 		t.Fatal("IsQuota")

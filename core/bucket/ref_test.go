@@ -31,7 +31,7 @@ func minBig(a, b *big.Int) *big.Int {
 	return b
 }
 
-// refillBig is SPEC §4.3 on unbounded integers, with the package's documented
+// refillBig is docs/design.md §3 on unbounded integers, with the package's documented
 // no-drip rule for a non-positive rate or period.
 func refillBig(tk, rf, now, ceil, rate, period int64) (*big.Int, *big.Int) {
 	T, C, RF := bi(tk), bi(ceil), bi(rf)

@@ -2,7 +2,7 @@ package bucket
 
 import "math/bits"
 
-// Refill is the lazy refill of SPEC §4.3, bit-for-bit the reference
+// Refill is the lazy refill of docs/design.md §3, bit-for-bit the reference
 // arithmetic on unbounded integers:
 //
 //	elapsed = now - rf
@@ -27,7 +27,7 @@ import "math/bits"
 //
 // Do not persist or chain rf': used is floored, so rf' lags the time
 // the credit actually paid for, and a later refill from rf' credits that time
-// again (see SPEC §4.3 and the over-credit test in this package). Writers use
+// again (see docs/design.md §3 and the over-credit test in this package). Writers use
 // [Materialise] and stamp rf with [StampRF].
 func Refill(tk, rf, now, ceil, rate, period int64) (int64, int64) {
 	if rate <= 0 || period <= 0 || now <= rf {
@@ -63,13 +63,13 @@ func Refill(tk, rf, now, ceil, rate, period int64) (int64, int64) {
 
 // Materialise returns the balance of one limit at now — the tk' of [Refill],
 // including the clamp rule — and credited = balance − tk, the refill this
-// pass credits (SPEC §4.6 refill_n; the rf-locked write ADDs
+// pass credits (docs/design.md §3 refill_n; the rf-locked write ADDs
 // credited − consumed). credited is negative when a balance above the ceiling
 // is trimmed; it saturates rather than overflows (only possible for balances
 // near the int64 bounds).
 //
 // Materialise deliberately returns no rf. A writer that moves rf stamps
-// [StampRF] (SPEC §11.3: max(now, stored rf, every window start in force)),
+// [StampRF] (docs/design.md §5: max(now, stored rf, every window start in force)),
 // never the drift-compensated rf' of [Refill]. An in-memory chain (several
 // Lease.Consume calls) does the same: whenever it keeps the returned balance
 // as its new tk it sets rf = StampRF(rf, now), so that (tk, rf) always means
@@ -84,7 +84,7 @@ func Materialise(tk, rf, now, ceil, rate, period int64) (balance, credited int64
 }
 
 // StampRF returns the rf a writer stamps after materialising at now:
-// max(now, stored rf) (SPEC §11.3), so rf only grows (SPEC §19 rule 6) and a
+// max(now, stored rf) (docs/design.md §5), so rf only grows (docs/design.md §2) and a
 // writer whose clock lags never re-credits time. A writer that applies
 // windows also folds every window start in force into the max (phase 2).
 func StampRF(storedRF, now int64) int64 { return max(storedRF, now) }

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// SPEC §4.8, all five worked examples.
+// docs/design.md §3, all five worked examples.
 func TestWorkedExamples(t *testing.T) {
 	t.Run("1 capped refill", func(t *testing.T) {
 		tk, rf := Refill(0, 0, 1500, 10_000, 10_000, 1000)
@@ -103,7 +103,7 @@ func TestMaterialise(t *testing.T) {
 	}
 }
 
-// INVARIANTS A5: Refill equals the unbounded-integer reference for every
+// the property: Refill equals the unbounded-integer reference for every
 // input, including elapsed = 1e11 ms at ra = 1e15 (a product of 1e26).
 func FuzzRefillMatchesBig(f *testing.F) {
 	f.Add(int64(0), int64(0), int64(1500), int64(10_000), int64(10_000), int64(1000))
@@ -148,7 +148,7 @@ func TestRefillMatchesBig(t *testing.T) {
 	}
 }
 
-// INVARIANTS A1: every materialised balance is <= its ceiling, for random
+// the property: every materialised balance is <= its ceiling, for random
 // stored state including balances above a lowered ceiling, and never below
 // min(tk, ceil) (refill never takes tokens away except by trimming).
 func TestCeilingProperty(t *testing.T) {
@@ -179,7 +179,7 @@ func TestCeilingProperty(t *testing.T) {
 	}
 }
 
-// ceilingBig is the SPEC §4.2 ceiling on unbounded integers, clamped to
+// ceilingBig is the docs/design.md §3 ceiling on unbounded integers, clamped to
 // int64 (Effective saturates the quota sum).
 func ceilingBig(p Params, shards int64) int64 {
 	s := max(shards, 1)
@@ -198,7 +198,7 @@ func ceilingBig(p Params, shards int64) int64 {
 	return c.Int64()
 }
 
-// INVARIANTS A2 (credit accounting): refilling an interval in pieces and
+// credit accounting: refilling an interval in pieces and
 // re-basing rf to now after each piece never credits more than one refill
 // over the whole interval (computed with math/big), and loses less than one
 // millitoken per piece.
@@ -234,7 +234,7 @@ type rebase int
 
 const (
 	rebaseEveryPass rebase = iota // rf = StampRF(rf, now) whenever the balance is kept (the rule)
-	rebaseOnCredit                // rf = now only when credited > 0 (a too-literal reading of §4.3)
+	rebaseOnCredit                // rf = now only when credited > 0 (a too-literal reading of docs/design.md §3)
 	chainDriftRF                  // rf = the drift-compensated rf' of Refill (the defect)
 )
 
@@ -314,7 +314,7 @@ func overCredit(got []int64, ref []*big.Rat) int {
 	return -1
 }
 
-// INVARIANTS A2 (with consumption and clamps): an in-memory chain that
+// with consumption and clamps: an in-memory chain that
 // re-bases rf with StampRF every time it keeps a materialised balance never
 // holds more than the ideal continuous bucket, and after n materialisations
 // trails it by less than n millitokens.
@@ -431,7 +431,7 @@ func TestRebaseOnlyOnCreditOverCredits(t *testing.T) {
 	t.Logf("re-basing only on credit over-credited in %d of 5000 random chains", found)
 }
 
-// INVARIANTS A3: materialising twice at the same now, re-basing rf with
+// the property: materialising twice at the same now, re-basing rf with
 // StampRF in between, credits nothing the second time.
 func TestIdempotentAtFixedInstant(t *testing.T) {
 	r := newRand(7)

@@ -1,16 +1,16 @@
 package bucket
 
 // ImageLimit is one declared limit of a request as a failed fast-path
-// write's ALL_OLD image shows it (the input of SPEC §4.7). The caller decodes
+// write's ALL_OLD image shows it (the input of docs/design.md §3). The caller decodes
 // the image; rf and shard_count are item-level and passed separately.
 type ImageLimit struct {
 	// Present reports that the image carries the limit: both b_{n}_tk and
-	// b_{n}_cp exist (SPEC §2.2 discovery rule). A declared limit that is not
+	// b_{n}_cp exist (docs/design.md §2 discovery rule). A declared limit that is not
 	// present sends the request to the slow path (it will be seeded).
 	Present bool
 	// Soft reports that the limit must be skipped: it carries a live soft
-	// stamp (§4.7), or any soft stamp when the caller is the rejection cache
-	// (§9.4). A soft limit is still materialised for its status but never
+	// stamp (docs/design.md §3), or any soft stamp when the caller is the rejection cache
+	// (docs/design.md §9). A soft limit is still materialised for its status but never
 	// exceeded.
 	Soft bool
 	// Tokens is the stored balance b_{n}_tk, millitokens.
@@ -31,10 +31,10 @@ type ImageLimit struct {
 	ResetsAtMs int64
 }
 
-// WouldRefillSatisfy is the fast-rejection test of SPEC §4.7. Given the
+// WouldRefillSatisfy is the fast-rejection test of docs/design.md §3. Given the
 // declared limits of a request as a failed write's old image shows them, the
 // image's rf and shard_count, and now, it materialises every declared hard
-// limit (§4.2–§4.3) and applies the consume check (§4.4).
+// limit (docs/design.md §3–docs/design.md §3) and applies the consume check (docs/design.md §3).
 //
 // satisfy is true — take the slow path — when every hard limit would pass,
 // when a declared limit is missing from the image, or when a quota has a
@@ -49,7 +49,7 @@ type ImageLimit struct {
 // except that a missing one still means the slow path (it must be seeded).
 // The entry of a limit whose state at now is unknown here (missing, or a
 // quota with a reset pending or an unknown next reset) is zero.
-// `wcu` is never a declared limit (§6.4 row 7 handles it before §4.7).
+// `wcu` is never a declared limit (docs/design.md §5 row 7 handles it before docs/design.md §3).
 func WouldRefillSatisfy(dst []Status, limits []ImageLimit, rf, shardCount, now int64) (satisfy bool, statuses []Status) {
 	slow, short := false, false
 	for i := range limits {

@@ -17,11 +17,11 @@ type AccessOptions struct {
 	Consistent bool
 	// IncludeSystem adds the system config item to the same read, so that
 	// limits that resolve from the system level (and their soft flags) are
-	// fresh too (SPEC §5.3).
+	// fresh too (docs/design.md §7).
 	IncludeSystem bool
 }
 
-// Walk is the outcome of the uncached access walk (SPEC §5.3).
+// Walk is the outcome of the uncached access walk (docs/design.md §7).
 type Walk struct {
 	// Mode is the first explicit `disabled` value in walk order —
 	// AccessDisabled, AccessEnforce or AccessBypass — or AccessEnforce when
@@ -35,7 +35,7 @@ type Walk struct {
 	Cascade      CascadePolicy
 	CascadeLevel Level
 	// Limits is the limit set recomputed from the items just read (soft
-	// flags included), by the rule of SPEC §5.1; Source is its level.
+	// flags included), by the rule of docs/design.md §7; Source is its level.
 	// Without IncludeSystem, Limits is empty and Source LevelNone when only
 	// the system level has limits.
 	Limits []limit.Limit
@@ -44,13 +44,13 @@ type Walk struct {
 	// IncludeSystem.
 	OnUnavailable OnUnavailable
 	// ReadAt is the clock reading taken when the read was issued; stamp
-	// deadlines derive from it (SPEC §8.4).
+	// deadlines derive from it (docs/design.md §8).
 	ReadAt time.Time
 }
 
 // ResolveAccess walks entity(resource) → entity(`_default_`) → resource
 // without the cache, in one BatchGetItem (GetItem fallback), and returns the
-// access mode, cascade policy and fresh limits (SPEC §5.3). Access and
+// access mode, cascade policy and fresh limits (docs/design.md §7). Access and
 // cascade never come from the system level. When resource is `_default_`
 // only the entity(`_default_`) item is walked.
 //
@@ -108,7 +108,7 @@ func (r *Resolver) ResolveAccess(ctx context.Context, ns, entity, resource strin
 }
 
 // EffectiveCascade reports whether entity e cascades to its parent on a
-// resource whose walk found policy (SPEC §5.4): never without a parent;
+// resource whose walk found policy (docs/design.md §7): never without a parent;
 // otherwise the explicit policy when set, else the entity-wide META
 // default.
 func EffectiveCascade(e Entity, policy CascadePolicy) bool {
@@ -124,7 +124,7 @@ func EffectiveCascade(e Entity, policy CascadePolicy) bool {
 	return e.Cascade
 }
 
-// PickOnUnavailable applies the precedence of SPEC §5.2: the per-call
+// PickOnUnavailable applies the precedence of docs/design.md §7: the per-call
 // value, else the system config's, else the last value this process saw,
 // else block. Values other than allow and block count as unset.
 func PickOnUnavailable(perCall, system, lastSeen OnUnavailable) OnUnavailable {
@@ -154,7 +154,7 @@ func (r *Resolver) LastOnUnavailable(ns string) OnUnavailable {
 }
 
 // OnUnavailable returns the action for an infrastructure failure in
-// namespace ns (SPEC §5.2): perCall when valid; else the system config
+// namespace ns (docs/design.md §7): perCall when valid; else the system config
 // through the cache; if that read fails, the last value read; else block.
 // A successful read of a system config without the attribute yields block:
 // "last seen" covers failed reads only.

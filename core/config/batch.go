@@ -15,7 +15,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/internal/wait"
 )
 
-// DynamoDB batch limits (Appendix A).
+// DynamoDB batch limits (docs/design.md §5).
 const (
 	batchGetChunk   = 100
 	batchWriteChunk = 25
@@ -118,7 +118,7 @@ func getItem(ctx context.Context, db ReadDB, table string, k schema.Key, consist
 }
 
 // readItems reads keys with one batchGet and falls back to sequential
-// GetItems for every key the batch did not settle (SPEC §5.1). It returns the
+// GetItems for every key the batch did not settle (docs/design.md §7). It returns the
 // items found (absent keys are missing from the map) and the keys whose
 // answer is known; on error, both hold what was settled before it.
 func readItems(ctx context.Context, db ReadDB, table string, keys []schema.Key, consistent bool, o *options) (

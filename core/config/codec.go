@@ -12,7 +12,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
-// Attribute names of the ADR-143 merge draft. DECISIONS D15: an item carrying
+// Attribute names of the ADR-143 merge draft. docs/design.md §7: an item carrying
 // any of them is refused (fail closed).
 const (
 	AttrInheritLimits = "inherit_limits"
@@ -25,17 +25,17 @@ const (
 // bypassValue is the S value of `disabled` that means bypass (ADR-151).
 const bypassValue = "bypass"
 
-// configVersion is the only config_version written today (SPEC §1.5).
+// configVersion is the only config_version written today (docs/design.md §2).
 const configVersion = "1"
 
-// MaxLimitsPerLevel bounds the limit set one setter call stores. SPEC §18
+// MaxLimitsPerLevel bounds the limit set one setter call stores. docs/design.md §2
 // sets no bound; this one keeps every update expression far below
 // DynamoDB's 4 KB expression limit and is already well past the 1 KB bucket
-// item budget of SPEC §2.4 (each limit costs a bucket about 80 bytes).
+// item budget of docs/design.md §2.
 const MaxLimitsPerLevel = 32
 
 // Problem is one corrupt or misplaced piece of a config item that decoding
-// skipped (SPEC §18: values from DynamoDB that fail parsing are skipped and
+// skipped (docs/design.md §2: values from DynamoDB that fail parsing are skipped and
 // logged). Callers log it; it never stops resolution.
 type Problem struct {
 	// Attribute is the attribute, or for a limit the `l_{n}_` name stem.
@@ -51,7 +51,7 @@ type Decoded struct {
 	Problems []Problem
 }
 
-// EncodeLimits returns the flat limit attributes of SPEC §1.5 for a limit
+// EncodeLimits returns the flat limit attributes of docs/design.md §2 for a limit
 // set: `l_{n}_cp`, `l_{n}_ra` (N whole tokens), `l_{n}_rp` (N seconds) and,
 // for a soft limit, `l_{n}_soft` = BOOL true. The set is validated with
 // limit.ValidateSet; failures are *schema.ValidationError.
@@ -137,7 +137,7 @@ type limitFields struct {
 }
 
 // DecodeConfigItem decodes a config item of level (R5, R6 or R7) by the
-// rules of SPEC §1.5:
+// rules of docs/design.md §2:
 //
 //   - A limit exists iff `l_{n}_cp` exists; it is corrupt, skipped and
 //     reported as a Problem unless `l_{n}_ra` and `l_{n}_rp` exist too, all

@@ -112,7 +112,7 @@ func TestEncodeConfigItem(t *testing.T) {
 	}
 }
 
-// TestDecodeConfigItem is the table of SPEC §1.5 decoding rules.
+// TestDecodeConfigItem is the table of docs/design.md §2 decoding rules.
 func TestDecodeConfigItem(t *testing.T) {
 	rpm := limit.PerMinute("rpm", 60)
 	tests := []struct {

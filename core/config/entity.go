@@ -17,14 +17,14 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/internal/ulid"
 )
 
-// Entity is an entity's metadata item (R4, SPEC §1.5).
+// Entity is an entity's metadata item (R4, docs/design.md §2).
 type Entity struct {
 	ID string
 	// Name is the display name; it defaults to ID.
 	Name string
 	// ParentID is "" for a root entity.
 	ParentID string
-	// Cascade is the entity-wide cascade default (SPEC §5.4).
+	// Cascade is the entity-wide cascade default (docs/design.md §7).
 	Cascade bool
 	// PGen is the parent generation (ADR-150); 0 when absent.
 	PGen int64
@@ -52,7 +52,7 @@ type EntityOptions struct {
 // maxAncestorHops bounds the cycle check of CreateEntity (ADR-150).
 const maxAncestorHops = 32
 
-// pincAbsent is the incarnation of an entity without `pinc` (SPEC §1.5).
+// pincAbsent is the incarnation of an entity without `pinc` (docs/design.md §2).
 const pincAbsent = "0"
 
 // CreateEntity creates entity id in namespace ns (R4): `entity_id`, `name`,

@@ -7,7 +7,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
-// EntityNotFoundError reports an entity without a META item (SPEC §17,
+// EntityNotFoundError reports an entity without a META item (docs/design.md §5,
 // category Entity). Match it with errors.As.
 type EntityNotFoundError struct {
 	EntityID string
@@ -19,7 +19,7 @@ func (e *EntityNotFoundError) Error() string {
 }
 
 // EntityExistsError reports a create of an entity that already exists
-// (SPEC §17, category Entity).
+// (docs/design.md §5, category Entity).
 type EntityExistsError struct {
 	EntityID string
 }
@@ -30,7 +30,7 @@ func (e *EntityExistsError) Error() string {
 }
 
 // VersionMismatchError reports a client older than the table's
-// client_min_version (SPEC §13, §17, category Version). Never retry.
+// client_min_version (docs/design.md §2, §5, category Version). Never retry.
 type VersionMismatchError struct {
 	// ClientVersion is this build's version.
 	ClientVersion string
@@ -69,7 +69,7 @@ func (e *MissingVersionError) Error() string {
 const MigrationGuideURL = "https://github.com/zeroae/zae-limiter/blob/main/docs/adr/009-version-migration-system.md"
 
 // IncompatibleSchemaError reports a table whose schema major version differs
-// from the client's major version (SPEC §13, §17, category Version), or
+// from the client's major version (docs/design.md §2, §5, category Version), or
 // whose schema_version cannot be parsed. Never retry.
 type IncompatibleSchemaError struct {
 	ClientVersion     string
@@ -87,7 +87,7 @@ func (e *IncompatibleSchemaError) Error() string {
 // version does not implement: a hidden `w_` (reset_after/session) limit, a
 // limit under both prefixes, a schedule or reset schedule, `reset_after`, a
 // quota (refill amount 0), or the ADR-143 merge fields `inherit_limits`,
-// `exclude_limits`, `patch_limits` / `p_{n}_sched` (DECISIONS D15).
+// `exclude_limits`, `patch_limits` / `p_{n}_sched` (docs/design.md §7).
 //
 // Callers fail closed: the item's limits must not be enforced partially,
 // and the error is a configuration error, never an infrastructure error,

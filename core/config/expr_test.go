@@ -59,7 +59,7 @@ func (r *recordingDB) TransactWriteItems(ctx context.Context, in *dynamodb.Trans
 	return r.DB.TransactWriteItems(ctx, in, o...)
 }
 
-// TestExpressionsArePositional (INVARIANTS B15): no expression the Store
+// TestExpressionsArePositional: no expression the Store
 // builds contains a limit, resource or attribute name; they travel in
 // ExpressionAttributeNames only.
 func TestExpressionsArePositional(t *testing.T) {

@@ -35,7 +35,7 @@ type target struct {
 func (t target) key() schema.Key { return t.keys.Key }
 
 // identity returns the attributes every write of the item carries besides
-// keys and limits (SPEC §1.5): config_version, and entity_id/resource.
+// keys and limits (docs/design.md §2): config_version, and entity_id/resource.
 func (t target) identity() map[string]types.AttributeValue {
 	id := map[string]types.AttributeValue{schema.AttrConfigVersion: &types.AttributeValueMemberN{Value: configVersion}}
 	switch t.level {
@@ -96,7 +96,7 @@ func (s *Store) SetResourceLimits(ctx context.Context, ns, resource string, limi
 // (R5; resource may be `_default_`, the entity's config for every resource).
 // The entity need not exist.
 //
-// The write protocol of every setter (SPEC §3): the item is read strongly
+// The write protocol of every setter (docs/design.md §7): the item is read strongly
 // consistently first. A new item is put under attribute_not_exists(PK); for
 // an entity config that put and the registry increment (R9 `ADD #r :1`)
 // commit in one TransactWriteItems, so the counter counts items exactly.
@@ -111,8 +111,8 @@ func (s *Store) SetResourceLimits(ctx context.Context, ns, resource string, limi
 // The set must hold 1 to MaxLimitsPerLevel valid limits with distinct names
 // (use the Delete methods to remove a level's limits). Nothing is written on
 // invalid input (*schema.ValidationError). An existing item carrying the
-// ADR-143 merge fields is refused with *UnsupportedConfigError (DECISIONS
-// D15): replacing its limits would silently change what it merges. The
+// ADR-143 merge fields is refused with *UnsupportedConfigError (docs/design.md
+// §7): replacing its limits would silently change what it merges. The
 // resolver's cached slot for the item is evicted.
 func (s *Store) SetEntityLimits(ctx context.Context, ns, entity, resource string, limits []limit.Limit) error {
 	if err := validateEntityScope(ns, entity, resource); err != nil {
@@ -278,7 +278,7 @@ func (s *Store) updateItem(ctx context.Context, t target, set map[string]types.A
 }
 
 // entityRegistryUpdate is R9's counter update for resource: ADD #r :delta,
-// with GSI4 keys set if absent (SPEC §1.2 R9).
+// with GSI4 keys set if absent (docs/design.md §2 R9).
 func (s *Store) entityRegistryUpdate(ns, resource string, delta int64) *types.Update {
 	k := schema.EntityConfigRegistryItemKeys(ns)
 	return &types.Update{

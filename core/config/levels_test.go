@@ -335,7 +335,7 @@ func TestSetterValidation(t *testing.T) {
 	}
 }
 
-// TestMergeItemsRefused: DECISIONS D15 — a level carrying the ADR-143 merge
+// TestMergeItemsRefused: docs/design.md §7 — a level carrying the ADR-143 merge
 // fields is neither read nor replaced; deleting its limits clears them.
 func TestMergeItemsRefused(t *testing.T) {
 	e := newEnv(t)

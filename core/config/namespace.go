@@ -12,7 +12,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
-// Namespace states (SPEC §1.5).
+// Namespace states (docs/design.md §2).
 const (
 	NamespaceActive  = "active"
 	NamespaceDeleted = "deleted"
@@ -35,7 +35,7 @@ func (e *NamespaceStateError) Error() string {
 
 // RegisterNamespace returns the id of namespace name, registering it when
 // it is new: the forward (R1) and reverse (R2) records are written in one
-// transaction, each under attribute_not_exists(PK) (SPEC §1.5). When another
+// transaction, each under attribute_not_exists(PK) (docs/design.md §2). When another
 // writer registered the name first, its id is returned.
 func (s *Store) RegisterNamespace(ctx context.Context, name string) (string, error) {
 	if err := schema.ValidateNamespaceName(name); err != nil {

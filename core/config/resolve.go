@@ -11,7 +11,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
-// Resolved is the outcome of limit resolution (SPEC §5.1).
+// Resolved is the outcome of limit resolution (docs/design.md §7).
 type Resolved struct {
 	// Limits is the limit set of the first level, in slot order, that has
 	// any limit; sorted by name. Never empty when the error is nil.
@@ -25,8 +25,8 @@ type Resolved struct {
 }
 
 // Resolver resolves limits through the config hierarchy with a per-slot
-// cache (SPEC §5.1, §5.5), and walks access and cascade settings uncached
-// (§5.3). It is safe for concurrent use: the cache sits behind a mutex, and
+// cache (docs/design.md §7), and walks access and cascade settings uncached
+// (docs/design.md §7). It is safe for concurrent use: the cache sits behind a mutex, and
 // a fill that races an invalidation is dropped (it only costs a later
 // call).
 //
@@ -84,7 +84,7 @@ func newResolver(db ReadDB, table string, o options) *Resolver {
 	}
 }
 
-// Resolve returns the limits that apply to entity on resource (SPEC §5.1).
+// Resolve returns the limits that apply to entity on resource (docs/design.md §7).
 //
 // The slots are entity(resource), entity(`_default_`), resource and system;
 // when resource is `_default_` the entity(`_default_`) slot is consulted once
@@ -127,7 +127,7 @@ func (r *Resolver) Resolve(ctx context.Context, ns, entity, resource string) (Re
 		"no limits configured at entity, entity default, resource or system level")
 }
 
-// limitSlots is the slot list of SPEC §5.1 step 1.
+// limitSlots is the slot list of docs/design.md §7.
 func limitSlots(ns, entity, resource string) []slot {
 	slots := make([]slot, 0, 4)
 	slots = append(slots, slot{LevelEntity, schema.EntityConfigKey(ns, entity, resource)})
@@ -247,7 +247,7 @@ func (r *Resolver) store(gen uint64, now time.Time, fresh map[schema.Key]*slotVa
 	}
 }
 
-// Invalidate clears the whole cache (SPEC §5.1 InvalidateConfigCache).
+// Invalidate clears the whole cache (docs/design.md §7 InvalidateConfigCache).
 func (r *Resolver) Invalidate() {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -27,7 +27,7 @@ func levelLimit(l config.Level) limit.Limit {
 }
 
 // TestResolvePrecedence covers all 16 combinations of levels holding limits
-// (SPEC §5.1: the first non-empty slot wins; nothing ⇒ ValidationError).
+// (docs/design.md §7: the first non-empty slot wins; nothing ⇒ ValidationError).
 func TestResolvePrecedence(t *testing.T) {
 	e := newEnv(t)
 	st := e.store()
@@ -436,7 +436,7 @@ func TestResolveConcurrent(t *testing.T) {
 	writer.Wait()
 }
 
-// TestResolveAccessWalk is the 4³ table of INVARIANTS C22 for `disabled` and
+// TestResolveAccessWalk is the 4³ table of the property for `disabled` and
 // the 3³ table for `cascade`: first explicit value in entity(resource) →
 // entity(_default_) → resource wins, whatever level supplies the limits.
 func TestResolveAccessWalk(t *testing.T) {

@@ -32,7 +32,7 @@ type DB interface {
 	BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
 }
 
-// DefaultCacheTTL is the config cache TTL (SPEC §5.1, Appendix A).
+// DefaultCacheTTL is the config cache TTL (docs/design.md §7, §5).
 const DefaultCacheTTL = 60 * time.Second
 
 // Defaults of the retry loop for BatchGetItem UnprocessedKeys and
@@ -152,7 +152,7 @@ func (s *Store) Resolver() *Resolver { return s.resolver }
 
 // validateNamespace checks a namespace id used in a key: non-empty, at most
 // 64 bytes, free of `/` and `#`, and not the reserved `_`. Namespace ids
-// are opaque (SPEC §1.1); registration, which mints them, applies the full
+// are opaque (docs/design.md §2); registration, which mints them, applies the full
 // schema.ValidateNamespaceID.
 func validateNamespace(ns string) error {
 	const field = "namespace_id"
@@ -169,5 +169,5 @@ func validateNamespace(ns string) error {
 	return nil
 }
 
-// isoSeconds formats t as `YYYY-MM-DDTHH:MM:SSZ` in UTC (SPEC §19 rule 5).
+// isoSeconds formats t as `YYYY-MM-DDTHH:MM:SSZ` in UTC (docs/design.md §2).
 func isoSeconds(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05Z") }

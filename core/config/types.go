@@ -2,7 +2,7 @@ package config
 
 import "github.com/zae-limiter/zae-limiter-go/core/limit"
 
-// Level is a config level (SPEC §3), also the source of resolved limits.
+// Level is a config level (docs/design.md §7), also the source of resolved limits.
 type Level uint8
 
 // Levels, highest precedence first. LevelNone is "no level": no limits
@@ -17,7 +17,7 @@ const (
 
 var levelNames = [...]string{"none", "entity", "entity_default", "resource", "system"}
 
-// String returns the name SPEC §5.1 uses for the level as a source:
+// String returns the name docs/design.md §7 uses for the level as a source:
 // "entity", "entity_default", "resource", "system", or "none".
 func (l Level) String() string {
 	if int(l) < len(levelNames) {
@@ -27,7 +27,7 @@ func (l Level) String() string {
 }
 
 // Access is the `disabled` attribute of a resource or entity config item
-// (SPEC §1.5, ADR-125, ADR-151), and the mode an access walk resolves to.
+// (docs/design.md §2, ADR-125, ADR-151), and the mode an access walk resolves to.
 type Access uint8
 
 // Access values. AccessInherit (absent) is never a resolved mode: a walk
@@ -71,7 +71,7 @@ func (c CascadePolicy) String() string {
 }
 
 // OnUnavailable is what an acquire does on an infrastructure error
-// (SPEC §5.2): "allow" (a no-op lease) or "block" (RateLimiterUnavailable).
+// (docs/design.md §7): "allow" (a no-op lease) or "block" (RateLimiterUnavailable).
 // The empty value means "not set here".
 type OnUnavailable string
 

@@ -14,8 +14,8 @@ import (
 )
 
 // SchemaVersion is the table schema version this implementation writes into
-// a fresh version record: the value current in upstream (OPEN_QUESTIONS
-// Q-SCHEMA: never a higher major).
+// a fresh version record: the value current in upstream, never a higher
+// major (docs/design.md §2).
 const SchemaVersion = "0.10.0"
 
 // BuildVersion is this build's version: the client version limiter.Open
@@ -44,7 +44,7 @@ type VersionCheck struct {
 	LambdaUpdateAvailable bool
 }
 
-// CheckVersion is the client check on open (SPEC §13). It reads R3 strongly
+// CheckVersion is the client check on open (docs/design.md §2). It reads R3 strongly
 // consistently and returns, in this order:
 //
 //   - a *schema.ValidationError when own does not parse;
@@ -124,7 +124,7 @@ func (s *Store) StampVersion(ctx context.Context, updatedBy string) error {
 // sets schema_version (SchemaVersion when rec's is ""), lambda_version
 // (NULL when ""), updated_by (NULL when ""), updated_at (the clock, ISO
 // seconds) and the GSI4 keys, keeping other attributes. client_min_version
-// only grows (SPEC §19 rule 6): it becomes the larger of the stored value
+// only grows (docs/design.md §2): it becomes the larger of the stored value
 // and rec's ("" means 0.0.0), written under a condition that the stored
 // value is still the one read (retried on conflict). rec.UpdatedAt is
 // ignored. Versions that do not parse are *schema.ValidationError.

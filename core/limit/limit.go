@@ -1,6 +1,6 @@
 // Package limit is the Limit value: one named token-bucket limit as an
-// operator configures it, in whole tokens and whole seconds (SPEC §1.5 R5–R7,
-// §18). It converts to the millitoken parameters of the bucket arithmetic
+// operator configures it, in whole tokens and whole seconds (docs/design.md §2 R5–R7,
+// docs/design.md §2). It converts to the millitoken parameters of the bucket arithmetic
 // with [Limit.Params].
 //
 // A Limit is a plain comparable value; the constructors and the With/As
@@ -106,7 +106,7 @@ func (l Limit) AsHard() Limit {
 // [Limit.Validate] rejects such a period.
 func (l Limit) RefillPeriodSeconds() int64 { return int64(l.RefillPeriod / time.Second) }
 
-// Validate checks l against SPEC §18 and DECISIONS D6: a valid limit name
+// Validate checks l against docs/design.md §2: a valid limit name
 // (schema.ValidateLimitName: not `wcu` or another reserved name), capacity
 // > 0, refill amount > 0, a refill period that is positive and a whole
 // number of seconds, soft not on `wcu`, and capacity and refill amount small
@@ -146,7 +146,7 @@ func (l Limit) invalid(field string, v int64, reason string) error {
 }
 
 // Params returns the limit's stored bucket parameters in millitokens and
-// milliseconds (SPEC §2.2): cp = Capacity × 1000, ra = RefillAmount × 1000,
+// milliseconds (docs/design.md §2): cp = Capacity × 1000, ra = RefillAmount × 1000,
 // rp = RefillPeriod in ms. GrantShards and TopUp are zero (absent). The
 // result is meaningful only for a limit that passes [Limit.Validate].
 func (l Limit) Params() bucket.Params {
@@ -177,7 +177,7 @@ func (l Limit) String() string {
 }
 
 // ValidateSet validates every limit of a set that one config level stores
-// (SPEC §1.5: one item holds them all) and that no name appears twice.
+// (docs/design.md §2: one item holds them all) and that no name appears twice.
 // Failures are *schema.ValidationError; a duplicate has Field
 // schema.FieldLimitName.
 func ValidateSet(limits []Limit) error {

@@ -24,13 +24,13 @@ type Consume map[string]int64
 type AcquireOption func(*request)
 
 // WithLimits bypasses config resolution and uses these limits for the call
-// (SPEC §5.1, source "override").
+// (docs/design.md §7, source "override").
 func WithLimits(limits ...limit.Limit) AcquireOption {
 	return func(r *request) { r.override = slices.Clone(limits) }
 }
 
 // WithOnUnavailable sets the call's action on an infrastructure error,
-// ahead of the system config (SPEC §5.2).
+// ahead of the system config (docs/design.md §7).
 func WithOnUnavailable(o config.OnUnavailable) AcquireOption {
 	return func(r *request) { r.onUnavailable = o }
 }
@@ -90,7 +90,7 @@ func (l *Limiter) newRequest(entity, resource string, consume Consume, opts []Ac
 //   - *RateLimiterUnavailable on an infrastructure failure when
 //     on_unavailable is block (with allow, a no-op lease is returned).
 //
-// The common case is one conditional UpdateItem (SPEC §6.3). The lease is
+// The common case is one conditional UpdateItem (docs/design.md §5). The lease is
 // already committed: Commit writes only what was adjusted afterwards.
 func (l *Limiter) Acquire(ctx context.Context, entity, resource string, consume Consume, opts ...AcquireOption) (*Lease, error) {
 	req, err := l.newRequest(entity, resource, consume, opts)
@@ -134,7 +134,7 @@ func (l *Limiter) unavailable(ctx context.Context, req *request, cause error) (*
 }
 
 // maxShardRetries is how many extra shards a rejected request probes
-// (SPEC §6.6, Appendix A).
+// (docs/design.md §5).
 const maxShardRetries = 2
 
 // speculation is the outcome of one fast-path write for one entity.
@@ -149,7 +149,7 @@ type speculation struct {
 	err   error // a failed call or an undecodable image
 }
 
-// speculate sends one fast-path write (SPEC §6.3) for req's entity on shard.
+// speculate sends one fast-path write (docs/design.md §5) for req's entity on shard.
 func (l *Limiter) speculate(ctx context.Context, req *request, shard int, shape fastpath.Shape) speculation {
 	sp := speculation{req: req, shape: shape, now: l.nowMs(),
 		id: schema.BucketID{Namespace: l.ns, Entity: req.entity, Resource: req.resource, Shard: shard}}
@@ -246,7 +246,7 @@ func (l *Limiter) acquire(ctx context.Context, req *request) (*Lease, error) {
 			return l.childAdmitted(ctx, req, c, p)
 		}
 		if p.ok {
-			l.refund(ctx, p) // failure | success: give the parent back (SPEC §6.7)
+			l.refund(ctx, p) // failure | success: give the parent back (docs/design.md §5)
 		}
 		if c.err != nil {
 			return nil, c.err
@@ -283,7 +283,7 @@ func (l *Limiter) acquire(ctx context.Context, req *request) (*Lease, error) {
 			return l.slowPath(ctx, req, shard)
 		case fastpath.ActionShardRetryOrReject:
 			// A cascading child never takes a child-only shard retry: it
-			// would skip the parent (SPEC §6.6).
+			// would skip the parent (docs/design.md §5).
 			if img.ShardCount > 1 && shardRetries < maxShardRetries && !cascades(img) && !st.cascade {
 				if next, ok := l.drawShard(img.ShardCount, &tried); ok {
 					shard = next
@@ -299,7 +299,7 @@ func (l *Limiter) acquire(ctx context.Context, req *request) (*Lease, error) {
 }
 
 // speculatePair is the warm cascade: child and parent writes issued
-// concurrently, each in its own shape (SPEC §6.7).
+// concurrently, each in its own shape (docs/design.md §5).
 func (l *Limiter) speculatePair(ctx context.Context, req *request, shard int, shape fastpath.Shape, parent string) (c, p speculation) {
 	preq := req.forEntity(parent)
 	pst := l.pairs.get(parent, req.resource)
@@ -332,7 +332,7 @@ func cascades(img *bucket.Image) bool {
 }
 
 // learn updates the pair cache from an image of shard of this pair
-// (SPEC §5.5), and keeps the image for refill passes.
+// (docs/design.md §7), and keeps the image for refill passes.
 func (l *Limiter) learn(req *request, shard int, img *bucket.Image, now int64) {
 	l.learnPair(req.entity, req.resource, shard, img, now)
 }
@@ -363,7 +363,7 @@ func (l *Limiter) learnPair(entity, resource string, shard int, img *bucket.Imag
 }
 
 // childAdmitted finishes an acquire whose own write succeeded: a lone lease,
-// or the cascade outcomes of SPEC §6.5 and §6.7 (p is the warm parent
+// or the cascade outcomes of docs/design.md §5 (p is the warm parent
 // write, or the zero value).
 func (l *Limiter) childAdmitted(ctx context.Context, req *request, c, p speculation) (*Lease, error) {
 	if !cascades(c.img) {
@@ -430,7 +430,7 @@ func (l *Limiter) childAdmitted(ctx context.Context, req *request, c, p speculat
 		}
 	}
 	// Parent-only slow path: the child's debit stands if the parent's
-	// materialised write lands (SPEC §6.7).
+	// materialised write lands (docs/design.md §5).
 	if part, err := l.parentOnly(ctx, p.req, p.id.Shard); err == nil {
 		return &Lease{lim: l, resource: req.resource, parts: []leasePart{l.admittedPart(ctx, c), part}}, nil
 	}
@@ -462,7 +462,7 @@ func (l *Limiter) parentOnly(ctx context.Context, preq *request, shard int) (lea
 }
 
 // admittedPart builds the lease part of a successful fast-path write
-// (SPEC §6.5), refunding the debit of an enforce-shaped write that landed
+// (docs/design.md §5), refunding the debit of an enforce-shaped write that landed
 // on a bypassed bucket.
 func (l *Limiter) admittedPart(ctx context.Context, sp speculation) leasePart {
 	part := imagePart(sp)
@@ -506,7 +506,7 @@ func imageStatuses(sp speculation) []LimitStatus {
 }
 
 // refund gives back a successful speculative write that the request will
-// not keep: tk and tc, or tc only for a bypass-shaped write (SPEC §6.7).
+// not keep: tk and tc, or tc only for a bypass-shaped write (docs/design.md §5).
 func (l *Limiter) refund(ctx context.Context, sp speculation) {
 	mode := fastpath.AdjustBoth
 	if sp.shape == fastpath.ShapeBypass {
@@ -516,7 +516,7 @@ func (l *Limiter) refund(ctx context.Context, sp speculation) {
 }
 
 // fastReject decides an APP_LIMIT_EXHAUSTED failure with no further call
-// when refill would not help (SPEC §4.7), else runs the slow path.
+// when refill would not help (docs/design.md §3), else runs the slow path.
 func (l *Limiter) fastReject(ctx context.Context, req *request, shard int, img *bucket.Image, now int64) (*Lease, error) {
 	limits := make([]bucket.ImageLimit, len(req.declared))
 	for i, d := range req.declared {
@@ -534,7 +534,7 @@ func (l *Limiter) fastReject(ctx context.Context, req *request, shard int, img *
 	return nil, e
 }
 
-// double asks shard 0 to double the pair's shard count (SPEC §6.6).
+// double asks shard 0 to double the pair's shard count (docs/design.md §5).
 func (l *Limiter) double(ctx context.Context, req *request, img *bucket.Image) {
 	old := max(img.ShardCount, 1)
 	in, err := l.writes.Double(l.ns, req.entity, req.resource, old)
@@ -578,7 +578,7 @@ func (l *Limiter) status(req *request, d fastpath.Declared, p bucket.Params, sof
 }
 
 // credit sends an unconditioned Adjust write that gives tokens back; a
-// failure is logged, not returned (SPEC §6.9: rollbacks and refunds are
+// failure is logged, not returned (docs/design.md §5: rollbacks and refunds are
 // best effort). A credit of tk also sets vu to now: it may let a limit
 // reach its ceiling before the stored vu, so the next enforce write takes a
 // materialising pass (docs/decisions.md P25).

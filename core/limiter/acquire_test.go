@@ -106,7 +106,7 @@ func TestFirstAcquireCreatesThenFastPath(t *testing.T) {
 		}
 	}
 	if _, ok := item["ttl"]; !ok {
-		t.Error("a bucket whose limits come from resource config must carry a ttl (SPEC §2.5)")
+		t.Error("a bucket whose limits come from resource config must carry a ttl (docs/design.md §2)")
 	}
 	e.proxy.ResetStats()
 	for i := 0; i < 3; i++ {
@@ -224,7 +224,7 @@ func TestLeaseAdjustCommitAndRollback(t *testing.T) {
 	if err := lease.Adjust("tpm", 1); !errors.Is(err, limiter.ErrLeaseExpired) {
 		t.Fatalf("adjust after commit: %v, want ErrLeaseExpired", err)
 	}
-	// Rollback restores exactly the initial consumption (INVARIANTS B18).
+	// Rollback restores exactly the initial consumption.
 	lease, err = e.lim.Acquire(ctx, "u", "llm", limiter.Consume{"tpm": 1234})
 	if err != nil {
 		t.Fatal(err)
@@ -251,7 +251,7 @@ func TestLeaseAdjustCommitAndRollback(t *testing.T) {
 }
 
 // TestNoOverAdmission: 32 goroutines on one entity with the clock held still
-// admit exactly the capacity, with 1 and 4 shards (INVARIANTS B10).
+// admit exactly the capacity, with 1 and 4 shards.
 func TestNoOverAdmission(t *testing.T) {
 	for _, shards := range []int64{1, 4} {
 		t.Run(map[int64]string{1: "1 shard", 4: "4 shards"}[shards], func(t *testing.T) {

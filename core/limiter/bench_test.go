@@ -65,9 +65,9 @@ var (
 
 // fastPathsPerBucket is how many fast-path acquires a benchmark sends to one
 // bucket. The fast path debits the bucket's stored wcu balance (1000
-// tokens, SPEC §2.3) without refilling it; today only a slow pass refills
+// tokens, docs/design.md §2) without refilling it; today only a slow pass refills
 // it, so the 1000th fast path in a row on one bucket finds wcu exhausted
-// and doubles the shard count (SPEC §6.4 row 7), however slowly the 1000
+// and doubles the shard count (docs/design.md §5 row 7), however slowly the 1000
 // came. Spreading the acquires over a pool of warm buckets keeps every
 // timed acquire on the fast path.
 const fastPathsPerBucket = 900
@@ -279,7 +279,7 @@ func setupFastPathRequest(tb testing.TB, r acquireRun, n int) benchkit.Op {
 }
 
 // setupSlowPath: speculative writes off, so every acquire reads the access
-// config and the bucket and writes under the rf lock (SPEC §6.8).
+// config and the bucket and writes under the rf lock (docs/design.md §5).
 func setupSlowPath(tb testing.TB, r acquireRun, _ int) benchkit.Op {
 	const resource = "bench-slow"
 	benchSetLimits(tb, r.lim, resource, limit.PerMinute("rpm", benchHuge))
@@ -296,7 +296,7 @@ var errAdmitted = errors.New("admitted, want a rejection")
 
 // setupFastReject: a bucket whose one token a day is spent; each timed
 // acquire fails its conditional write and is rejected from the ALL_OLD
-// image, since refill would not satisfy it (SPEC §4.7): one call.
+// image, since refill would not satisfy it (docs/design.md §3): one call.
 func setupFastReject(tb testing.TB, r acquireRun, _ int) benchkit.Op {
 	const resource = "bench-reject"
 	benchSetLimits(tb, r.lim, resource, limit.PerDay("rpd", 1))

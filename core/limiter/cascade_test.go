@@ -94,7 +94,7 @@ func nv(s string) types.AttributeValue { return &types.AttributeValueMemberN{Val
 
 // TestCascadeColdThenWarm: the first acquire creates both buckets in one
 // transaction; once the cache knows the pair cascades, an acquire is two
-// concurrent UpdateItems and nothing else (SPEC §6.7).
+// concurrent UpdateItems and nothing else (docs/design.md §5).
 func TestCascadeColdThenWarm(t *testing.T) {
 	e := cascadeEnv(t, 10, 100)
 	ctx := context.Background()
@@ -147,8 +147,8 @@ func TestCascadeColdThenWarm(t *testing.T) {
 }
 
 // TestCascadeParentShortRefundsChild: child succeeds, parent fails and refill
-// would not help: the child's tk and tc end where they started (INVARIANTS
-// B17) and the 429 carries both entities' statuses.
+// would not help: the child's tk and tc end where they started and
+// the 429 carries both entities' statuses.
 func TestCascadeParentShortRefundsChild(t *testing.T) {
 	e := cascadeEnv(t, 2, 100)
 	ctx := context.Background()

@@ -379,7 +379,7 @@ func TestCostCreate(t *testing.T) {
 }
 
 // TestCostFallback: the fast path fails on an exhausted limit that refill
-// has since covered (SPEC §4.7), and the slow path admits: the failed
+// has since covered (docs/design.md §3), and the slow path admits: the failed
 // write, the access walk, META and the shard, and the rf-locked write.
 func TestCostFallback(t *testing.T) {
 	e := newCostEnv(t, limiter.Options{})

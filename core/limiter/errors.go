@@ -12,7 +12,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
-// Error categories (SPEC §17). Each error type implements the marker method of
+// Error categories (docs/design.md §5). Each error type implements the marker method of
 // its category, so callers can test a category without knowing the type.
 type (
 	rateLimitCategory      interface{ rateLimitError() }
@@ -38,7 +38,7 @@ func IsInfrastructureError(err error) bool {
 // (bad input; HTTP 400; never retried).
 func IsValidationError(err error) bool { return schema.IsValidationError(err) }
 
-// LimitStatus is one limit's state as seen by an acquire (SPEC §17).
+// LimitStatus is one limit's state as seen by an acquire (docs/design.md §5).
 type LimitStatus struct {
 	EntityID  string
 	Resource  string
@@ -186,7 +186,7 @@ type statusJSON struct {
 	Soft                bool     `json:"soft"`
 }
 
-// MarshalJSON renders the as_dict form of SPEC §17:
+// MarshalJSON renders the as_dict form of docs/design.md §5:
 // {"error":"rate_limit_exceeded","message","retry_after_seconds","retry_after_ms","limits":[...]}.
 // A wait no refill can end is null (JSON has no infinity).
 func (e *RateLimitExceeded) MarshalJSON() ([]byte, error) {

@@ -34,7 +34,7 @@ type leasePart struct {
 	entries  []leaseEntry
 }
 
-// Lease is admitted capacity (SPEC §6.9). The admission is already written;
+// Lease is admitted capacity (docs/design.md §5). The admission is already written;
 // Consume, Adjust and Release change it in memory, Commit writes those
 // changes, Rollback returns the admission. When the pair cascades, the lease
 // holds the parent's admission too and every change applies to both. A
@@ -231,7 +231,7 @@ func (l *Lease) Adjust(name string, delta int64) error {
 func (l *Lease) Release(name string, tokens int64) error { return l.Adjust(name, -tokens) }
 
 // Commit writes the changes made since admission — one Adjust-shaped write
-// (SPEC §4.6) per part that changed, independent of each other — and ends
+// (docs/design.md §3) per part that changed, independent of each other — and ends
 // the lease. Every part is attempted; the errors are joined.
 func (l *Lease) Commit(ctx context.Context) error {
 	return l.finish(ctx, func(e leaseEntry) int64 { return e.delta })
@@ -270,7 +270,7 @@ func (l *Lease) finish(ctx context.Context, delta func(leaseEntry) int64) error 
 }
 
 // adjust writes one part's deltas (tokens; negative gives back) with the
-// Adjust shape of SPEC §4.6. A bypassed part never touched tk: it moves tc
+// Adjust shape of docs/design.md §3. A bypassed part never touched tk: it moves tc
 // only. Otherwise (docs/decisions.md P25):
 //   - a debit moves no rf, so it is exact only before vu: the write carries
 //     the fast path's vu guard, and past vu the deltas go in a refill pass

@@ -17,8 +17,8 @@ import (
 )
 
 // Version is this library's protocol version, compared with the table's
-// version record (SPEC §13). It claims the 0.17 generation of the table
-// layout (DECISIONS D1).
+// version record (docs/design.md §2). It claims the 0.17 generation of the table
+// layout (docs/compatibility.md).
 const Version = config.BuildVersion
 
 // DB is the part of the DynamoDB client the limiter uses; *dynamodb.Client
@@ -40,16 +40,16 @@ type Options struct {
 	// Clock is the wall clock (default time.Now). Inject a fake one in tests.
 	Clock func() time.Time
 	// Rand draws shards: it returns a uniform integer in [0, n). The default
-	// is math/rand/v2.IntN. Never derive a shard from a hash (SPEC §6.2).
+	// is math/rand/v2.IntN. Never derive a shard from a hash (docs/design.md §5).
 	Rand func(n int) int
 	// DisableSpeculativeWrites skips the fast path: every acquire takes the
 	// slow path (and never consumes wcu, so never doubles). Default false.
 	DisableSpeculativeWrites bool
 	// OnUnavailable is the default action on an infrastructure error when
-	// neither the call nor the system config says (SPEC §5.2); default block.
+	// neither the call nor the system config says (docs/design.md §7); default block.
 	OnUnavailable config.OnUnavailable
 	// StampTTL bounds the deadline of every soft or bypass stamp this
-	// process writes (SPEC §8.4, DECISIONS D4); default 60 s.
+	// process writes (docs/design.md §8); default 60 s.
 	StampTTL time.Duration
 	// ConfigCacheTTL is the config cache lifetime; zero means the default
 	// (config.DefaultCacheTTL, 60 s), negative disables the cache.
@@ -65,7 +65,7 @@ type Options struct {
 	// bound (the size still bounds memory).
 	PairCacheTTL time.Duration
 	// BucketTTLMultiplier scales the recovery horizon into the TTL of
-	// buckets whose limits come from resource or system config (SPEC §2.5);
+	// buckets whose limits come from resource or system config (docs/design.md §2);
 	// default 7. Negative disables bucket TTL.
 	BucketTTLMultiplier int64
 	// Logger receives warnings (default slog.Default()). Entity ids are
@@ -156,7 +156,7 @@ func New(db DB, table, ns string, o Options) (*Limiter, error) {
 	}, nil
 }
 
-// Open is New followed by the client version check of SPEC §13: it refuses
+// Open is New followed by the client version check of docs/design.md §2: it refuses
 // to run below the table's client_min_version (VersionMismatchError),
 // against another schema major (IncompatibleSchemaError), or on a table
 // nothing has stamped (MissingVersionError, which says how to stamp it).
@@ -189,7 +189,7 @@ func (l *Limiter) nowMs() int64 { return l.now().UnixMilli() }
 
 // unsupportedItem wraps an item this version must not write to.
 func unsupportedItem(reason string) error {
-	return fmt.Errorf("limiter: bucket carries %s, which this version does not handle (DECISIONS D2): %w", reason, errPhase2)
+	return fmt.Errorf("limiter: bucket carries %s, which this version does not handle (docs/design.md §9): %w", reason, errPhase2)
 }
 
 var errPhase2 = errors.New("phase 2 feature")

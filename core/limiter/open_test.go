@@ -17,7 +17,7 @@ import (
 )
 
 // TestOpenChecksTheVersionRecord: Open refuses a table whose
-// client_min_version is above this library (SPEC §13) and accepts one at or
+// client_min_version is above this library (docs/design.md §2) and accepts one at or
 // below it; a table this project's tooling created carries its record.
 func TestOpenChecksTheVersionRecord(t *testing.T) {
 	tbl := ddbtest.NewTable(t)

@@ -39,7 +39,7 @@ func (e *env) tkOf(entity, name string) (tk, tc string) {
 	return e.n(it, "b_"+name+"_tk"), e.n(it, "b_"+name+"_tc")
 }
 
-// TestFailureRowsTakeTheSlowPath drives the §6.4 rows that must end on the
+// TestFailureRowsTakeTheSlowPath drives the docs/design.md §5 rows that must end on the
 // slow path (never a 429 of their own) through Acquire on real items.
 func TestFailureRowsTakeTheSlowPath(t *testing.T) {
 	type row struct {

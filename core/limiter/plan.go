@@ -147,7 +147,7 @@ func (l *Limiter) violations(passes ...*pass) *RateLimitExceeded {
 }
 
 // build sets the pass's write: the full item of a create, or the rf-locked
-// update (SPEC §4.6, §6.8 step 6). A bypassed pass funds a create without
+// update (docs/design.md §3, §5). A bypassed pass funds a create without
 // debiting it, and on an existing shard only adds tc and renews the stamp
 // (ADR-151 decision 6).
 func (p *pass) build() {
@@ -216,7 +216,7 @@ func (p *pass) build() {
 			u.Remove(schema.AttrBypass)
 		}
 	}
-	// Soft stamps follow the fresh config read (SPEC §8.4).
+	// Soft stamps follow the fresh config read (docs/design.md §8).
 	for _, pl := range p.plan {
 		attr := schema.BucketAttr(pl.lim.Name, schema.LimitSoft)
 		li := img.Limit(pl.lim.Name)
@@ -268,7 +268,7 @@ func (p *pass) validUntil(rf int64) int64 {
 	return full
 }
 
-// createItem is the full item of a new shard (SPEC §6.8 step 6, Create).
+// createItem is the full item of a new shard (docs/design.md §5, Create).
 func (p *pass) createItem() map[string]types.AttributeValue {
 	id := p.id
 	item := schema.BucketItemKeys(id.Namespace, id.Entity, id.Resource, id.Shard).Item()
@@ -331,7 +331,7 @@ func (p *pass) part() leasePart {
 	return lp
 }
 
-// seed adds a limit missing on the item (SPEC §6.8: seeds for resolved
+// seed adds a limit missing on the item (docs/design.md §5: seeds for resolved
 // limits), conditioned on its absence.
 func seed(u *expr.Builder, pl planned, bypass bool) {
 	cp := schema.BucketAttr(pl.lim.Name, schema.LimitCapacity)
@@ -351,7 +351,7 @@ func setParams(u *expr.Builder, pl planned) {
 	u.Set(schema.BucketAttr(pl.lim.Name, schema.LimitRefillPeriod), schema.Num(pl.params.RefillPeriod))
 }
 
-// bucketTTL is SPEC §2.5: no TTL for entity-configured limits; otherwise
+// bucketTTL is docs/design.md §2: no TTL for entity-configured limits; otherwise
 // now + the longest recovery time × the multiplier, in epoch seconds.
 // Zero means no TTL.
 func (l *Limiter) bucketTTL(limits []limit.Limit, source config.Level, override bool, now int64) int64 {

@@ -211,7 +211,7 @@ const (
 // moved to one a refill pass does not settle.
 //
 // A cascading child's admission goes on to its parent (cascade set: the
-// parent's write of the cold path, with every outcome of SPEC §6.7);
+// parent's write of the cold path, with every outcome of docs/design.md §5);
 // without cascade, the caller is the cascade and wants this shard alone.
 //
 // A rejection is decided only on a fresh image (returned by DynamoDB for

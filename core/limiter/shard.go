@@ -21,7 +21,7 @@ func (s shardSet) count(n int64) int64 { // tried shards below n
 	return c
 }
 
-// drawShard is SelectShard (SPEC §6.2): a uniform draw over [0, count)
+// drawShard is SelectShard (docs/design.md §5): a uniform draw over [0, count)
 // minus the shards already tried, recorded in tried. ok is false when every
 // shard has been tried.
 func (l *Limiter) drawShard(count int64, tried *shardSet) (shard int, ok bool) {

@@ -27,14 +27,14 @@ const maxSlowPasses = 4
 // instead: contention is a verdict, never an outage (docs/decisions.md P26).
 var errContention = errors.New("limiter: slow path lost its write race repeatedly")
 
-// slowPath is SPEC §6.8 on the drawn shard: read, materialise every limit,
+// slowPath is docs/design.md §5 on the drawn shard: read, materialise every limit,
 // admit, and write under the rf lock (or create the shard). When the pair
 // cascades, the parent's pass is prepared too and both writes go in one
 // transaction.
 //
 // Every way of losing a race ends in a verdict (docs/decisions.md P26): a
 // pass that must run again waits a jittered back-off first; a transaction
-// conflict is retried after the back-offs of SPEC §6.8 step 7; when the
+// conflict is retried after the back-offs of docs/design.md §5; when the
 // passes or the back-offs run out, the request is rejected from the
 // freshest state read (contended). Only DynamoDB failing is an error.
 func (l *Limiter) slowPath(ctx context.Context, req *request, shard int) (*Lease, error) {
@@ -70,7 +70,7 @@ func (l *Limiter) slowPath(ctx context.Context, req *request, shard int) (*Lease
 }
 
 // conflictBackoff is the wait before each retry after a TransactionConflict
-// (SPEC §6.8 step 7, Appendix A).
+// (docs/design.md §5).
 var conflictBackoff = [...]time.Duration{25 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond}
 
 // transactionConflict marks a cascaded write cancelled by a conflicting
@@ -139,7 +139,7 @@ func (l *Limiter) prepare(ctx context.Context, req *request, shard int) (*pass, 
 		return nil, &ResourceDisabled{EntityID: req.entity, Resource: req.resource, Level: walk.Level.String()}
 	}
 	if req.override == nil && len(walk.Limits) > 0 {
-		limits = walk.Limits // fresher than the cache, soft flags included (§5.3)
+		limits = walk.Limits // fresher than the cache, soft flags included (docs/design.md §7)
 	}
 	for _, d := range req.declared {
 		if _, ok := limit.Find(limits, d.Name); !ok {
@@ -190,7 +190,7 @@ func (l *Limiter) limitsFor(ctx context.Context, req *request) ([]limit.Limit, c
 }
 
 // readMetaAndBucket reads the entity's META and the bucket shard in one
-// eventually consistent BatchGetItem (SPEC §6.8 step 3).
+// eventually consistent BatchGetItem (docs/design.md §5).
 func (l *Limiter) readMetaAndBucket(ctx context.Context, id schema.BucketID) (meta, item map[string]types.AttributeValue, err error) {
 	metaKey := schema.EntityMetaKey(id.Namespace, id.Entity)
 	keys := []map[string]types.AttributeValue{metaKey.AttributeValues(), id.Key().AttributeValues()}
@@ -262,7 +262,7 @@ func (l *Limiter) writeOne(ctx context.Context, p *pass) (*Lease, bool, error) {
 	return &Lease{lim: l, resource: p.id.Resource, parts: []leasePart{p.part()}}, false, nil
 }
 
-// writeBoth sends a cascaded pair of writes in one transaction (SPEC §6.8
+// writeBoth sends a cascaded pair of writes in one transaction (docs/design.md §5
 // step 6: 2 write units per item).
 func (l *Limiter) writeBoth(ctx context.Context, child, parent *pass) (*Lease, bool, error) {
 	items := make([]types.TransactWriteItem, 0, 2)
@@ -320,7 +320,7 @@ func (l *Limiter) transact(ctx context.Context, op string, items []types.Transac
 	return true, nil
 }
 
-// retryBoth is the Retry shape for a cascaded pair (SPEC §6.8 step 7):
+// retryBoth is the Retry shape for a cascaded pair (docs/design.md §5):
 // consumption only on both shards, conditioned per hard limit, in one
 // transaction. A cancellation asks for another pass, which reads the state
 // again and rejects from it if it is short.
@@ -365,7 +365,7 @@ func (l *Limiter) retryBoth(ctx context.Context, child, parent *pass) (*Lease, b
 	return &Lease{lim: l, resource: child.id.Resource, parts: []leasePart{child.part(), parent.part()}}, false, nil
 }
 
-// retryWrite is the Retry shape after a lost rf lock (SPEC §6.8 step 7):
+// retryWrite is the Retry shape after a lost rf lock (docs/design.md §5):
 // consumption only, conditioned per hard limit. Its failure is a rejection
 // built from the image it returns, unless a declared limit is missing
 // there, which needs another pass.

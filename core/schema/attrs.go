@@ -5,9 +5,9 @@ import (
 	"strings"
 )
 
-// Fixed attribute names of SPEC §1.5 and §2.1 (the key attributes and
+// Fixed attribute names of docs/design.md §2 (the key attributes and
 // AttrTTL are in table.go). Expressions must still refer to them through
-// placeholders (§19 rule 2).
+// placeholders (docs/design.md §2).
 const (
 	// Shared by several records.
 	AttrEntityID      = "entity_id"      // R4, R5, R11, R12, R13, R14
@@ -52,7 +52,7 @@ const (
 	AttrLastApplied      = "last_applied"
 	AttrAppliedHash      = "applied_hash"
 
-	// R11 bucket identity and denormalised attributes (§2.1).
+	// R11 bucket identity and denormalised attributes (docs/design.md §2).
 	AttrRF         = "rf"
 	AttrShardCount = "shard_count"
 	AttrBypass     = "bypass"
@@ -72,7 +72,7 @@ const (
 	AttrPrincipal = "principal" // also R14
 	AttrDetails   = "details"
 
-	// R14 operation record (§10.4).
+	// R14 operation record (docs/design.md §9).
 	AttrOperationID = "operation_id"
 	AttrOp          = "op"
 	AttrLimits      = "limits"
@@ -92,7 +92,7 @@ const (
 // bucket, `l_{name}_{field}` or `w_{name}_{field}` on a config item.
 type LimitField string
 
-// Per-limit fields (SPEC §2.2 for buckets, §1.5 for config items). Units on
+// Per-limit fields (docs/design.md §2 for buckets, docs/design.md §2 for config items). Units on
 // a bucket: tk, cp, ra, tc, tu, wtc millitokens; rp milliseconds; ws, wa
 // epoch ms; rsa seconds; gc a count; soft an epoch-ms deadline. On a config
 // item cp, ra are whole tokens, rp and rsa seconds, soft a BOOL.
@@ -113,7 +113,7 @@ const (
 	LimitSoft           LimitField = "soft"   // bucket, config
 )
 
-// IsBucketField reports whether f is one of the bucket fields of SPEC §2.2.
+// IsBucketField reports whether f is one of the bucket fields of docs/design.md §2.
 func IsBucketField(f LimitField) bool {
 	switch f {
 	case LimitTokens, LimitCapacity, LimitRefillAmount, LimitRefillPeriod, LimitConsumed,
@@ -125,7 +125,7 @@ func IsBucketField(f LimitField) bool {
 }
 
 // IsConfigField reports whether f is one of the config-item fields of
-// SPEC §1.5: cp, ra, rp, rsa, sched, rsched, soft.
+// docs/design.md §2: cp, ra, rp, rsa, sched, rsched, soft.
 func IsConfigField(f LimitField) bool {
 	switch f {
 	case LimitCapacity, LimitRefillAmount, LimitRefillPeriod, LimitResetAfter,
@@ -190,7 +190,7 @@ func splitLimitAttr(rest string) (limit string, f LimitField, ok bool) {
 	return rest[:i], LimitField(rest[i+1:]), true
 }
 
-// Usage-snapshot bookkeeping attributes (SPEC §1.5 R12, §14.3, §14.4). Both
+// Usage-snapshot bookkeeping attributes (docs/design.md §2, §6). Both
 // contain `#`, which no limit name can, so they never collide with a limit
 // counter.
 const (

@@ -6,10 +6,10 @@ import (
 )
 
 // MaxErrorValueLen is the number of characters of an offending value an
-// error keeps; a longer value is cut there and "..." is appended (SPEC §17).
+// error keeps; a longer value is cut there and "..." is appended (docs/design.md §5).
 const MaxErrorValueLen = 50
 
-// ValidationError reports an input that breaks a rule of SPEC §18. It is the
+// ValidationError reports an input that breaks a rule of docs/design.md §2. It is the
 // category every validation failure belongs to: whatever the concrete type
 // (*InvalidIdentifierError, *InvalidNameError or *ValidationError itself),
 //
@@ -98,7 +98,7 @@ func TruncateValue(v string) string {
 
 // KeyError reports a partition or sort key (or an attribute name) that does
 // not have the shape a parser expects. Items whose keys fail to parse are
-// corrupt or foreign: readers skip them (SPEC §1.2 notes, §18).
+// corrupt or foreign: readers skip them (docs/design.md §2).
 type KeyError struct {
 	// Key is the offending value, in full.
 	Key string

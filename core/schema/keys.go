@@ -8,7 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// Key segments of SPEC §1.2. A partition key is `{ns}/` followed by one of
+// Key segments of docs/design.md §2. A partition key is `{ns}/` followed by one of
 // the PK prefixes; `#` separates the components after it.
 const (
 	// TableSystemPK is the partition of the table-level records R1–R3.
@@ -73,7 +73,7 @@ func (k Key) AttributeValues() map[string]types.AttributeValue {
 	}
 }
 
-// RecordKind names a record of the catalogue of SPEC §1.2. Its numeric value
+// RecordKind names a record of the catalogue of docs/design.md §2. Its numeric value
 // is the record's R-number; KindUnknown (0) is every other shape, including
 // the legacy `#LIMIT#`, `#RESOURCE#` and `#BUCKET#` sort keys, which readers
 // must ignore.
@@ -114,7 +114,7 @@ func (k RecordKind) String() string {
 }
 
 // ItemKeys are the key attributes one record writes: its primary key and,
-// per SPEC §1.2, the GSI keys it populates. A zero GSI Key means the record
+// per docs/design.md §2, the GSI keys it populates. A zero GSI Key means the record
 // does not write that index.
 type ItemKeys struct {
 	Kind RecordKind
@@ -157,7 +157,7 @@ func (k ItemKeys) Item() map[string]types.AttributeValue {
 }
 
 // ---------------------------------------------------------------------------
-// Partition keys and index key values. Inputs are assumed valid (§18); the
+// Partition keys and index key values. Inputs are assumed valid (docs/design.md §2); the
 // builders do not check them.
 
 // EntityPK returns `{ns}/ENTITY#{id}`, the partition of an entity's META,
@@ -304,7 +304,7 @@ func OperationKey(ns, id, pinc, operationID string) Key {
 }
 
 // ---------------------------------------------------------------------------
-// Item keys: primary key plus the GSI keys of SPEC §1.2.
+// Item keys: primary key plus the GSI keys of docs/design.md §2.
 
 // gsi4 is the GSI4 entry most records write: GSI4PK = {ns}, GSI4SK = PK.
 func gsi4(ns string, k Key) Key { return Key{ns, k.PK} }
@@ -377,7 +377,7 @@ func EntityConfigRegistryItemKeys(ns string) ItemKeys {
 
 // ProvisionerStateItemKeys returns the keys of R10. Unlike upstream, which
 // omits GSI4SK, both GSI4PK = `{ns}` and GSI4SK = `{ns}/SYSTEM#` are set so
-// namespace purge finds the record (SPEC §1.2 note).
+// namespace purge finds the record (docs/design.md §2 note).
 func ProvisionerStateItemKeys(ns string) ItemKeys {
 	k := ProvisionerStateKey(ns)
 	return ItemKeys{Kind: KindProvisionerState, Key: k, GSI4: gsi4(ns, k)}
@@ -540,7 +540,7 @@ func cutPair(s, prefix string) (a, b, why string) {
 }
 
 // cutBucket parses the part of a bucket PK after `{ns}/BUCKET#` by the rule
-// of SPEC §1.1.
+// of docs/design.md §2.
 func cutBucket(rest string) (entity, resource string, shard int, why string) {
 	first := strings.IndexByte(rest, '#')
 	last := strings.LastIndexByte(rest, '#')
@@ -568,7 +568,7 @@ func cutBucket(rest string) (entity, resource string, shard int, why string) {
 }
 
 // ParseBucketPK parses `{ns}/BUCKET#{entity}#{resource}#{shard}` by the rule
-// of SPEC §1.1: the namespace is the text before the first `/`; after
+// of docs/design.md §2: the namespace is the text before the first `/`; after
 // `BUCKET#`, the shard is the digits after the last `#`, the entity the text
 // before the first `#`, and the resource what lies between (it may contain
 // `/`). A resource containing `#` or equal to `_default_` (never a bucket
@@ -781,7 +781,7 @@ func (i KeyInfo) Key() Key {
 	return Key{}
 }
 
-// ClassifyKey tells which record of SPEC §1.2 the primary key (pk, sk)
+// ClassifyKey tells which record of docs/design.md §2 the primary key (pk, sk)
 // belongs to and extracts its components. Anything else — legacy shapes
 // (`#LIMIT#`, `#RESOURCE#`, `#BUCKET#` sort keys, `ACCESS#`), keys without a
 // namespace, user records under the reserved namespace `_`, malformed

@@ -19,9 +19,9 @@ import (
 const attrKind = "test_kind"
 
 // TestKeysOnDynamoDBLocal writes one item of every record R1–R14 through
-// the key builders, reads each back, queries every GSI the way SPEC §1.3
+// the key builders, reads each back, queries every GSI the way docs/design.md §2
 // uses it and checks the exact result sets, then scans the table for
-// INVARIANTS J 72 (every PK but R1–R3 starts with "{ns}/").
+// every PK but R1–R3 starts with "{ns}/".
 func TestKeysOnDynamoDBLocal(t *testing.T) {
 	tbl := ddbtest.NewBareTable(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -102,7 +102,7 @@ func TestKeysOnDynamoDBLocal(t *testing.T) {
 		switch k.Kind {
 		case schema.KindResourceRegistry, schema.KindEntityConfigRegistry:
 			// The registries are maintained by UpdateItem, GSI4 keys set
-			// with if_not_exists (SPEC §1.2 R8/R9).
+			// with if_not_exists (docs/design.md §2 R8/R9).
 			updateRegistry(ctx, t, tbl, k)
 		default:
 			item := k.Item()

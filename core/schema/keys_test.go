@@ -62,7 +62,7 @@ func TestNegativeShardPanics(t *testing.T) {
 }
 
 // TestItemKeys pins the primary and GSI keys every record R1–R14 writes
-// (SPEC §1.2).
+// (docs/design.md §2).
 func TestItemKeys(t *testing.T) {
 	type K = schema.Key
 	sys := "a7x3kq2b9Pz/SYSTEM#"
@@ -480,7 +480,7 @@ func genString(r *rand.Rand, first, rest string, maxLen int) string {
 	return genFixed(r, first, 1) + genFixed(r, rest, n-1)
 }
 
-// TestKeyRoundTripProperty is INVARIANTS J 73: for validated components,
+// TestKeyRoundTripProperty is a property: for validated components,
 // parsing a built key returns the components, and classification rebuilds
 // the key, for every record shape.
 func TestKeyRoundTripProperty(t *testing.T) {

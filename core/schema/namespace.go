@@ -12,7 +12,7 @@ const namespaceIDBytes = 8
 
 // NewNamespaceID draws a fresh namespace id from r (crypto/rand.Reader in
 // production): 8 random bytes as unpadded URL-safe base64, redrawn while the
-// result would start with '-' (SPEC §1.1), so it can never read as a flag.
+// result would start with '-' (docs/design.md §2), so it can never read as a flag.
 func NewNamespaceID(r io.Reader) (string, error) {
 	var b [namespaceIDBytes]byte
 	for {

@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// Key attribute names of the table and its indexes (SPEC §1.3).
+// Key attribute names of the table and its indexes (docs/design.md §2).
 const (
 	AttrPK     = "PK"
 	AttrSK     = "SK"
@@ -23,11 +23,11 @@ const (
 	AttrGSI3SK = "GSI3SK"
 	AttrGSI4PK = "GSI4PK"
 	AttrGSI4SK = "GSI4SK"
-	// AttrTTL is the table's TTL attribute, in epoch seconds (SPEC §1.4).
+	// AttrTTL is the table's TTL attribute, in epoch seconds (docs/design.md §2).
 	AttrTTL = "ttl"
 )
 
-// Index names (SPEC §1.3).
+// Index names (docs/design.md §2).
 const (
 	GSI1 = "GSI1"
 	GSI2 = "GSI2"
@@ -61,7 +61,7 @@ type Table struct {
 type TableOption func(*Table)
 
 // WithGSI2Projection sets GSI2's projection. The default is KEYS_ONLY
-// (DECISIONS D13); use ALL for a table shared with Python clients, which read
+// (docs/design.md §2); use ALL for a table shared with Python clients, which read
 // bucket attributes from GSI2.
 func WithGSI2Projection(p types.ProjectionType) TableOption {
 	return func(t *Table) {
@@ -73,7 +73,7 @@ func WithGSI2Projection(p types.ProjectionType) TableOption {
 	}
 }
 
-// Definition returns the table layout of SPEC §1.3–§1.4: PK/SK, GSI1–GSI4,
+// Definition returns the table layout of docs/design.md §2: PK/SK, GSI1–GSI4,
 // LSI1–LSI5 (odd ALL, even KEYS_ONLY), TTL on `ttl`, a NEW_AND_OLD_IMAGES
 // stream and on-demand billing.
 func Definition(opts ...TableOption) Table {

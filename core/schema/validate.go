@@ -2,7 +2,7 @@ package schema
 
 import "strconv"
 
-// Validation limits (SPEC §18, Appendix A).
+// Validation limits (docs/design.md §2, §5).
 const (
 	// MaxIdentifierLen bounds entity ids, parent ids, principals and
 	// operation ids.
@@ -10,7 +10,7 @@ const (
 	// MaxNameLen bounds limit names and resources.
 	MaxNameLen = 64
 	// MaxNamespaceNameLen bounds namespace names (a decision of this package:
-	// SPEC §18 gives no bound).
+	// docs/design.md §2 gives no bound).
 	MaxNamespaceNameLen = 64
 	// MaxStackNameLen bounds stack names (the IAM role-name budget).
 	MaxStackNameLen = 55
@@ -37,7 +37,7 @@ const (
 )
 
 // WCULimit is the reserved write-capacity limit every bucket carries
-// (SPEC §2.3). No user limit may take its name.
+// (docs/design.md §2). No user limit may take its name.
 const WCULimit = "wcu"
 
 // DefaultResource is the entity-config scope that applies to every resource
@@ -48,8 +48,8 @@ const DefaultResource = "_default_"
 // is also the one namespace name nobody may register.
 const ReservedNamespace = "_"
 
-// reservedLimitNames are the limit names DECISIONS D6 reserves because they
-// are attributes of the usage snapshot (R12), plus wcu (SPEC §2.3).
+// reservedLimitNames are the limit names docs/design.md §2 reserves because they
+// are attributes of the usage snapshot (R12), plus wcu (docs/design.md §2).
 var reservedLimitNames = [...]string{WCULimit, "ttl", "window", "window_start", "total_events", "entity_id", "resource"}
 
 // reservedLimitPrefixes are the prefixes of key attribute names (D6).
@@ -134,7 +134,7 @@ func reasonTooLong(max int) string {
 	return "exceeds maximum length of " + strconv.Itoa(max)
 }
 
-// ValidateIdentifier checks value against the identifier rule of SPEC §18 —
+// ValidateIdentifier checks value against the identifier rule of docs/design.md §2 —
 // non-empty, at most MaxIdentifierLen bytes, `^[a-zA-Z0-9][a-zA-Z0-9_.\-:@]*$`
 // (so no `#`) — and reports a failure as *InvalidIdentifierError naming
 // field. It does not allocate when value is valid.
@@ -160,7 +160,7 @@ func ValidateEntityID(id string) error { return ValidateIdentifier(FieldEntityID
 func ValidateParentID(id string) error { return ValidateIdentifier(FieldParentID, id) }
 
 // ValidateOperationID validates a caller-supplied reset/top-up operation id
-// (field "operation_id", SPEC §10.4). ULIDs pass.
+// (field "operation_id", docs/design.md §9). ULIDs pass.
 func ValidateOperationID(id string) error { return ValidateIdentifier(FieldOperationID, id) }
 
 // ValidatePrincipal validates an audit principal (field "principal"). A
@@ -187,8 +187,8 @@ func ValidatePrincipal(p string) error {
 	}
 }
 
-// IsReservedLimitName reports whether name is reserved by SPEC §2.3 and
-// DECISIONS D6: `wcu`, the usage-snapshot attribute names `ttl`, `window`,
+// IsReservedLimitName reports whether name is reserved by docs/design.md §2 and
+// docs/design.md §2: `wcu`, the usage-snapshot attribute names `ttl`, `window`,
 // `window_start`, `total_events`, `entity_id`, `resource`, or a name starting
 // with `PK`, `SK`, `GSI` or `LSI`.
 //
@@ -267,7 +267,7 @@ func ValidateConfigScope(r string) error {
 
 // ValidateNamespaceName checks a namespace name (field "namespace").
 //
-// SPEC §18 says only "non-empty; `_` is reserved". This package also applies
+// docs/design.md §2 says only "non-empty; `_` is reserved". This package also applies
 // the identifier character set and a length bound, because the name is
 // written into the R1 sort key `#NAMESPACE#{name}`: at most
 // MaxNamespaceNameLen bytes, `^[a-zA-Z0-9][a-zA-Z0-9_.\-:@]*$` — so no `#`,
@@ -292,7 +292,7 @@ func ValidateNamespaceName(name string) error {
 
 // ValidateNamespaceID checks a namespace id (field "namespace_id"): exactly
 // NamespaceIDLen characters of the URL-safe base64 alphabet
-// `[A-Za-z0-9_-]`, not starting with `-` (SPEC §1.1). The reserved id `_`
+// `[A-Za-z0-9_-]`, not starting with `-` (docs/design.md §2). The reserved id `_`
 // is not a valid id here. Failures are *InvalidIdentifierError.
 func ValidateNamespaceID(id string) error {
 	switch {

@@ -72,7 +72,7 @@ const (
 	rReserve = "reserved"
 )
 
-// identifierCases are shared by every identifier field (INVARIANTS J 73/74).
+// identifierCases are shared by every identifier field.
 var identifierCases = []validateCase{
 	{"user-123", valid, ""},
 	{"a", valid, ""},
@@ -297,7 +297,7 @@ func TestValidatorsDoNotAllocate(t *testing.T) {
 	}
 }
 
-// Reference patterns, copied from SPEC §18, for differential checks.
+// Reference patterns, copied from docs/design.md §2, for differential checks.
 var (
 	reIdentifier = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.\-:@]*$`)
 	reName       = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_.\-]*$`)
@@ -308,7 +308,7 @@ var (
 
 // FuzzValidateNames checks that no validator panics, that an accepted value
 // never contains '#' and obeys its length bound, and that each validator
-// agrees exactly with the SPEC §18 regular expression it implements.
+// agrees exactly with the docs/design.md §2 regular expression it implements.
 func FuzzValidateNames(f *testing.F) {
 	for _, s := range []string{
 		"", "a", "user-1", "openai/gpt-4", "wcu", "ttl", "PKG", "_default_", "_", "a#b",

@@ -245,7 +245,7 @@ func TestDeliversWritesAsLambdaWould(t *testing.T) {
 		if i > 0 && !seqLess(recs[i-1].Change.SequenceNumber, c.SequenceNumber) {
 			t.Errorf("sequence numbers not increasing: %s then %s", recs[i-1].Change.SequenceNumber, c.SequenceNumber)
 		}
-		// DynamoDB Local truncates the time to the minute (DECISIONS D16).
+		// DynamoDB Local truncates the time to the minute (docs/design.md §1).
 		at := c.ApproximateCreationDateTime.Time
 		if at.IsZero() || at.Before(start.Truncate(time.Minute)) || at.After(time.Now()) {
 			t.Errorf("record %d ApproximateCreationDateTime = %v (writes began %v)", i, at, start)

@@ -96,13 +96,13 @@ type Options struct {
 	// has no more records to read.
 	BatchSize int
 	// StartingPosition defaults to TrimHorizon, so that DrainOnce delivers
-	// everything in the stream. The stack's mapping uses LATEST (SPEC
-	// §14.1); call Start before writing to anchor Latest.
+	// everything in the stream. The stack's mapping uses LATEST
+	// (docs/design.md §6); call Start before writing to anchor Latest.
 	StartingPosition StartingPosition
 	// MaxRetries is Lambda's MaximumRetryAttempts: how many times a failing
 	// batch is re-delivered before its records go to OnFailure and are
 	// skipped. Zero means no retries, as in Lambda; RetryForever (any
-	// negative value) never gives up. The stack uses 3 (SPEC §14.1).
+	// negative value) never gives up. The stack uses 3 (docs/design.md §6).
 	//
 	// The count restarts whenever the checkpoint moves: a partial failure
 	// that checkpoints earlier records counts as the failed record's first

@@ -1,5 +1,5 @@
 // Command provisioner is the CloudFormation custom-resource Lambda that
-// applies a declarative limits manifest (SPEC §15).
+// applies a declarative limits manifest (docs/design.md §9).
 //
 // The manifest handler arrives with the provisioner issue. Until then every
 // Create and Update is answered FAILED with a clear reason and every Delete

@@ -1,5 +1,5 @@
 // Package construct will hold the CDK construct for the limiter stack: the
-// table, its indexes and stream, both functions and their alarms (SPEC §16).
+// table, its indexes and stream, both functions and their alarms (docs/design.md §9).
 //
 // Until the infrastructure issue lands it holds only the table settings the
 // construct must render, taken from core/schema so that the stack, the SAM
@@ -15,7 +15,7 @@ import (
 // TableProps are the options of the stack's table.
 type TableProps struct {
 	// GSI2ProjectAll projects every attribute into GSI2, for tables shared
-	// with Python clients that read bucket attributes from it (DECISIONS D13).
+	// with Python clients that read bucket attributes from it (docs/design.md §2).
 	GSI2ProjectAll bool
 }
 

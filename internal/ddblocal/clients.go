@@ -26,7 +26,7 @@ func Config() aws.Config {
 
 // DynamoDB returns a DynamoDB client for the emulator at endpoint.
 // DynamoDB Local sends no x-amz-crc32 header on 4xx answers, so response
-// checksum validation is off (DECISIONS D16).
+// checksum validation is off (docs/design.md §1).
 func DynamoDB(endpoint string, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 	opts := append([]func(*dynamodb.Options){func(o *dynamodb.Options) {
 		o.BaseEndpoint = aws.String(endpoint)

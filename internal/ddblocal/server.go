@@ -18,7 +18,7 @@ import (
 
 // Credentials and region every local client uses. DynamoDB Local keeps data
 // per access key and region, and accepts only letters and digits in the key
-// id (DECISIONS D16), so all clients of one emulator must share these.
+// id (docs/design.md §1), so all clients of one emulator must share these.
 const (
 	Region          = "us-east-1"
 	AccessKeyID     = "AKIAZAELIMITERLOCAL"
@@ -53,7 +53,7 @@ type Server struct {
 	exited   chan struct{}
 }
 
-// JVMArgs are the flags of DECISIONS D16: a small heap, C1 only and the serial
+// JVMArgs are the flags of docs/design.md §1: a small heap, C1 only and the serial
 // collector, which start fastest and are plenty for tests.
 var jvmArgs = []string{"-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"}
 

@@ -137,7 +137,7 @@ func (d *demo) createTable(ctx context.Context) error {
 }
 
 // registerNamespace registers the namespace through the config store: R1
-// and R2 in one transaction, each under attribute_not_exists(PK) (SPEC §1.5).
+// and R2 in one transaction, each under attribute_not_exists(PK) (docs/design.md §2).
 func (d *demo) registerNamespace(ctx context.Context) error {
 	ns, err := config.NewStore(d.db, d.table, config.WithClock(func() time.Time { return d.now })).RegisterNamespace(ctx, "demo")
 	if err != nil {

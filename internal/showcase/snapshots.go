@@ -21,8 +21,8 @@ import (
 
 // snapshots runs the aggregator on the table's real stream, as its Lambda
 // would, and shows the usage snapshots the acquire traffic turned into:
-// hourly and daily, exact to the token (SPEC §14.3). A second pass over
-// the same records shows that redelivery changes nothing (SPEC §14.4).
+// hourly and daily, exact to the token (docs/design.md §6). A second pass over
+// the same records shows that redelivery changes nothing (docs/design.md §6).
 func (d *demo) snapshots(ctx context.Context) error {
 	logs := &bytes.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))

@@ -5,7 +5,7 @@
 //	go run ./scripts/gen-events [-dir events]
 //
 // The files are generated, not hand-edited, so their images always follow
-// the bucket layout of core/schema (SPEC §2).
+// the bucket layout of core/schema (docs/design.md §2).
 package main
 
 import (

@@ -23,7 +23,7 @@ func hotBatch(entity string) (old, nw item) {
 	return old, nw
 }
 
-// Every shape DECISIONS D2 abstains on issues no write at all — no refill,
+// Every shape docs/design.md §9 abstains on issues no write at all — no refill,
 // doubling, Path 1 raise or Path 2 clone — counted through the fault
 // proxy, i.e. on the wire.
 func TestAbstentionIssuesNoWrite(t *testing.T) {

@@ -17,7 +17,7 @@ import (
 )
 
 // This file checks built writes against the rules they must follow,
-// independently of how plan.go builds them: INVARIANT 33 (no stamp, owner
+// independently of how plan.go builds them: docs/design.md §6 (no stamp, owner
 // attribute, tu or ttl in any write but a clone, whose values are shard
 // 0's), the rf lock on every write that credits, exact aliases, the cap,
 // and no write at all for an abstaining bucket.
@@ -36,7 +36,7 @@ func isStampOrOwned(attr string) bool {
 	return ok && (f == schema.LimitSoft || f == schema.LimitTopUp)
 }
 
-// rawOutsidePhase1 is DECISIONS D2 read straight off the attribute map.
+// rawOutsidePhase1 is docs/design.md §9 read straight off the attribute map.
 func rawOutsidePhase1(it item) bool {
 	present := map[string]bool{}
 	for k := range it {

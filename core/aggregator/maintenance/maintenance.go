@@ -14,7 +14,7 @@ import (
 // DB is the part of the DynamoDB API the maintainer uses; *dynamodb.Client
 // implements it. Phase 1 issues only UpdateItem and PutItem; GetItem and
 // TransactWriteItems are the sibling reads and donor moves of quota clones
-// (SPEC §14.7, phase 2).
+// (docs/design.md §6, phase 2).
 type DB interface {
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
@@ -27,11 +27,11 @@ type Options struct {
 	// Clock gives now; nil means time.Now. Run reads it once.
 	Clock func() time.Time
 	// Logger receives the maintainer's logs; nil discards them. Entity ids
-	// and resources are only ever logged at Debug level (SPEC §14.2).
+	// and resources are only ever logged at Debug level (docs/design.md §6).
 	Logger *slog.Logger
 }
 
-// Maintainer performs the best-effort bucket upkeep of SPEC §14.5–§14.7 for
+// Maintainer performs the best-effort bucket upkeep of docs/design.md §6 for
 // one batch of bucket records at a time. It is safe for concurrent use.
 type Maintainer struct {
 	db    DB
@@ -53,7 +53,7 @@ func New(db DB, table string, o Options) *Maintainer {
 }
 
 // Run does the upkeep for records (bucket records of one batch, in stream
-// order), in the order of SPEC §14.9: 1) proactive refill per bucket, 2)
+// order), in the order of docs/design.md §6: 1) proactive refill per bucket, 2)
 // proactive doubling of shard 0, 3) shard-count propagation per shard-0
 // record. Every write is conditional; a lost condition is skipped silently
 // and counted, any other failure is logged and counted, and the remaining
@@ -115,7 +115,7 @@ func (m *Maintainer) exec(ctx context.Context, o *op, st *Stats) {
 		}
 	default:
 		st.Failures++
-		// No entity id or resource at WARN (SPEC §14.2): they are often API keys.
+		// No entity id or resource at WARN (docs/design.md §6): they are often API keys.
 		m.log.Warn("maintenance: write failed", "op", o.kind.String(), "shard", o.id.Shard, "error", err.Error())
 	}
 }

@@ -17,10 +17,10 @@ import (
 type opKind uint8
 
 const (
-	opRefill opKind = iota + 1 // SPEC §14.5, rf-locked UpdateItem
-	opDouble                   // SPEC §14.6, shard 0 UpdateItem
-	opRaise                    // SPEC §14.7 Path 1, sibling UpdateItem
-	opClone                    // SPEC §14.7 Path 2, PutItem
+	opRefill opKind = iota + 1 // docs/design.md §6, rf-locked UpdateItem
+	opDouble                   // docs/design.md §6, shard 0 UpdateItem
+	opRaise                    // docs/design.md §6 Path 1, sibling UpdateItem
+	opClone                    // docs/design.md §6 Path 2, PutItem
 )
 
 func (k opKind) String() string {
@@ -49,7 +49,7 @@ type op struct {
 // plan is the work for one batch, in execution order.
 type plan struct {
 	ops       []op
-	abstained int // buckets skipped under DECISIONS D2
+	abstained int // buckets skipped under docs/design.md §9
 	refused   int // doublings or propagations refused at the cap
 	corrupt   int // records whose images do not decode
 }
@@ -60,7 +60,7 @@ type image struct {
 	new, old *bucket.Image // old is nil for an INSERT (or an undecodable old image)
 }
 
-// state is one bucket's aggregate over the batch (SPEC §14.5).
+// state is one bucket's aggregate over the batch (docs/design.md §6).
 type state struct {
 	id      schema.BucketID
 	last    *bucket.Image    // the last NewImage
@@ -69,7 +69,7 @@ type state struct {
 }
 
 // planBatch builds every write of a batch from its records alone (no I/O): the
-// refills, then the doubling, then the propagation (SPEC §14.9 steps 3–5).
+// refills, then the doubling, then the propagation (docs/design.md §6 steps 3–5).
 func (m *Maintainer) planBatch(records []Record, now int64) plan {
 	var p plan
 	imgs, buckets, byID := m.collect(records, &p)
@@ -153,7 +153,7 @@ func (m *Maintainer) collect(records []Record, p *plan) ([]image, []*state, map[
 }
 
 // outsidePhase1 reports an item the phase-1 aggregator must not refill,
-// double, raise or clone (DECISIONS D2, SPEC §19 rule 7). bucket.Image.Phase2
+// double, raise or clone (docs/design.md §9, §2). bucket.Image.Phase2
 // covers any schedule (sched, rsched, sched_tz, b_n_sched, b_n_rsched —
 // HasSchedule is a subset), window (ws, rsa, wa, wtc), grant (gc) or top-up
 // (tu) attribute on any limit, partial ones and wcu included, and a present
@@ -210,19 +210,19 @@ type delta struct {
 	d    int64
 }
 
-// refill plans the proactive refill of one bucket (SPEC §14.5, phase 1:
+// refill plans the proactive refill of one bucket (docs/design.md §6, phase 1:
 // dripping limits and wcu only) from its last image.
 //
 // Per limit the balance is materialised at now from the image's tk and rf
 // (bucket.Materialise, ceiling C // S and rate R // S; wcu undivided). The
 // bucket is written when some limit asks for it:
 //   - a negative delta (a balance above a lowered ceiling) always does
-//     (INVARIANT 57);
+//     ;
 //   - a positive delta of a user limit does when the STORED balance is
 //     below max(0, the batch's tc delta of that limit) (the demand proxy):
 //     the fast path tests the stored tk, so that is when another burst like
 //     this batch's would fail it and a refill saves the client a slow path
-//     (SPEC §14.5 says the refilled balance; docs/decisions.md P17);
+//     (docs/design.md §6 says the refilled balance; docs/decisions.md P17);
 //   - a positive delta of wcu does when the stored b_wcu_tk, less the
 //     batch's wcu tc delta, is below half of b_wcu_cp (see below).
 //
@@ -307,7 +307,7 @@ func validUntil(img *bucket.Image, now int64) int64 {
 //	Condition: #rf = :erf AND attribute_not_exists(#vu)     (image without vu)
 //	           #rf = :erf AND #vu = :evu                     (image with vu)
 //
-// with rf_new = max(now, image rf) (SPEC §11.3; never backwards) and vu the
+// with rf_new = max(now, image rf) (docs/design.md §5; never backwards) and vu the
 // full-at instant of validUntil.
 func (m *Maintainer) refillInput(id schema.BucketID, img *bucket.Image, now int64, deltas []delta, vu int64) *dynamodb.UpdateItemInput {
 	names := map[string]string{"#rf": schema.AttrRF, "#vu": schema.AttrVU}
@@ -363,7 +363,7 @@ func wcuLow(tk, cp int64) bool {
 }
 
 // double plans the proactive doubling of shard 0 from its last image
-// (SPEC §14.6): when b_wcu_tk < 0.2 × b_wcu_cp, SET shard_count = 2S under
+// (docs/design.md §6): when b_wcu_tk < 0.2 × b_wcu_cp, SET shard_count = 2S under
 // shard_count = S (an item without shard_count reads as S = 1). Refused at
 // S >= schema.MaxShardCount, and never above it: a count that is not a power of
 // two (another writer's) goes to schema.MaxShardCount at most.
@@ -398,7 +398,7 @@ func (m *Maintainer) double(s *state, p *plan) (op, bool) {
 	}}, true
 }
 
-// propagate plans Path 1 and Path 2 of SPEC §14.7 for one record of shard 0
+// propagate plans Path 1 and Path 2 of docs/design.md §6 for one record of shard 0
 // whose NewImage shard_count exceeds its OldImage's. Nothing is planned for
 // an INSERT (no old count), for a bucket that abstains, or for a count above
 // schema.MaxShardCount (refused: clients create shards lazily, and the loop stays
@@ -458,7 +458,7 @@ func (m *Maintainer) propagate(im *image, byID map[schema.BucketID]*state, p *pl
 }
 
 // cloneItem returns shard 0's image src (decoded as img) as the item of
-// shard dst.Shard (SPEC §14.7 Path 2, phase 1): the key attributes of the
+// shard dst.Shard (docs/design.md §6 Path 2, phase 1): the key attributes of the
 // target shard (PK, SK and the GSI2/3/4 keys, as a client create writes
 // them), shard_count = newSC, wcu tk = cp, every present limit
 // tk = cp // newSC, every b_{n}_tc = 0 (partial limits included: the clone's

@@ -126,7 +126,7 @@ func genBatch(t testing.TB, r *rand.Rand, prefix string) []Record {
 	return recs
 }
 
-// INVARIANT 33 and the rf lock, as a property over random batches: every
+// docs/design.md §6 and the rf lock, as a property over random batches: every
 // write is captured by a recording DB; clones carry exactly the stamps (and
 // owner attributes, ttl, vu, …) of a shard-0 image of the batch, and no
 // other write names a stamp, an owner attribute, tu or ttl.
@@ -201,7 +201,7 @@ func addStats(a, b Stats) Stats {
 
 // cloneItem in isolation, on a shape Run never clones (a quota bucket
 // abstains): tu is dropped, tc zeroed on every limit, tk set per shard,
-// stamps and everything else verbatim (INVARIANT 63).
+// stamps and everything else verbatim .
 func TestCloneItemDropsTopUp(t *testing.T) {
 	src := with(shard0(2), "b_rpm_tu", 3_000, "b_rpm_gc", 2, "b_rpm_tc", 9_000)
 	img, err := bucket.DecodeImage(src)

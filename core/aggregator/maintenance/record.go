@@ -1,5 +1,5 @@
 // Package maintenance is the aggregator's best-effort bucket upkeep
-// (SPEC §14.5–§14.7): proactive refill under the rf lock, proactive
+// (docs/design.md §6): proactive refill under the rf lock, proactive
 // doubling of shard 0, and shard-count propagation (Path 1 raises the
 // siblings, Path 2 clones shard 0 into new shards, copying every stamp
 // verbatim and never writing a later deadline). Every write is conditional;
@@ -7,16 +7,16 @@
 // reported to the stream: each step is re-derivable from later records or
 // done by clients.
 //
-// Phase 1 (DECISIONS D2): a bucket any of whose NewImages in the batch
+// Phase 1 (docs/design.md §9): a bucket any of whose NewImages in the batch
 // carries a schedule, a window, a grant (gc) or a top-up (tu) attribute, or
 // a limit with a zero (or unusable) rate, is left alone — no refill,
 // doubling, raise or clone from or onto it — and counted in
 // Stats.Abstained. Its usage is still aggregated by the handler.
 //
 // Writes name attributes through positional aliases only (#rf, #t0, :d0, …;
-// SPEC §2, §19) and never name a stamp (bypass, b_{n}_soft), an owner
+// docs/design.md §2) and never name a stamp (bypass, b_{n}_soft), an owner
 // attribute (cascade, parent_id, pgen), disabled, ttl or tu; only a Path 2
-// clone carries them, with shard 0's values (INVARIANT 33).
+// clone carries them, with shard 0's values .
 package maintenance
 
 import (
@@ -50,7 +50,7 @@ type Stats struct {
 	Doublings  int // shard-0 doublings that landed
 	Raises     int // Path 1 shard_count raises that landed
 	Clones     int // Path 2 clones created
-	Abstained  int // buckets skipped for phase-2 attributes (DECISIONS D2)
+	Abstained  int // buckets skipped for phase-2 attributes (docs/design.md §9)
 	Failures   int // writes that failed for any other reason (logged)
 
 	// Superseded counts doubling, raise and clone writes whose condition

@@ -59,7 +59,7 @@ func TestRefillKeepsRFAheadOfNow(t *testing.T) {
 }
 
 // A refill computed from an image whose rf a client has since moved writes
-// nothing (INVARIANT 56).
+// nothing .
 func TestRefillRaceWithClientWrite(t *testing.T) {
 	f := newFixture(t)
 	id := bid("e1", 0)
@@ -125,7 +125,7 @@ func TestRefillVUPin(t *testing.T) {
 }
 
 // A balance above a lowered ceiling is trimmed whatever the demand
-// (INVARIANT 57): here the ceiling fell by a doubling (C // 2) and the batch
+// : here the ceiling fell by a doubling (C // 2) and the batch
 // shows no consumption at all.
 func TestNegativeClampAlwaysWritten(t *testing.T) {
 	for _, c := range []struct {

@@ -162,7 +162,7 @@ func TestPath2ClonesExact(t *testing.T) {
 	st := f.run(t, record(t, s0, old0, new0))
 	wantStats(t, st, Stats{Raises: 1, Clones: 1, Superseded: 1})
 
-	// Shard 2, written by hand from SPEC §14.7.
+	// Shard 2, written by hand from docs/design.md §6.
 	k := schema.BucketItemKeys(testNS, "e1", "gpt-4", 2)
 	want := with(new0,
 		"PK", k.Key.PK, "GSI2SK", k.GSI2.SK, "GSI3SK", k.GSI3.SK, "GSI4SK", k.GSI4.SK,

@@ -8,12 +8,12 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
 )
 
-// Reason is why a fast-path write failed (SPEC §6.4). The values are in
+// Reason is why a fast-path write failed (docs/design.md §5). The values are in
 // precedence order: when several observations hold, the first one listed is
 // the reason.
 type Reason uint8
 
-// Failure reasons of SPEC §6.4, plus ReasonUnexplained.
+// Failure reasons of docs/design.md §5, plus ReasonUnexplained.
 const (
 	// ReasonBucketMissing: no item (row 1). Slow path on this shard (create).
 	ReasonBucketMissing Reason = iota + 1
@@ -42,17 +42,17 @@ const (
 	// item lacks b_wcu_tk. Slow path (seeds it).
 	ReasonSeed
 	// ReasonAppLimitExhausted: a declared hard limit is short (row 9). Shard
-	// retry (§6.6) when allowed, then §4.7.
+	// retry (docs/design.md §5) when allowed, then docs/design.md §3.
 	ReasonAppLimitExhausted
 	// ReasonUnexplained: the image satisfies every term the write tests
 	// except through a value no writer stores (such as disabled = false), so
 	// nothing of rows 1–9 explains the failure. Slow path, never a
-	// rejection. Not a row of SPEC §6.4: the safe default for an image the
+	// rejection. Not a row of docs/design.md §5: the safe default for an image the
 	// table does not foresee.
 	ReasonUnexplained
 )
 
-// String returns the SPEC §6.4 name, e.g. "WCU_EXHAUSTED".
+// String returns the docs/design.md §5 name, e.g. "WCU_EXHAUSTED".
 func (r Reason) String() string {
 	switch r {
 	case ReasonBucketMissing:
@@ -82,21 +82,21 @@ func (r Reason) String() string {
 }
 
 // Action is what the limiter does next after a failed fast-path write
-// (the Action column of SPEC §6.4).
+// (the Action column of docs/design.md §5).
 type Action uint8
 
 // Actions.
 const (
-	// ActionSlowPath: the slow path on the shard written (§6.8).
+	// ActionSlowPath: the slow path on the shard written (docs/design.md §5).
 	ActionSlowPath Action = iota + 1
 	// ActionRaiseDisabled: raise ResourceDisabled(level = "bucket").
 	ActionRaiseDisabled
 	// ActionRetryEnforce: retry once, immediately, with the enforce shape.
 	ActionRetryEnforce
-	// ActionDouble: double shard_count (§6.6), then the slow path.
+	// ActionDouble: double shard_count (docs/design.md §5), then the slow path.
 	ActionDouble
-	// ActionShardRetryOrReject: §6.6 shard retry when shard_count > 1 and
-	// the entity does not cascade on the resource; then §4.7 (refill would
+	// ActionShardRetryOrReject: docs/design.md §5 shard retry when shard_count > 1 and
+	// the entity does not cascade on the resource; then docs/design.md §3 (refill would
 	// satisfy ⇒ slow path, else RateLimitExceeded).
 	ActionShardRetryOrReject
 )
@@ -129,7 +129,7 @@ type Classification struct {
 	Short []string
 
 	// Missing are the declared limits (enforce shape) the item does not
-	// carry by the discovery rule (SPEC §2.2), whatever the reason: the
+	// carry by the discovery rule (docs/design.md §2), whatever the reason: the
 	// slow path seeds them. In declaration order.
 	Missing []string
 
@@ -143,7 +143,7 @@ type Classification struct {
 	WCUShort, WCUMissing bool
 }
 
-// Action returns what the limiter does next (SPEC §6.4).
+// Action returns what the limiter does next (docs/design.md §5).
 func (c Classification) Action() Action {
 	switch c.Reason {
 	case ReasonDisabled:
@@ -161,12 +161,12 @@ func (c Classification) Action() Action {
 	return ActionSlowPath
 }
 
-// Classify is SPEC §6.4: why a fast-path write of the given shape, with
+// Classify is docs/design.md §5: why a fast-path write of the given shape, with
 // the declared limits and clock reading now (epoch ms) it was sent with,
 // failed, judged from the ALL_OLD image (nil: no item). It evaluates the
 // terms the shape's condition tests (see Writes.FastPath) exactly as
 // DynamoDB does — on stored values, without refill — and reports the first
-// row of the §6.4 table that holds:
+// row of the docs/design.md §5 table that holds:
 //
 //  1. no item: BUCKET_MISSING
 //  2. disabled = true: DISABLED

@@ -35,7 +35,7 @@ const (
 )
 
 // bucketItem is a bucket item in the shape the slow path's create writes
-// (SPEC §2, §6.8 step 6): keys, identity, rf, shard_count, every limit
+// (docs/design.md §2, §5): keys, identity, rf, shard_count, every limit
 // with tk/cp/ra/rp/tc, and wcu at full.
 func bucketItem(id schema.BucketID, limits ...lim) item {
 	it := schema.BucketItemKeys(id.Namespace, id.Entity, id.Resource, id.Shard).Item()

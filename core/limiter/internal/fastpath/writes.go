@@ -25,13 +25,13 @@ import (
 
 // Declared is one limit a write names, with an amount in whole tokens. For
 // the fast path and Retry the amount is the consumption (≥ 0); for Adjust it
-// is the delta d of SPEC §4.6 (tk −d, tc +d), of either sign.
+// is the delta d of docs/design.md §3, of either sign.
 type Declared struct {
 	Name   string
 	Amount int64
 }
 
-// RetryLimit is one limit of a Retry write (SPEC §4.6): its consumption in
+// RetryLimit is one limit of a Retry write (docs/design.md §3): its consumption in
 // whole tokens and whether it is hard. Only hard limits with a positive
 // amount are conditioned.
 type RetryLimit struct {
@@ -40,7 +40,7 @@ type RetryLimit struct {
 	Hard   bool
 }
 
-// Shape is the form of a speculative write (SPEC §6.3).
+// Shape is the form of a speculative write (docs/design.md §5).
 type Shape uint8
 
 // The fast-path shapes.
@@ -63,7 +63,7 @@ func (s Shape) String() string {
 	return "Shape(" + strconv.Itoa(int(s)) + ")"
 }
 
-// AdjustMode selects the terms of an Adjust write (SPEC §4.6, §6.5, §6.9).
+// AdjustMode selects the terms of an Adjust write (docs/design.md §3, §5).
 type AdjustMode uint8
 
 // Adjust modes. For a limit with delta d (tokens): tk moves by −d×1000 and
@@ -97,7 +97,7 @@ func (e *WriteError) Error() string {
 }
 
 // ShardCapError reports a doubling refused because the shard count is
-// already at schema.MaxShardCount (SPEC §6.6: log a warning instead).
+// already at schema.MaxShardCount (docs/design.md §5: log a warning instead).
 type ShardCapError struct {
 	Old int64
 }
@@ -126,7 +126,7 @@ const maxCachedShapes = 1024
 // NewWrites returns a builder for the named table.
 func NewWrites(table string) *Writes { return &Writes{table: table} }
 
-// FastPath builds the speculative write of SPEC §6.3 in the given shape on
+// FastPath builds the speculative write of docs/design.md §5 in the given shape on
 // bucket id, at one clock reading now (epoch ms). Every limit in limits is
 // declared (amounts of 0 included: their term is still tested). ReturnValues
 // is ALL_NEW, and ALL_OLD on a failed condition.
@@ -166,7 +166,7 @@ func (w *Writes) FastPath(id schema.BucketID, shape Shape, limits []Declared, no
 	return in, nil
 }
 
-// Adjust builds the unconditioned Adjust write of SPEC §4.6 on bucket id:
+// Adjust builds the unconditioned Adjust write of docs/design.md §3 on bucket id:
 // for each limit with delta d (whole tokens, either sign) ADD tk −d×1000
 // and/or tc +d×1000 per mode. forcePass adds `SET vu = :now`: a credit may
 // let a limit reach its ceiling before the stored vu, so the next enforce
@@ -193,7 +193,7 @@ func (w *Writes) Adjust(id schema.BucketID, mode AdjustMode, limits []Declared, 
 }
 
 // Retry builds the consumption-only write sent after the slow path lost the
-// rf lock (SPEC §4.6, §6.8 step 7): ADD tk −c×1000 and tc +c×1000 per
+// rf lock (docs/design.md §3, §5): ADD tk −c×1000 and tc +c×1000 per
 // limit, on condition attribute_exists(PK), for every hard limit with
 // c > 0, b_n_tk >= c×1000, and the fast path's vu guard at now (a debit
 // that moves no rf is only exact before vu, docs/decisions.md P25). It
@@ -227,7 +227,7 @@ func (w *Writes) Retry(id schema.BucketID, limits []RetryLimit, now int64) (*dyn
 	return in, nil
 }
 
-// Double builds the doubling write of SPEC §6.6 on shard 0 of (entity,
+// Double builds the doubling write of docs/design.md §5 on shard 0 of (entity,
 // resource): SET shard_count = 2×old on condition shard_count = old. When
 // old is 1 an item without shard_count (which reads as 1) also matches:
 // attribute_exists(PK) AND (attribute_not_exists(shard_count) OR
@@ -247,7 +247,7 @@ func (w *Writes) Double(ns, entity, resource string, old int64) (*dynamodb.Updat
 	}
 	id := schema.BucketID{Namespace: ns, Entity: entity, Resource: resource}
 	// Counts are powers of two, so 2×old never passes the cap; min keeps a
-	// corrupt count (say 20) from writing one above it (INVARIANT 54).
+	// corrupt count (say 20) from writing one above it .
 	in, err := w.build(id, k, nil, opDouble, 0, nil, false, numbers{old: old, new: min(2*old, schema.MaxShardCount)})
 	if err != nil {
 		return nil, err

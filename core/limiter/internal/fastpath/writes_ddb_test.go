@@ -20,7 +20,7 @@ import (
 )
 
 // Integration tests: the built writes against DynamoDB Local, on items of
-// the shape SPEC §2 describes.
+// the shape docs/design.md §2 describes.
 
 type ddb struct {
 	t   *testing.T
@@ -192,7 +192,7 @@ func names(ls []bucket.LimitImage) []string {
 	return out
 }
 
-// INVARIANTS 26, 27: a live soft stamp admits a short limit and the write
+// docs/design.md §5, 27: a live soft stamp admits a short limit and the write
 // still debits it, into debt; an expired one does not admit (34).
 func TestFastPathSoftDDB(t *testing.T) {
 	d := newDDB(t)
@@ -219,8 +219,8 @@ func TestFastPathSoftDDB(t *testing.T) {
 }
 
 // A live bypass stamp admits an enforce-shaped write, which debits tk (the
-// limiter refunds it, §6.5); the refund is the AdjustTokens write.
-// INVARIANT 31: tk net unchanged, tc increased once.
+// limiter refunds it, docs/design.md §5); the refund is the AdjustTokens write.
+// docs/design.md §5: tk net unchanged, tc increased once.
 func TestFastPathEnforceOnBypassedDDB(t *testing.T) {
 	d := newDDB(t)
 	id := caseID(0, "")
@@ -249,7 +249,7 @@ func TestFastPathEnforceOnBypassedDDB(t *testing.T) {
 	}
 }
 
-// INVARIANTS 28, 29: the bypass shape never debits tk, adds tc and debits
+// docs/design.md §5, 29: the bypass shape never debits tk, adds tc and debits
 // wcu; it fails on b_wcu_tk < 1000 and on an expired or absent stamp.
 func TestFastPathBypassDDB(t *testing.T) {
 	d := newDDB(t)

@@ -177,7 +177,7 @@ func TestAdjustRetryDoubleGolden(t *testing.T) {
 var aliasRE = regexp.MustCompile(`[#:][A-Za-z0-9_]+`)
 
 // checkAliases: the names and values maps hold exactly the aliases the
-// expressions use (DynamoDB rejects unused ones, §19 rule 2).
+// expressions use (DynamoDB rejects unused ones).
 func checkAliases(t *testing.T, in *dynamodb.UpdateItemInput) {
 	t.Helper()
 	used := map[string]bool{}
@@ -251,7 +251,7 @@ func allFastPath(t *testing.T, w *Writes, limits []Declared) map[string]*dynamod
 	}
 }
 
-// INVARIANT 14 (I3): the fast path writes only b_*_tk, b_*_tc and b_wcu_*,
+// docs/design.md §5 (I3): the fast path writes only b_*_tk, b_*_tc and b_wcu_*,
 // only by ADD; it never names rf, gc, tu, cascade, parent_id, pgen, and
 // names vu, ttl, bypass, disabled and soft stamps only in its condition.
 func TestFastPathIsBlind(t *testing.T) {
@@ -303,7 +303,7 @@ func TestFastPathIsBlind(t *testing.T) {
 	}
 }
 
-// INVARIANT 15: no limit or resource name ever appears in an expression.
+// docs/design.md §5: no limit or resource name ever appears in an expression.
 func TestPositionalPlaceholders(t *testing.T) {
 	w := NewWrites("tbl")
 	names := []string{"a.b", "x-y", "my_limit", "PK", "ttl", "now"}
@@ -570,7 +570,7 @@ var positionalRE = regexp.MustCompile(`^(?:#[a-z]{1,3}[0-9]*|:[a-z]{1,4}[0-9]*)$
 
 // checkVocabulary: with the placeholders removed, an expression is made of
 // the fixed vocabulary only, so no name (limit, resource, attribute) can be
-// in it (INVARIANT 15).
+// in it .
 func checkVocabulary(t *testing.T, in *dynamodb.UpdateItemInput) {
 	t.Helper()
 	for _, e := range []string{aws.ToString(in.UpdateExpression), aws.ToString(in.ConditionExpression)} {
