@@ -42,10 +42,22 @@ type VersionMismatchError struct {
 	LambdaVersion string
 	// CanAutoUpdate is always false for the Go client: it deploys no code.
 	CanAutoUpdate bool
+	// Gate marks a writer gate's refusal (Store.RequireReaders): the
+	// table's readers, lambda_version, are below ClientMinVersion, which
+	// the feature being stored needs.
+	Gate bool
 }
 
 // Error implements error.
 func (e *VersionMismatchError) Error() string {
+	if e.Gate {
+		lv := e.LambdaVersion
+		if lv == "" {
+			lv = "unknown"
+		}
+		return "the table's readers (lambda_version " + lv + ") are below " + e.ClientMinVersion +
+			", which this feature needs; deploy the stack at " + e.ClientMinVersion + " or later first"
+	}
 	return "client version " + e.ClientVersion + " is below the table's minimum client version " +
 		e.ClientMinVersion + "; upgrade the client"
 }

@@ -149,6 +149,16 @@ func (s *Store) setLimits(ctx context.Context, t target, limits []limit.Limit, o
 	if err := validateLevelLimits(limits); err != nil {
 		return err
 	}
+	if slices.ContainsFunc(limits, func(l limit.Limit) bool { return l.Soft }) {
+		// Soft limits need readers that honour their stamps (ADR-151
+		// decision 7): the version gate, then the ratchet.
+		return s.gated(ctx, SoftBypassVersion, func() error { return s.replaceLimits(ctx, t, limits, onUnavailable) })
+	}
+	return s.replaceLimits(ctx, t, limits, onUnavailable)
+}
+
+// replaceLimits writes a validated limit set as t's limits.
+func (s *Store) replaceLimits(ctx context.Context, t target, limits []limit.Limit, onUnavailable OnUnavailable) error {
 	defer s.resolver.evictKey(t.key())
 	newAttrs := t.identity()
 	putLimits(newAttrs, limits)

@@ -12,7 +12,7 @@ import (
 )
 
 func TestCheckAndWriteVersion(t *testing.T) {
-	e := newEnv(t)
+	e := newBareEnv(t)
 	clock := newClock()
 	st := e.store(config.WithClock(clock.Now))
 	ctx := e.ctx
@@ -100,7 +100,7 @@ func TestCheckAndWriteVersion(t *testing.T) {
 // between WriteVersion's read and its write; the conditional write fails and
 // the retry keeps the higher value.
 func TestWriteVersionRatchetRace(t *testing.T) {
-	e := newEnv(t)
+	e := newBareEnv(t)
 	p := faultproxy.Start(t, e.tbl.Endpoint)
 	st := config.NewStore(p.DynamoDB(), e.tbl.Name)
 	must(t, st.WriteVersion(e.ctx, config.VersionRecord{ClientMinVersion: "0.10.0"}))

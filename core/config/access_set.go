@@ -1,0 +1,119 @@
+package config
+
+import (
+	"context"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
+)
+
+// SetAccess stores the `disabled` setting of one config level
+// (docs/design.md §7, §8): the resource (entity ""), the entity on a
+// resource, or the entity for every resource (resource `_default_`).
+// AccessInherit removes the setting, so the level defers to the next one
+// of the walk; AccessEnforce stores false (a carve-out: it re-admits the
+// entity to a disabled resource); AccessDisabled stores true; AccessBypass
+// stores "bypass", after the version gate at SoftBypassVersion, and
+// ratchets client_min_version. Limits and every other attribute of the
+// item are kept; an item that does not exist yet is created.
+//
+// There is no system-level setting: entity and resource both "" (or an
+// unknown Access) is a *schema.ValidationError, and nothing is written.
+// SetAccess writes config only; the buckets already stamped are re-stamped
+// by the fan-out of core/control.
+func (s *Store) SetAccess(ctx context.Context, ns, entity, resource string, a Access) error {
+	t, err := accessTarget(ns, entity, resource)
+	if err != nil {
+		return err
+	}
+	v, err := encodeAccess(a)
+	if err != nil {
+		return err
+	}
+	write := func() error { return s.setAccess(ctx, t, v) }
+	if a == AccessBypass {
+		return s.gated(ctx, SoftBypassVersion, write)
+	}
+	return write()
+}
+
+// accessTarget is the config item a SetAccess call writes.
+func accessTarget(ns, entity, resource string) (target, error) {
+	switch {
+	case entity == "" && resource == "":
+		return target{}, schema.NewValidationError(schema.AttrDisabled, "system",
+			"cannot be set on the system level (a namespace kill switch is not supported)")
+	case entity == "":
+		if err := validateNamespace(ns); err != nil {
+			return target{}, err
+		}
+		if err := schema.ValidateResource(resource); err != nil {
+			return target{}, err
+		}
+		return resourceTarget(ns, resource), nil
+	}
+	if err := validateEntityScope(ns, entity, resource); err != nil {
+		return target{}, err
+	}
+	return entityTarget(ns, entity, resource), nil
+}
+
+// encodeAccess is the stored value of a; nil for AccessInherit.
+func encodeAccess(a Access) (types.AttributeValue, error) {
+	switch a {
+	case AccessInherit:
+		return nil, nil
+	case AccessEnforce:
+		return &types.AttributeValueMemberBOOL{Value: false}, nil
+	case AccessDisabled:
+		return &types.AttributeValueMemberBOOL{Value: true}, nil
+	case AccessBypass:
+		return schema.Str(bypassValue), nil
+	}
+	return nil, schema.NewValidationError(schema.AttrDisabled, a.String(), "unknown access value (want inherit, enforce, disabled or bypass)")
+}
+
+// setAccess writes v (nil: remove) as t's `disabled`, creating the item
+// when it is missing and v is not nil.
+func (s *Store) setAccess(ctx context.Context, t target, v types.AttributeValue) error {
+	defer s.resolver.evictKey(t.key())
+	for range maxWriteAttempts {
+		cur, err := getItem(ctx, s.db, s.table, t.key(), true)
+		if err != nil {
+			return s.wrap(t, "set access", err)
+		}
+		if cur == nil {
+			if v == nil {
+				return nil // nothing set, nothing to remove
+			}
+			attrs := t.identity()
+			attrs[schema.AttrDisabled] = v
+			done, err := s.createItem(ctx, t, attrs)
+			if err != nil {
+				return s.wrap(t, "set access", err)
+			}
+			if done {
+				return nil
+			}
+			continue
+		}
+		set, remove := map[string]types.AttributeValue{}, []string(nil)
+		if v == nil {
+			if _, has := cur[schema.AttrDisabled]; !has {
+				return nil
+			}
+			remove = []string{schema.AttrDisabled}
+		} else {
+			set[schema.AttrDisabled] = v
+		}
+		done, err := s.updateItem(ctx, t, set, remove, nil)
+		if err != nil {
+			return s.wrap(t, "set access", err)
+		}
+		if done {
+			return nil
+		}
+	}
+	return s.wrap(t, "set access", ErrConflict)
+}

@@ -1,0 +1,101 @@
+package config
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
+	"github.com/zae-limiter/zae-limiter-go/core/version"
+	"github.com/zae-limiter/zae-limiter-go/internal/expr"
+)
+
+// Reader versions that gated features need (docs/design.md §2): a table's
+// readers must understand a feature before any writer stores it.
+const (
+	// SoftBypassVersion is what soft limits and bypass values need
+	// (ADR-151 decision 7).
+	SoftBypassVersion = "0.17.0"
+)
+
+// RequireReaders is the writer gate: it reads the version record strongly
+// consistently and refuses, with a *VersionMismatchError, unless its
+// lambda_version is at least min or equals this build's own version; a
+// missing record is a *MissingVersionError and an absent or unparseable
+// lambda_version fails closed too. Call it before storing a gated feature,
+// and Ratchet after the write.
+func (s *Store) RequireReaders(ctx context.Context, min string) error {
+	want, err := version.Parse(min)
+	if err != nil {
+		return err
+	}
+	rec, found, err := s.ReadVersion(ctx)
+	switch {
+	case err != nil:
+		return fmt.Errorf("version gate: %w", err)
+	case !found:
+		return &MissingVersionError{Table: s.table}
+	case rec.LambdaVersion == BuildVersion:
+		return nil
+	}
+	if lv, err := version.Parse(rec.LambdaVersion); err == nil && lv.Compare(want) >= 0 {
+		return nil
+	}
+	return &VersionMismatchError{
+		ClientVersion: BuildVersion, ClientMinVersion: min,
+		SchemaVersion: rec.SchemaVersion, LambdaVersion: rec.LambdaVersion,
+		Gate: true,
+	}
+}
+
+// Ratchet raises the record's client_min_version to min when it is lower,
+// with a read-compare-conditional update (retried on a concurrent change);
+// it never lowers it. Versions compare as semver.
+func (s *Store) Ratchet(ctx context.Context, min string) error {
+	want, err := version.Parse(min)
+	if err != nil {
+		return err
+	}
+	k := schema.VersionKey()
+	for range maxWriteAttempts {
+		cur, err := getItem(ctx, s.db, s.table, k, true)
+		if err != nil {
+			return fmt.Errorf("ratchet client_min_version: %w", err)
+		}
+		if cur == nil {
+			return &MissingVersionError{Table: s.table}
+		}
+		stored, has := getS(cur, schema.AttrClientMinVersion)
+		if sv, err := version.Parse(stored); has && err == nil && sv.Compare(want) >= 0 {
+			return nil
+		}
+		var b expr.Builder
+		b.Set(schema.AttrClientMinVersion, schema.Str(min))
+		if has {
+			b.Cond(b.Name(schema.AttrClientMinVersion) + " = " + b.Value(schema.Str(stored)))
+		} else {
+			b.Cond("attribute_exists(" + b.Name(schema.AttrPK) + ") AND attribute_not_exists(" + b.Name(schema.AttrClientMinVersion) + ")")
+		}
+		in := b.UpdateInput(s.table, k)
+		in.ReturnValues = ""
+		_, err = s.db.UpdateItem(ctx, in)
+		if isConditionFailed(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("ratchet client_min_version: %w", err)
+		}
+		return nil
+	}
+	return fmt.Errorf("ratchet client_min_version: %w", ErrConflict)
+}
+
+// gated runs write between the gate and the ratchet of min.
+func (s *Store) gated(ctx context.Context, min string, write func() error) error {
+	if err := s.RequireReaders(ctx, min); err != nil {
+		return err
+	}
+	if err := write(); err != nil {
+		return err
+	}
+	return s.Ratchet(ctx, min)
+}
