@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
+	"github.com/zae-limiter/zae-limiter-go/internal/query"
 	"github.com/zae-limiter/zae-limiter-go/internal/ulid"
 )
 
@@ -358,48 +359,7 @@ func (s *Store) DeleteEntity(ctx context.Context, ns, id string) error {
 	return nil
 }
 
-// queryKeys returns the primary keys of the items whose pkAttr equals pk (on
-// index, or the table when index is ""), optionally restricted to skAttr
-// beginning with prefix. It pages through all results.
+// queryKeys lists the primary keys a key condition selects (query.Keys).
 func (s *Store) queryKeys(ctx context.Context, index, pkAttr, pk, skAttr, prefix string) ([]schema.Key, error) {
-	in := func(start map[string]types.AttributeValue) *dynamodb.QueryInput {
-		names := map[string]string{"#tpk": schema.AttrPK, "#tsk": schema.AttrSK}
-		pkName := "#tpk"
-		if pkAttr != schema.AttrPK {
-			pkName = "#pk"
-			names[pkName] = pkAttr
-		}
-		q := &dynamodb.QueryInput{
-			TableName:                 aws.String(s.table),
-			KeyConditionExpression:    aws.String(pkName + " = :pk"),
-			ExpressionAttributeNames:  names,
-			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": schema.Str(pk)},
-			ProjectionExpression:      aws.String("#tpk, #tsk"),
-			ExclusiveStartKey:         start,
-		}
-		if index != "" {
-			q.IndexName = aws.String(index)
-		}
-		if skAttr != "" {
-			q.KeyConditionExpression = aws.String(pkName + " = :pk AND begins_with(#sk, :prefix)")
-			names["#sk"] = skAttr
-			q.ExpressionAttributeValues[":prefix"] = schema.Str(prefix)
-		}
-		return q
-	}
-	var keys []schema.Key
-	var start map[string]types.AttributeValue
-	for {
-		res, err := s.db.Query(ctx, in(start))
-		if err != nil {
-			return nil, fmt.Errorf("query %s: %w", pk, err)
-		}
-		for _, it := range res.Items {
-			keys = append(keys, itemKey(it))
-		}
-		if len(res.LastEvaluatedKey) == 0 {
-			return keys, nil
-		}
-		start = res.LastEvaluatedKey
-	}
+	return query.Keys(ctx, s.db, s.table, index, pkAttr, pk, skAttr, prefix, false)
 }

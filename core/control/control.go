@@ -1,0 +1,88 @@
+// Package control is the operators' side of the limiter (docs/design.md
+// §8): the writers of the access settings (disable, carve-out, bypass),
+// with the fan-out that re-stamps every affected bucket before a call
+// returns, and the audit trail of those changes. Go services, the
+// provisioner and a command line all call it.
+//
+// Every bucket stamp is derived, bucket by bucket, from config read
+// uncached for that bucket's own entity and resource, so re-asserting a
+// resource never clobbers an entity's carve-out, and every bypass stamp is
+// a deadline at most StampTTL after that read.
+package control
+
+import (
+	"crypto/rand"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/zae-limiter/zae-limiter-go/core/config"
+)
+
+// DB is the part of the DynamoDB API the controls use. *dynamodb.Client
+// satisfies it.
+type DB interface {
+	config.DB
+}
+
+// Options configure Controls. The zero value of every field is its default.
+type Options struct {
+	// Clock is the wall clock (default time.Now).
+	Clock func() time.Time
+	// StampTTL bounds every bypass or soft stamp's deadline after the
+	// config read that justified it (default 60 s, as the limiter's).
+	StampTTL time.Duration
+	// Workers bounds the bucket writes of a fan-out in flight (default 8).
+	Workers int
+	// AuditRetention is how long audit events live (default 90 days).
+	AuditRetention time.Duration
+	// Logger receives warnings (default slog.Default()).
+	Logger *slog.Logger
+	// Entropy feeds event ids (default crypto/rand).
+	Entropy io.Reader
+}
+
+// Controls write the operator controls of one table. Safe for concurrent
+// use.
+type Controls struct {
+	db      DB
+	table   string
+	store   *config.Store
+	now     func() time.Time
+	ttl     time.Duration
+	workers int
+	audit   time.Duration
+	log     *slog.Logger
+	entropy io.Reader
+}
+
+// New returns the controls of table through db.
+func New(db DB, table string, o Options) *Controls {
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.StampTTL <= 0 {
+		o.StampTTL = 60 * time.Second
+	}
+	if o.Workers <= 0 {
+		o.Workers = 8
+	}
+	if o.AuditRetention <= 0 {
+		o.AuditRetention = 90 * 24 * time.Hour
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Entropy == nil {
+		o.Entropy = rand.Reader
+	}
+	return &Controls{
+		db: db, table: table,
+		store: config.NewStore(db, table, config.WithClock(o.Clock), config.WithLogger(o.Logger), config.WithCacheTTL(-1)),
+		now:   o.Clock, ttl: o.StampTTL, workers: o.Workers, audit: o.AuditRetention, log: o.Logger, entropy: o.Entropy,
+	}
+}
+
+// Store is the config store the controls write through (its cache off:
+// every read is fresh).
+func (c *Controls) Store() *config.Store { return c.store }

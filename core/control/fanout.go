@@ -1,0 +1,167 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
+	"github.com/zae-limiter/zae-limiter-go/internal/query"
+)
+
+// Scope names the buckets a change can reach.
+//
+//   - Entity "" and Resource set: every bucket of the resource (GSI2);
+//   - Entity set and Resource `_default_`: every bucket of the entity
+//     (GSI3);
+//   - Entity and Resource set: the entity's buckets on the resource (GSI3);
+//   - both "": every bucket of the namespace (GSI4).
+type Scope struct {
+	Entity, Resource string
+}
+
+func (s Scope) String() string {
+	switch {
+	case s.Entity == "" && s.Resource == "":
+		return "namespace"
+	case s.Entity == "":
+		return "resource " + s.Resource
+	case s.Resource == schema.DefaultResource:
+		return "entity " + s.Entity
+	}
+	return "entity " + s.Entity + " on " + s.Resource
+}
+
+// Progress counts a fan-out's work, for a caller to show.
+type Progress struct {
+	// Buckets is the number of distinct buckets discovered over both
+	// discovery passes.
+	Buckets int
+	// Stamped are the buckets written; Vanished those gone before their
+	// write (not an error); Failed those whose write failed.
+	Stamped, Vanished, Failed int
+}
+
+// FanoutIncompleteError reports a fan-out that stopped part way: the config
+// change is stored, and some buckets may still carry the old stamp.
+// Running the same call again finishes the job.
+type FanoutIncompleteError struct {
+	Namespace string
+	Scope     Scope
+	Progress  Progress
+	Err       error // the first failure
+}
+
+// Error implements error.
+func (e *FanoutIncompleteError) Error() string {
+	return fmt.Sprintf("control: fan-out over %s of %s incomplete: %d of %d buckets stamped, %d failed, %d vanished "+
+		"(the config is stored; run the call again to finish): %v",
+		e.Scope, e.Namespace, e.Progress.Stamped, e.Progress.Buckets, e.Progress.Failed, e.Progress.Vanished, e.Err)
+}
+
+// Unwrap returns the first failure.
+func (e *FanoutIncompleteError) Unwrap() error { return e.Err }
+
+// stamper builds the write of one bucket, or nil when it needs none.
+type stamper func(ctx context.Context, id schema.BucketID) (*dynamodb.UpdateItemInput, error)
+
+// fanout discovers the buckets of sc twice (a bucket an in-flight acquire
+// creates during the first pass is found by the second), de-duplicated,
+// and writes each with stamp on at most c.workers goroutines. Every write
+// must be conditioned on attribute_exists(PK): a condition failure counts
+// the bucket as vanished.
+func (c *Controls) fanout(ctx context.Context, ns string, sc Scope, stamp stamper) (Progress, error) {
+	var (
+		mu    sync.Mutex
+		p     Progress
+		first error
+		seen  = map[schema.Key]bool{}
+	)
+	fail := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		p.Failed++
+		if first == nil {
+			first = err
+		}
+	}
+	for pass := 0; pass < 2; pass++ {
+		keys, err := c.discover(ctx, ns, sc)
+		if err != nil {
+			fail(err)
+			break
+		}
+		jobs := make(chan schema.BucketID)
+		var wg sync.WaitGroup
+		for range c.workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for id := range jobs {
+					vanished, err := c.stampOne(ctx, id, stamp)
+					mu.Lock()
+					switch {
+					case err != nil:
+						mu.Unlock()
+						fail(fmt.Errorf("%s: %w", id.PK(), err))
+						continue
+					case vanished:
+						p.Vanished++
+					default:
+						p.Stamped++
+					}
+					mu.Unlock()
+				}
+			}()
+		}
+		for _, k := range keys {
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			id, err := schema.ParseBucketPK(k.PK)
+			if err != nil {
+				continue // not a bucket the index should hold; nothing to stamp
+			}
+			p.Buckets++
+			jobs <- id
+		}
+		close(jobs)
+		wg.Wait()
+	}
+	if p.Failed > 0 {
+		return p, &FanoutIncompleteError{Namespace: ns, Scope: sc, Progress: p, Err: first}
+	}
+	return p, nil
+}
+
+// stampOne writes one bucket.
+func (c *Controls) stampOne(ctx context.Context, id schema.BucketID, stamp stamper) (vanished bool, err error) {
+	in, err := stamp(ctx, id)
+	if err != nil || in == nil {
+		return false, err
+	}
+	_, err = c.db.UpdateItem(ctx, in)
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return true, nil
+	}
+	return false, err
+}
+
+// discover lists the bucket keys of sc.
+func (c *Controls) discover(ctx context.Context, ns string, sc Scope) ([]schema.Key, error) {
+	switch {
+	case sc.Entity == "" && sc.Resource == "":
+		return query.Keys(ctx, c.db, c.table, schema.GSI4, schema.AttrGSI4PK, ns, schema.AttrGSI4SK, schema.PrefixBucket, false)
+	case sc.Entity == "":
+		return query.Keys(ctx, c.db, c.table, schema.GSI2, schema.AttrGSI2PK, schema.ResourcePK(ns, sc.Resource), schema.AttrGSI2SK, schema.PrefixBucket, false)
+	case sc.Resource == schema.DefaultResource:
+		return query.Keys(ctx, c.db, c.table, schema.GSI3, schema.AttrGSI3PK, schema.EntityPK(ns, sc.Entity), schema.AttrGSI3SK, schema.PrefixBucket, false)
+	}
+	return query.Keys(ctx, c.db, c.table, schema.GSI3, schema.AttrGSI3PK, schema.EntityPK(ns, sc.Entity), schema.AttrGSI3SK, schema.BucketGSI3SKPrefix(sc.Resource), false)
+}
