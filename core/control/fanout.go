@@ -41,9 +41,10 @@ type Progress struct {
 	// Buckets is the number of distinct buckets discovered over both
 	// discovery passes.
 	Buckets int
-	// Stamped are the buckets written; Vanished those gone before their
-	// write (not an error); Failed those whose write failed.
-	Stamped, Vanished, Failed int
+	// Stamped are the buckets written; Unchanged those that needed no
+	// write; Vanished those gone before their write (not an error); Failed
+	// those whose write failed.
+	Stamped, Unchanged, Vanished, Failed int
 }
 
 // FanoutIncompleteError reports a fan-out that stopped part way: the config
@@ -102,15 +103,17 @@ func (c *Controls) fanout(ctx context.Context, ns string, sc Scope, stamp stampe
 			go func() {
 				defer wg.Done()
 				for id := range jobs {
-					vanished, err := c.stampOne(ctx, id, stamp)
-					mu.Lock()
-					switch {
-					case err != nil:
-						mu.Unlock()
+					out, err := c.stampOne(ctx, id, stamp)
+					if err != nil {
 						fail(fmt.Errorf("%s: %w", id.PK(), err))
 						continue
-					case vanished:
+					}
+					mu.Lock()
+					switch out {
+					case outVanished:
 						p.Vanished++
+					case outUnchanged:
+						p.Unchanged++
 					default:
 						p.Stamped++
 					}
@@ -139,18 +142,30 @@ func (c *Controls) fanout(ctx context.Context, ns string, sc Scope, stamp stampe
 	return p, nil
 }
 
+// What became of one bucket of a fan-out.
+type outcome uint8
+
+const (
+	outStamped outcome = iota
+	outUnchanged
+	outVanished
+)
+
 // stampOne writes one bucket.
-func (c *Controls) stampOne(ctx context.Context, id schema.BucketID, stamp stamper) (vanished bool, err error) {
+func (c *Controls) stampOne(ctx context.Context, id schema.BucketID, stamp stamper) (outcome, error) {
 	in, err := stamp(ctx, id)
-	if err != nil || in == nil {
-		return false, err
+	switch {
+	case err != nil:
+		return 0, err
+	case in == nil:
+		return outUnchanged, nil
 	}
 	_, err = c.db.UpdateItem(ctx, in)
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
-		return true, nil
+		return outVanished, nil
 	}
-	return false, err
+	return outStamped, err
 }
 
 // discover lists the bucket keys of sc.

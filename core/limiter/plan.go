@@ -374,3 +374,36 @@ func recoverySeconds(p bucket.Params) int64 {
 	}
 	return bucket.CeilDiv(bucket.CeilMulDiv(p.Capacity, p.RefillPeriod, p.RefillAmount), 1000)
 }
+
+// stampFix is the write that brings a pass's bucket stamps in line with the
+// config it read uncached, when they disagree: soft stamps set (with a
+// fresh deadline) on soft limits whose stamp is missing or dead, removed
+// from hard ones; a bypass stamp removed when the pair is not bypassed.
+// Nil when nothing disagrees, or when there is no bucket.
+func (p *pass) stampFix() *expr.Builder {
+	if p == nil || p.img == nil {
+		return nil
+	}
+	var b expr.Builder
+	for _, pl := range p.plan {
+		li := p.img.Limit(pl.lim.Name)
+		if li == nil {
+			continue
+		}
+		attr := schema.BucketAttr(pl.lim.Name, schema.LimitSoft)
+		switch {
+		case pl.lim.Soft && !li.Soft.Live(p.now):
+			b.Set(attr, schema.Num(p.deadline))
+		case !pl.lim.Soft && li.Soft.Present:
+			b.Remove(attr)
+		}
+	}
+	if p.img.Bypass.Present && !p.bypass {
+		b.Remove(schema.AttrBypass)
+	}
+	if b.Update() == "" {
+		return nil
+	}
+	b.Cond("attribute_exists(" + b.Name(schema.AttrPK) + ")")
+	return &b
+}

@@ -101,6 +101,10 @@ func (l *Limiter) slowPass(ctx context.Context, req *request, shard int) (lease 
 		}
 	}
 	if e := l.violations(child, parent); e != nil {
+		// A rejected pass still read config uncached: stamps it disagrees
+		// with are fixed before the 429 (ADR-151 decision 4).
+		l.fixStamps(ctx, child)
+		l.fixStamps(ctx, parent)
 		return nil, false, nil, e
 	}
 	child.build()
@@ -445,3 +449,18 @@ func fmtReasons(rs []types.CancellationReason) string {
 	}
 	return b.String()
 }
+
+// fixStamps sends a pass's stampFix, if any; a failure is logged (the next
+// slow pass tries again).
+func (l *Limiter) fixStamps(ctx context.Context, p *pass) {
+	b := p.stampFix()
+	if b == nil {
+		return
+	}
+	in := b.UpdateInput(l.table, p.id.Key())
+	in.ReturnValues = types.ReturnValueNone
+	if _, err := l.db.UpdateItem(ctx, in); err != nil {
+		l.log.WarnContext(ctx, "stamp fix failed", "resource", p.id.Resource, "shard", p.id.Shard, "error", err)
+	}
+}
+
