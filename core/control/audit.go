@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
-	"github.com/zae-limiter/zae-limiter-go/internal/ulid"
 )
 
 // AuditEvent is one recorded operator change (R13).
@@ -43,7 +42,7 @@ func auditEntity(entity, resource string) string {
 // auditItem is the R13 item of an event.
 func (c *Controls) auditItem(ns, entity, action, principal, resource string, details map[string]string) (map[string]types.AttributeValue, error) {
 	now := c.now()
-	id, err := ulid.New(now, c.entropy)
+	id, err := c.ids.New(now, c.entropy)
 	if err != nil {
 		return nil, err
 	}

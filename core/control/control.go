@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/internal/ulid"
 )
 
 // DB is the part of the DynamoDB API the controls use. *dynamodb.Client
@@ -54,6 +55,7 @@ type Controls struct {
 	audit   time.Duration
 	log     *slog.Logger
 	entropy io.Reader
+	ids     ulid.Monotonic // event ids sort in the order events happen
 }
 
 // New returns the controls of table through db.

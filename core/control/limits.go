@@ -142,7 +142,6 @@ func softChanged(old, cur []limit.Limit) bool {
 	return false
 }
 
-
 // stampSoft sets or removes the soft stamp of every limit of the buckets
 // of sc whose limits resolve from level (any level for LevelNone), from
 // config read uncached bucket by bucket; the stamps of formerly configured

@@ -463,4 +463,3 @@ func (l *Limiter) fixStamps(ctx context.Context, p *pass) {
 		l.log.WarnContext(ctx, "stamp fix failed", "resource", p.id.Resource, "shard", p.id.Shard, "error", err)
 	}
 }
-

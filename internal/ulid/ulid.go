@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 )
 
@@ -35,6 +36,51 @@ func New(t time.Time, entropy io.Reader) (string, error) {
 	if _, err := io.ReadFull(entropy, b[6:16]); err != nil {
 		return "", fmt.Errorf("ulid: entropy: %w", err)
 	}
+	return encode(b), nil
+}
+
+// Monotonic makes ULIDs that sort in the order they were made, also within
+// one millisecond: the first of a millisecond takes fresh entropy, each
+// later one the previous random part plus one (the spec's monotonic
+// mode). Safe for concurrent use.
+type Monotonic struct {
+	mu   sync.Mutex
+	last [16]byte
+}
+
+// New returns the next ULID for t (see New for the failures; a random part
+// that would overflow within one millisecond is one too).
+func (m *Monotonic) New(t time.Time, entropy io.Reader) (string, error) {
+	ms := t.UnixMilli()
+	if ms < 0 || ms > maxTime {
+		return "", fmt.Errorf("ulid: time %s out of range", t.UTC().Format(time.RFC3339))
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[0:8], uint64(ms)<<16)
+	lastMs := binary.BigEndian.Uint64(m.last[0:8]) >> 16
+	if lastMs == uint64(ms) && m.last != [16]byte{} {
+		b = m.last
+		i := 15
+		for ; i >= 6; i-- {
+			b[i]++
+			if b[i] != 0 {
+				break
+			}
+		}
+		if i < 6 {
+			return "", fmt.Errorf("ulid: random part exhausted within one millisecond")
+		}
+	} else if _, err := io.ReadFull(entropy, b[6:16]); err != nil {
+		return "", fmt.Errorf("ulid: entropy: %w", err)
+	}
+	m.last = b
+	return encode(b), nil
+}
+
+// encode renders 128 bits as 26 Crockford base32 characters.
+func encode(b [16]byte) string {
 	hi := binary.BigEndian.Uint64(b[0:8])
 	lo := binary.BigEndian.Uint64(b[8:16])
 	var out [Len]byte
@@ -53,5 +99,5 @@ func New(t time.Time, entropy io.Reader) (string, error) {
 		}
 		out[i] = crockford[v&31]
 	}
-	return string(out[:]), nil
+	return string(out[:])
 }

@@ -66,3 +66,31 @@ func TestNewOrderAndErrors(t *testing.T) {
 		t.Fatal("short entropy accepted")
 	}
 }
+
+// TestMonotonic: ULIDs of one millisecond sort in the order they were made;
+// a new millisecond starts from fresh entropy.
+func TestMonotonic(t *testing.T) {
+	var m Monotonic
+	at := time.UnixMilli(1_800_000_000_000)
+	entropy := bytes.NewReader(bytes.Repeat([]byte{0xff, 0x01}, 50))
+	prev := ""
+	for i := range 300 {
+		id, err := m.New(at, entropy)
+		if err != nil || len(id) != Len || id <= prev {
+			t.Fatalf("%d: %q after %q, %v", i, id, prev, err)
+		}
+		prev = id
+	}
+	next, err := m.New(at.Add(time.Millisecond), bytes.NewReader(make([]byte, 10)))
+	if err != nil || next <= prev || next[10:] != "0000000000000000" {
+		t.Fatalf("next millisecond: %q (after %q), %v", next, prev, err)
+	}
+	// An exhausted random part is an error, not a wrap.
+	var full Monotonic
+	if _, err := full.New(at, bytes.NewReader(bytes.Repeat([]byte{0xff}, 10))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := full.New(at, nil); err == nil {
+		t.Fatal("an overflow within one millisecond must be an error")
+	}
+}
