@@ -424,3 +424,16 @@ func TestSetAccessRefusals(t *testing.T) {
 		t.Fatalf("after the refusals: %s", got)
 	}
 }
+
+// bumpShards sets shard 0's shard_count, so that the limiter creates the
+// other shards lazily.
+func (e *env) bumpShards(entity, resource string, n int64) {
+	e.t.Helper()
+	if _, err := e.tbl.DB.UpdateItem(e.ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(e.tbl.Name), Key: schema.BucketKey(e.ns, entity, resource, 0).AttributeValues(),
+		UpdateExpression:          aws.String("SET shard_count = :s"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":s": schema.Num(n)},
+	}); err != nil {
+		e.t.Fatal(err)
+	}
+}

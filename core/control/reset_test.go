@@ -227,3 +227,53 @@ func TestOperationBadInput(t *testing.T) {
 		t.Fatalf("%d transactions sent on bad input", n)
 	}
 }
+
+// TestResetEveryShard: a reset takes effect on every shard in one
+// transaction, each restored to its share C // S, and a lagging shard's
+// count is raised to the planned one (never lowered).
+func TestResetEveryShard(t *testing.T) {
+	e := newEnv(t)
+	if _, err := e.ctl.SetResourceLimits(e.ctx, e.ns, "r", []limit.Limit{limit.PerMinute("rpm", 40)}, ""); err != nil {
+		t.Fatal(err)
+	}
+	lim4, err := limiter.New(e.tbl.DB, e.tbl.Name, e.ns, limiter.Options{Clock: e.clk.Now, Rand: rotate()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lim4.Acquire(e.ctx, "a", "r", limiter.Consume{"rpm": 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.tbl.DB.UpdateItem(e.ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(e.tbl.Name), Key: schema.BucketKey(e.ns, "a", "r", 0).AttributeValues(),
+		UpdateExpression:          aws.String("SET shard_count = :s, b_rpm_tk = :t"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":s": schema.Num(4), ":t": schema.Num(9_000)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for range 12 { // every shard created and drained a little
+		if _, err := lim4.Acquire(e.ctx, "a", "r", limiter.Consume{"rpm": 2}); err != nil && !limiter.IsRateLimitError(err) {
+			t.Fatal(err)
+		}
+	}
+	// Shard 3 lags: an older writer left it at 2.
+	if _, err := e.tbl.DB.UpdateItem(e.ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(e.tbl.Name), Key: schema.BucketKey(e.ns, "a", "r", 3).AttributeValues(),
+		UpdateExpression:          aws.String("SET shard_count = :s"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":s": schema.Num(2)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	op, err := e.ctl.Reset(e.ctx, e.ns, "a", "r", nil, control.OperationOptions{})
+	if err != nil || op.ShardsWritten != 4 || op.ShardCount != 4 {
+		t.Fatalf("reset %+v, %v", op, err)
+	}
+	for shard := range 4 {
+		it := e.bucket("a", "r", shard)
+		if got := tk(it, "rpm"); got != 10_000 {
+			t.Errorf("shard %d: rpm tk %d, want the share 10000", shard, got)
+		}
+		if sc, _ := num(it, schema.AttrShardCount); sc != 4 {
+			t.Errorf("shard %d: shard_count %d, want 4", shard, sc)
+		}
+	}
+}
