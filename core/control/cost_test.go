@@ -84,6 +84,13 @@ func TestOperatorCosts(t *testing.T) {
 		_, err := e.ctl.TopUp(e.ctx, e.ns, "b", "r", map[string]int64{"rpm": 1}, control.OperationOptions{OperationID: "k1"})
 		return err
 	})
+	measure("a replay of the committed key", "BatchGetItem 1, GetItem 2", func() error {
+		op, err := e.ctl.TopUp(e.ctx, e.ns, "b", "r", map[string]int64{"rpm": 1}, control.OperationOptions{OperationID: "k1"})
+		if err == nil && !op.Replayed {
+			err = fmt.Errorf("not a replay: %+v", op)
+		}
+		return err
+	})
 	lim4, err := limiter.New(e.tbl.DB, e.tbl.Name, e.ns, limiter.Options{Clock: e.clk.Now, Rand: rotate()})
 	if err != nil {
 		t.Fatal(err)
