@@ -146,3 +146,40 @@ func TestRunShowsSnapshots(t *testing.T) {
 		}
 	}
 }
+
+// TestRunShowsOperatorControls: the last step shows each operator control
+// taking effect on the next request, and the audit trail.
+func TestRunShowsOperatorControls(t *testing.T) {
+	var out bytes.Buffer
+	err := showcase.Run(context.Background(), &out, showcase.Options{
+		Endpoint: ddbtest.Endpoint(t),
+		Table:    ddbtest.TableName(t.Name()),
+		Now:      func() time.Time { return time.Date(2026, 11, 29, 19, 30, 0, 0, time.UTC) },
+	})
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	_, step, ok := strings.Cut(out.String(), "== 9. ")
+	if !ok {
+		t.Fatalf("no step 9:\n%s", out.String())
+	}
+	for _, want := range []string{
+		"disable the resource: 3 buckets re-stamped before the call returned",
+		"carve u1 out (disabled = false on its own config): 1 bucket re-stamped",
+		"  u1  admitted",
+		"  u2  403 resource images/generate is disabled for entity u2 (decided at bucket level)",
+		"  u2  admitted, tpm -400 left, overdrawn [tpm]",
+		"bypass u3, then 20 requests against rpm 10: 20 admitted; rpm tk 9000 → 9000 (nothing debited), rpm tc 1000 → 21000 (counted), wcu 1000000 → 980000 (every write still pays its write-capacity token)",
+		"top up u2's rpm by 3 (operation purchase-42): granted 3 on 1 shard",
+		"the same operation id again: replayed true, nothing written",
+		"reset u2: rpm +0, tpm +1400 (debt forgiven), tc untouched",
+		"  access_set        by ops@example.com scope=resource value=disabled",
+		"  bucket_topped_up  by ops@example.com limits=rpm operation_id=purchase-42 requested=rpm=3 granted=rpm=3",
+		"  access_set        by ops@example.com scope=entity value=bypass",
+	} {
+		if !strings.Contains(step, "\n"+want+"\n") {
+			t.Errorf("step 9 lacks the line %q\n%s", want, step)
+		}
+	}
+}
+
