@@ -182,4 +182,3 @@ func TestRunShowsOperatorControls(t *testing.T) {
 		}
 	}
 }
-
