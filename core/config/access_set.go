@@ -31,7 +31,7 @@ func (s *Store) SetAccess(ctx context.Context, ns, entity, resource string, a Ac
 	if err != nil {
 		return err
 	}
-	write := func() error { return s.setAccess(ctx, t, v) }
+	write := func() error { return s.setAttr(ctx, t, schema.AttrDisabled, v, "set access") }
 	if a == AccessBypass {
 		return s.gated(ctx, SoftBypassVersion, write)
 	}
@@ -74,24 +74,24 @@ func encodeAccess(a Access) (types.AttributeValue, error) {
 	return nil, schema.NewValidationError(schema.AttrDisabled, a.String(), "unknown access value (want inherit, enforce, disabled or bypass)")
 }
 
-// setAccess writes v (nil: remove) as t's `disabled`, creating the item
-// when it is missing and v is not nil.
-func (s *Store) setAccess(ctx context.Context, t target, v types.AttributeValue) error {
+// setAttr writes v (nil: remove) as t's attribute attr, keeping every other
+// attribute, and creates the item when it is missing and v is not nil.
+func (s *Store) setAttr(ctx context.Context, t target, attr string, v types.AttributeValue, op string) error {
 	defer s.resolver.evictKey(t.key())
 	for range maxWriteAttempts {
 		cur, err := getItem(ctx, s.db, s.table, t.key(), true)
 		if err != nil {
-			return s.wrap(t, "set access", err)
+			return s.wrap(t, op, err)
 		}
 		if cur == nil {
 			if v == nil {
 				return nil // nothing set, nothing to remove
 			}
 			attrs := t.identity()
-			attrs[schema.AttrDisabled] = v
+			attrs[attr] = v
 			done, err := s.createItem(ctx, t, attrs)
 			if err != nil {
-				return s.wrap(t, "set access", err)
+				return s.wrap(t, op, err)
 			}
 			if done {
 				return nil
@@ -100,20 +100,46 @@ func (s *Store) setAccess(ctx context.Context, t target, v types.AttributeValue)
 		}
 		set, remove := map[string]types.AttributeValue{}, []string(nil)
 		if v == nil {
-			if _, has := cur[schema.AttrDisabled]; !has {
+			if _, has := cur[attr]; !has {
 				return nil
 			}
-			remove = []string{schema.AttrDisabled}
+			remove = []string{attr}
 		} else {
-			set[schema.AttrDisabled] = v
+			set[attr] = v
 		}
 		done, err := s.updateItem(ctx, t, set, remove, nil)
 		if err != nil {
-			return s.wrap(t, "set access", err)
+			return s.wrap(t, op, err)
 		}
 		if done {
 			return nil
 		}
 	}
-	return s.wrap(t, "set access", ErrConflict)
+	return s.wrap(t, op, ErrConflict)
+}
+
+// SetCascade stores the cascade policy of a resource (entity "") or of an
+// entity on a resource or for every resource (`_default_`):
+// CascadeOn/CascadeOff override the entity's own META default, CascadeUnset
+// removes the setting. The policy needs readers at CascadePolicyVersion
+// (the gate, then the ratchet). Buckets are re-stamped by the fan-out of
+// core/control. There is no system-level policy (a validation error).
+func (s *Store) SetCascade(ctx context.Context, ns, entity, resource string, p CascadePolicy) error {
+	t, err := accessTarget(ns, entity, resource)
+	if err != nil {
+		return err
+	}
+	var v types.AttributeValue
+	switch p {
+	case CascadeUnset:
+	case CascadeOn, CascadeOff:
+		v = &types.AttributeValueMemberBOOL{Value: p == CascadeOn}
+	default:
+		return schema.NewValidationError(schema.AttrCascade, p.String(), "unknown cascade policy")
+	}
+	write := func() error { return s.setAttr(ctx, t, schema.AttrCascade, v, "set cascade") }
+	if p == CascadeUnset {
+		return write()
+	}
+	return s.gated(ctx, CascadePolicyVersion, write)
 }

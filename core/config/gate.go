@@ -12,6 +12,9 @@ import (
 // Reader versions that gated features need (docs/design.md §2): a table's
 // readers must understand a feature before any writer stores it.
 const (
+	// CascadePolicyVersion is what a cascade policy on config needs
+	// (ADR-146).
+	CascadePolicyVersion = "0.16.0"
 	// SoftBypassVersion is what soft limits and bypass values need
 	// (ADR-151 decision 7).
 	SoftBypassVersion = "0.17.0"

@@ -140,3 +140,29 @@ func TestSetAccess(t *testing.T) {
 		t.Fatalf("bypass did not ratchet: %+v", rec)
 	}
 }
+
+// TestSetCascade: the cascade policy is stored beside the item's other
+// attributes, seen by the walk, gated at 0.16.0 and refused on the system
+// level.
+func TestSetCascade(t *testing.T) {
+	e := newEnv(t)
+	st := e.store()
+	must(t, st.SetAccess(e.ctx, e.ns, "", "gpt", config.AccessDisabled))
+	must(t, st.SetCascade(e.ctx, e.ns, "", "gpt", config.CascadeOff))
+	w, err := st.Resolver().ResolveAccess(e.ctx, e.ns, "a", "gpt", config.AccessOptions{Consistent: true})
+	if err != nil || w.Cascade != config.CascadeOff || w.Mode != config.AccessDisabled {
+		t.Fatalf("walk %+v, %v", w, err)
+	}
+	must(t, st.SetCascade(e.ctx, e.ns, "", "gpt", config.CascadeUnset))
+	if w, _ := st.Resolver().ResolveAccess(e.ctx, e.ns, "a", "gpt", config.AccessOptions{Consistent: true}); w.Cascade != config.CascadeUnset || w.Mode != config.AccessDisabled {
+		t.Fatalf("after unset: %+v", w)
+	}
+	if err := st.SetCascade(e.ctx, e.ns, "", "", config.CascadeOn); !schema.IsValidationError(err) {
+		t.Fatalf("system level: %v", err)
+	}
+	must(t, st.WriteVersion(e.ctx, config.VersionRecord{LambdaVersion: "0.15.2"}))
+	var vm *config.VersionMismatchError
+	if err := st.SetCascade(e.ctx, e.ns, "", "gpt", config.CascadeOn); !errors.As(err, &vm) {
+		t.Fatalf("readers at 0.15.2: %v, want the gate's refusal", err)
+	}
+}
