@@ -257,6 +257,83 @@ func TestBypassStamp(t *testing.T) {
 	}
 }
 
+// TestBypassLearnedFromTheStamp (ADR-151 decision 3): a warm process learns
+// bypass only from the stamp its own write returns. The first write after
+// the fan-out is enforce-shaped: it debits, the returned item shows the
+// live stamp, and the debit is refunded (one extra write). Later writes
+// are bypass-shaped, conditioned on a live stamp, and leave tk alone. When
+// the bypass is cleared the server refuses the next bypass-shaped write
+// (one failed write) and the request is enforced at once.
+func TestBypassLearnedFromTheStamp(t *testing.T) {
+	e := newEnv(t)
+	if err := e.lim.Store().SetResourceLimits(e.ctx, e.ns, "r", []limit.Limit{limit.PerMinute("rpm", 5)}); err != nil {
+		t.Fatal(err)
+	}
+	// A second process whose calls the proxy counts; warm on (a, r).
+	lim, err := limiter.New(e.proxy.DynamoDB(func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }), e.tbl.Name, e.ns,
+		limiter.Options{Clock: e.clk.Now, Rand: func(int) int { return 0 }, ConfigCacheTTL: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acquire := func() *limiter.Lease {
+		t.Helper()
+		e.proxy.ResetStats()
+		lease, err := lim.Acquire(e.ctx, "a", "r", limiter.Consume{"rpm": 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return lease
+	}
+	updates := func() (forwarded, failed int) {
+		s := e.proxy.Stats()["UpdateItem"]
+		return s.Forwarded, s.Forwarded - s.Succeeded
+	}
+	acquire()
+	acquire()
+	tk0 := tk(e.bucket("a", "r", 0), "rpm")
+	if tk0 != 3000 {
+		t.Fatalf("tk %d after two acquires of 5, want 3000", tk0)
+	}
+	e.set("", "r", byp)
+
+	// First write after the fan-out: enforce-shaped, debited, refunded.
+	if lease := acquire(); !lease.Bypassed() {
+		t.Fatal("the returned stamp did not teach the process the bypass")
+	}
+	if n, failed := updates(); n != 2 || failed != 0 || e.proxy.Stats()["BatchGetItem"].Forwarded != 0 {
+		t.Fatalf("discovery: %s, want the debit and its refund (UpdateItem 2, none failed)", e.calls())
+	}
+	it := e.bucket("a", "r", 0)
+	if tk(it, "rpm") != tk0 || consumed(it, "rpm") != 3000 {
+		t.Fatalf("after the refund tk %d tc %d, want tk %d (refunded) and tc 3000 (counted)", tk(it, "rpm"), consumed(it, "rpm"), tk0)
+	}
+	// From now on one bypass-shaped write each, tk untouched.
+	for range 4 {
+		if lease := acquire(); !lease.Bypassed() {
+			t.Fatal("a bypass-shaped write was enforced")
+		}
+		if n, failed := updates(); n != 1 || failed != 0 {
+			t.Fatalf("bypassed acquire: %s, want UpdateItem 1", e.calls())
+		}
+	}
+	if got := tk(e.bucket("a", "r", 0), "rpm"); got != tk0 {
+		t.Fatalf("tk %d under bypass, want %d", got, tk0)
+	}
+
+	// Cleared: the process still believes bypass; the server refuses its
+	// write (the stamp is gone) and the same request is enforced.
+	e.set("", "r", inh)
+	if lease := acquire(); lease.Bypassed() {
+		t.Fatal("an acquire after the bypass was cleared was not enforced")
+	}
+	if _, failed := updates(); failed != 1 {
+		t.Fatalf("after clearing: %s with %d failed writes, want exactly one refused bypass-shaped write", e.calls(), failed)
+	}
+	if got := tk(e.bucket("a", "r", 0), "rpm"); got != tk0-1000 {
+		t.Fatalf("tk %d after the bypass ended, want %d (debited)", got, tk0-1000)
+	}
+}
+
 func consumed(it map[string]types.AttributeValue, name string) int64 {
 	n, _ := num(it, schema.BucketAttr(name, schema.LimitConsumed))
 	return n
