@@ -77,7 +77,7 @@ func encodeAccess(a Access) (types.AttributeValue, error) {
 // setAttr writes v (nil: remove) as t's attribute attr, keeping every other
 // attribute, and creates the item when it is missing and v is not nil.
 func (s *Store) setAttr(ctx context.Context, t target, attr string, v types.AttributeValue, op string) error {
-	defer s.resolver.evictKey(t.key())
+	defer s.changing(t.key())()
 	for range maxWriteAttempts {
 		cur, err := getItem(ctx, s.db, s.table, t.key(), true)
 		if err != nil {

@@ -75,6 +75,7 @@ func (s *Store) CreateEntity(ctx context.Context, ns, id string, opts EntityOpti
 	if err := validateNamespace(ns); err != nil {
 		return Entity{}, err
 	}
+	defer s.changing(schema.Key{})()
 	if err := schema.ValidateEntityID(id); err != nil {
 		return Entity{}, err
 	}
@@ -313,6 +314,7 @@ func (s *Store) DeleteEntity(ctx context.Context, ns, id string) error {
 		return err
 	}
 	defer s.resolver.EvictEntity(ns, id)
+	defer s.changing(schema.Key{})()
 	metaKey := schema.EntityMetaKey(ns, id)
 	it, err := getItem(ctx, s.db, s.table, metaKey, true)
 	if err != nil {

@@ -159,7 +159,7 @@ func (s *Store) setLimits(ctx context.Context, t target, limits []limit.Limit, o
 
 // replaceLimits writes a validated limit set as t's limits.
 func (s *Store) replaceLimits(ctx context.Context, t target, limits []limit.Limit, onUnavailable OnUnavailable) error {
-	defer s.resolver.evictKey(t.key())
+	defer s.changing(t.key())()
 	newAttrs := t.identity()
 	putLimits(newAttrs, limits)
 	if onUnavailable != "" {
@@ -437,7 +437,7 @@ func (s *Store) DeleteEntityLimits(ctx context.Context, ns, entity, resource str
 }
 
 func (s *Store) deleteLimits(ctx context.Context, t target) error {
-	defer s.resolver.evictKey(t.key())
+	defer s.changing(t.key())()
 	identity := t.identity()
 	for range maxWriteAttempts {
 		cur, err := getItem(ctx, s.db, s.table, t.key(), true)
@@ -544,7 +544,7 @@ func (s *Store) deleteWholeItem(ctx context.Context, t target, guard bool) (done
 // with its R9 decrement, as DeleteEntity does. An item already gone is fine.
 func (s *Store) deleteEntityConfigItem(ctx context.Context, ns, entity, resource string) error {
 	t := entityTarget(ns, entity, resource)
-	defer s.resolver.evictKey(t.key())
+	defer s.changing(t.key())()
 	done, err := s.deleteWholeItem(ctx, t, false)
 	if err != nil || !done {
 		return err

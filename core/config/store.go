@@ -57,6 +57,7 @@ type options struct {
 	logger       *slog.Logger
 	batchRetries int
 	batchBackoff time.Duration
+	onChange     []func()
 }
 
 func buildOptions(opts []Option) options {
@@ -126,6 +127,37 @@ func WithBatchRetries(retries int, backoff time.Duration) Option {
 	return func(o *options) {
 		o.batchRetries = max(retries, 0)
 		o.batchBackoff = max(backoff, 0)
+	}
+}
+
+// WithOnChange registers f to run before and after every write the Store
+// makes to a config item or an entity (a limiter passes
+// the clearing of its rejection cache, docs/design.md §10). f must be cheap
+// and must not call back into the Store.
+func WithOnChange(f func()) Option {
+	return func(o *options) {
+		if f != nil {
+			o.onChange = append(o.onChange, f)
+		}
+	}
+}
+
+// changing runs the OnChange hooks, then returns the function a writer
+// defers: it evicts k from the resolver (when k is non-empty) and runs
+// the hooks again.
+func (s *Store) changing(k schema.Key) func() {
+	s.notify()
+	return func() {
+		if !k.IsZero() {
+			s.resolver.evictKey(k)
+		}
+		s.notify()
+	}
+}
+
+func (s *Store) notify() {
+	for _, f := range s.opts.onChange {
+		f()
 	}
 }
 

@@ -32,6 +32,7 @@ import (
 // when not "", is recorded in the audit event. A system-level setting is a
 // validation error, and nothing is written.
 func (c *Controls) SetAccess(ctx context.Context, ns, entity, resource string, a config.Access, principal string) (Progress, error) {
+	defer c.changing()()
 	if err := c.store.SetAccess(ctx, ns, entity, resource, a); err != nil {
 		return Progress{}, err
 	}
@@ -57,6 +58,7 @@ func (c *Controls) SetAccess(ctx context.Context, ns, entity, resource string, a
 // otherwise. SetAccess calls it; it also repairs stamps after a partial
 // fan-out.
 func (c *Controls) StampAccess(ctx context.Context, ns string, sc Scope) (Progress, error) {
+	defer c.changing()()
 	walks := newWalkMemo(c.store.Resolver(), ns)
 	return c.fanout(ctx, ns, sc, func(ctx context.Context, id schema.BucketID) (*dynamodb.UpdateItemInput, error) {
 		w, err := walks.get(ctx, id.Entity, id.Resource)

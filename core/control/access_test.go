@@ -56,7 +56,7 @@ func newEnv(t *testing.T) *env {
 	if e.lim, err = limiter.New(e.tbl.DB, e.tbl.Name, e.ns, limiter.Options{Clock: e.clk.Now, Rand: func(int) int { return 0 }, ConfigCacheTTL: -1}); err != nil {
 		t.Fatal(err)
 	}
-	e.ctl = control.New(e.proxy.DynamoDB(func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }), e.tbl.Name, control.Options{Clock: e.clk.Now})
+	e.ctl = control.New(e.proxy.DynamoDB(func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }), e.tbl.Name, control.Options{Clock: e.clk.Now, Caches: []control.Cache{e.lim}})
 	return e
 }
 

@@ -19,6 +19,7 @@ import (
 // the policy (after the version gate), records an audit event, and
 // re-stamps the owner stamp of every bucket in scope before it returns.
 func (c *Controls) SetCascade(ctx context.Context, ns, entity, resource string, p config.CascadePolicy, principal string) (Progress, error) {
+	defer c.changing()()
 	if err := c.store.SetCascade(ctx, ns, entity, resource, p); err != nil {
 		return Progress{}, err
 	}
@@ -44,6 +45,7 @@ func (c *Controls) SetCascade(ctx context.Context, ns, entity, resource string, 
 // `parent_id` and `pgen`, under the parent-generation pin every owner-stamp
 // writer honours (a stamp never goes back to an older generation).
 func (c *Controls) StampCascade(ctx context.Context, ns string, sc Scope) (Progress, error) {
+	defer c.changing()()
 	walks := newWalkMemo(c.store.Resolver(), ns)
 	var mu sync.Mutex
 	metas := map[string]config.Entity{}

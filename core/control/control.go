@@ -14,6 +14,7 @@ import (
 	"crypto/rand"
 	"io"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
@@ -41,6 +42,17 @@ type Options struct {
 	Logger *slog.Logger
 	// Entropy feeds event ids (default crypto/rand).
 	Entropy io.Reader
+	// Caches are this process's limiters (anything with
+	// InvalidateConfigCache): every operator call clears them before and
+	// after it writes, so that no limiter here rejects locally from a
+	// bucket state the call changed (docs/design.md §10).
+	Caches []Cache
+}
+
+// Cache is a process-local cache an operator write makes stale;
+// *limiter.Limiter is one.
+type Cache interface {
+	InvalidateConfigCache()
 }
 
 // Controls write the operator controls of one table. Safe for concurrent
@@ -56,6 +68,7 @@ type Controls struct {
 	log     *slog.Logger
 	entropy io.Reader
 	ids     ulid.Monotonic // event ids sort in the order events happen
+	caches  []Cache
 }
 
 // New returns the controls of table through db.
@@ -78,11 +91,28 @@ func New(db DB, table string, o Options) *Controls {
 	if o.Entropy == nil {
 		o.Entropy = rand.Reader
 	}
-	return &Controls{
+	c := &Controls{
 		db: db, table: table,
-		store: config.NewStore(db, table, config.WithClock(o.Clock), config.WithLogger(o.Logger), config.WithCacheTTL(-1)),
-		now:   o.Clock, ttl: o.StampTTL, workers: o.Workers, audit: o.AuditRetention, log: o.Logger, entropy: o.Entropy,
+		now: o.Clock, ttl: o.StampTTL, workers: o.Workers, audit: o.AuditRetention, log: o.Logger, entropy: o.Entropy,
+		caches: slices.Clone(o.Caches),
 	}
+	c.store = config.NewStore(db, table, config.WithClock(o.Clock), config.WithLogger(o.Logger), config.WithCacheTTL(-1),
+		config.WithOnChange(c.invalidate))
+	return c
+}
+
+// invalidate clears the process's caches (Options.Caches).
+func (c *Controls) invalidate() {
+	for _, k := range c.caches {
+		k.InvalidateConfigCache()
+	}
+}
+
+// changing clears the caches now and returns the function a writer defers
+// to clear them again when it is done (fan-out included).
+func (c *Controls) changing() func() {
+	c.invalidate()
+	return c.invalidate
 }
 
 // Store is the config store the controls write through (its cache off:

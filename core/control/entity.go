@@ -9,6 +9,7 @@ import (
 // CreateEntity creates an entity (see config.Store.CreateEntity) and
 // records it in the audit trail.
 func (c *Controls) CreateEntity(ctx context.Context, ns, id string, opts config.EntityOptions, principal string) (config.Entity, error) {
+	defer c.changing()()
 	e, err := c.store.CreateEntity(ctx, ns, id, opts)
 	if err != nil {
 		return e, err
@@ -24,6 +25,7 @@ func (c *Controls) CreateEntity(ctx context.Context, ns, id string, opts config.
 // config.Store.DeleteEntity) and records it in the audit trail, which
 // outlives it.
 func (c *Controls) DeleteEntity(ctx context.Context, ns, id, principal string) error {
+	defer c.changing()()
 	if err := c.store.DeleteEntity(ctx, ns, id); err != nil {
 		return err
 	}

@@ -31,6 +31,7 @@ import (
 // SetSystemLimits replaces the namespace's system limits (and, when set,
 // its on_unavailable).
 func (c *Controls) SetSystemLimits(ctx context.Context, ns string, limits []limit.Limit, opts config.SystemOptions, principal string) (Progress, error) {
+	defer c.changing()()
 	old, _, err := c.store.GetSystemLimits(ctx, ns)
 	if err != nil {
 		return Progress{}, err
@@ -46,6 +47,7 @@ func (c *Controls) SetSystemLimits(ctx context.Context, ns string, limits []limi
 
 // SetResourceLimits replaces a resource's limits.
 func (c *Controls) SetResourceLimits(ctx context.Context, ns, resource string, limits []limit.Limit, principal string) (Progress, error) {
+	defer c.changing()()
 	old, err := c.resourceEffective(ctx, ns, resource)
 	if err != nil {
 		return Progress{}, err
@@ -62,6 +64,7 @@ func (c *Controls) SetResourceLimits(ctx context.Context, ns, resource string, l
 // SetEntityLimits replaces an entity's limits on a resource, or for every
 // resource (`_default_`), and syncs the entity's buckets in that scope.
 func (c *Controls) SetEntityLimits(ctx context.Context, ns, entity, resource string, limits []limit.Limit, principal string) (Progress, error) {
+	defer c.changing()()
 	if err := c.store.SetEntityLimits(ctx, ns, entity, resource, limits); err != nil {
 		return Progress{}, err
 	}
@@ -74,6 +77,7 @@ func (c *Controls) SetEntityLimits(ctx context.Context, ns, entity, resource str
 // DeleteEntityLimits deletes an entity's limits on a resource (or its
 // `_default_` ones) and syncs its buckets to what now resolves.
 func (c *Controls) DeleteEntityLimits(ctx context.Context, ns, entity, resource, principal string) (Progress, error) {
+	defer c.changing()()
 	if err := c.store.DeleteEntityLimits(ctx, ns, entity, resource); err != nil {
 		return Progress{}, err
 	}
@@ -86,6 +90,7 @@ func (c *Controls) DeleteEntityLimits(ctx context.Context, ns, entity, resource,
 // DeleteResourceLimits deletes a resource's limits; the soft stamps of its
 // buckets follow what now resolves.
 func (c *Controls) DeleteResourceLimits(ctx context.Context, ns, resource, principal string) (Progress, error) {
+	defer c.changing()()
 	old, err := c.store.GetResourceLimits(ctx, ns, resource)
 	if err != nil {
 		return Progress{}, err
@@ -189,6 +194,7 @@ func (c *Controls) stampSoft(ctx context.Context, ns string, sc Scope, level con
 // (trimming a balance above a lowered ceiling, seeding new limits). The
 // balances, rf and the counters of configured limits are untouched.
 func (c *Controls) SyncEntity(ctx context.Context, ns, entity, resource string) (Progress, error) {
+	defer c.changing()()
 	walks := newWalkMemo(c.store.Resolver(), ns)
 	return c.fanout(ctx, ns, Scope{Entity: entity, Resource: resource}, func(ctx context.Context, id schema.BucketID) (*dynamodb.UpdateItemInput, error) {
 		out, err := c.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(c.table), Key: id.Key().AttributeValues(), ConsistentRead: aws.Bool(true)})

@@ -84,6 +84,7 @@ const operationTTL = 3 * 24 * time.Hour
 // Reset restores the named limits (nil: every limit) of every shard of
 // (entity, resource) to its full share, forgiving debt.
 func (c *Controls) Reset(ctx context.Context, ns, entity, resource string, limits []string, o OperationOptions) (Operation, error) {
+	defer c.changing()()
 	return c.operate(ctx, opReset, ns, entity, resource, limits, nil, o)
 }
 
@@ -91,6 +92,7 @@ func (c *Controls) Reset(ctx context.Context, ns, entity, resource string, limit
 // (entity, resource), spread over its shards in shard order and capped at
 // each shard's ceiling; Granted says what was added.
 func (c *Controls) TopUp(ctx context.Context, ns, entity, resource string, amounts map[string]int64, o OperationOptions) (Operation, error) {
+	defer c.changing()()
 	names := slices.Sorted(maps.Keys(amounts))
 	for _, n := range names {
 		if amounts[n] <= 0 {

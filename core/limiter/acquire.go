@@ -99,7 +99,17 @@ func (l *Limiter) Acquire(ctx context.Context, entity, resource string, consume 
 	}
 	lease, err := l.acquire(ctx, req)
 	if err != nil && isInfrastructure(ctx, err) {
+		l.degraded.Store(true)
 		return l.unavailable(ctx, req, err)
+	}
+	var rle *RateLimitExceeded
+	switch {
+	case errors.As(err, &rle) && rle.Local:
+	case rle != nil:
+		l.stats.serverRejections.Add(1)
+		l.degraded.Store(false)
+	case err == nil:
+		l.degraded.Store(false)
 	}
 	return lease, err
 }
@@ -158,12 +168,14 @@ func (l *Limiter) speculate(ctx context.Context, req *request, shard int, shape 
 		sp.err = err
 		return sp
 	}
+	mark := l.rejects.mark(req.entity, req.resource)
 	out, err := l.db.UpdateItem(ctx, in)
 	if err == nil {
 		img, derr := bucket.DecodeImage(out.Attributes)
 		sp.ok, sp.img, sp.err = true, &img, derr
 		if derr == nil {
 			l.learn(req, shard, sp.img, sp.now)
+			l.rejects.store(sp.key(), sp.img, mark)
 		}
 		return sp
 	}
@@ -175,9 +187,12 @@ func (l *Limiter) speculate(ctx context.Context, req *request, shard int, shape 
 	sp.cls, sp.img, sp.err = fastpath.ClassifyItem(ccf.Item, shape, req.declared, sp.now)
 	if sp.img != nil {
 		l.learn(req, shard, sp.img, sp.now)
+		l.rejects.store(sp.key(), sp.img, mark)
 	}
 	return sp
 }
+
+func (sp speculation) key() shardKey { return shardKey{sp.id.Entity, sp.id.Resource, sp.id.Shard} }
 
 // shapeFor is the write shape the pair cache calls for.
 func shapeFor(st pairState) fastpath.Shape {
@@ -190,7 +205,12 @@ func shapeFor(st pairState) fastpath.Shape {
 // acquire runs the speculative fast path and everything it hands off to.
 func (l *Limiter) acquire(ctx context.Context, req *request) (*Lease, error) {
 	st := l.pairs.get(req.entity, req.resource)
-	var tried shardSet
+	// The rejection cache (docs/design.md §10) may reject with no call, or
+	// steer the draw away from shards known short.
+	rejected, tried := l.rejectLocally(req, st)
+	if rejected != nil {
+		return nil, rejected
+	}
 	shard, _ := l.drawShard(st.shardCount, &tried)
 	if !l.speculative {
 		return l.slowPath(ctx, req, shard)
@@ -303,7 +323,8 @@ func (l *Limiter) acquire(ctx context.Context, req *request) (*Lease, error) {
 func (l *Limiter) speculatePair(ctx context.Context, req *request, shard int, shape fastpath.Shape, parent string) (c, p speculation) {
 	preq := req.forEntity(parent)
 	pst := l.pairs.get(parent, req.resource)
-	pshard, _ := l.drawShard(pst.shardCount, new(shardSet))
+	ptried := l.parentSteer(req, parent, pst.shardCount)
+	pshard, _ := l.drawShard(pst.shardCount, &ptried)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -584,6 +605,11 @@ func (l *Limiter) status(req *request, d fastpath.Declared, p bucket.Params, sof
 // materialising pass (docs/decisions.md P25).
 func (l *Limiter) credit(ctx context.Context, id schema.BucketID, mode fastpath.AdjustMode, deltas []fastpath.Declared, what string) {
 	now := l.nowMs()
+	// A credit returns tokens the cached state does not show: forget it
+	// before and after (docs/design.md §10).
+	key := shardKey{id.Entity, id.Resource, id.Shard}
+	l.rejects.forget(key)
+	defer l.rejects.forget(key)
 	in, err := l.writes.Adjust(id, mode, deltas, mode != fastpath.AdjustConsumed, now)
 	if err == nil {
 		in.ReturnValues = types.ReturnValueAllNew

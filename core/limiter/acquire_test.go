@@ -130,7 +130,7 @@ func TestFirstAcquireCreatesThenFastPath(t *testing.T) {
 // TestExhaustRejectRefill: capacity 5/min with the clock held still admits 5;
 // the 6th is a 429 whose retry-after is when one token has dripped back.
 func TestExhaustRejectRefill(t *testing.T) {
-	e := newEnv(t, limiter.Options{})
+	e := newEnv(t, limiter.Options{RejectionCacheTTL: -1}) // the server decides every rejection here
 	e.setResourceLimits("api", limit.PerMinute("rpm", 5))
 	ctx := context.Background()
 	for i := 0; i < 5; i++ {

@@ -114,6 +114,8 @@ type acquireCase struct {
 	// calls is the exact number of DynamoDB calls one acquire makes
 	// (0: not fixed). A run that makes another number fails.
 	calls float64
+	// local: the acquire makes no call at all (a local rejection).
+	local bool
 	opts  limiter.Options
 	// setup makes n timed operations possible (limits set, buckets warm)
 	// and returns the operation to time.
@@ -136,7 +138,10 @@ var acquireCases = []acquireCase{
 	{name: "light-user-shared", calls: 2, setup: setupLightShared},
 	{name: "warm-cascade", goal: 1.25, calls: 2, setup: setupWarmCascade},
 	{name: "slow-path", opts: limiter.Options{DisableSpeculativeWrites: true}, setup: setupSlowPath},
-	{name: "fast-reject", calls: 1, setup: setupFastReject},
+	{name: "fast-reject", calls: 1, opts: limiter.Options{RejectionCacheTTL: -1}, setup: setupFastReject},
+	// local-reject: the same rejection decided by the rejection cache, no
+	// call (a long TTL, so that the run never re-reads).
+	{name: "local-reject", local: true, opts: limiter.Options{RejectionCacheTTL: time.Hour}, setup: setupFastReject},
 }
 
 func benchSetLimits(tb testing.TB, lim *limiter.Limiter, resource string, limits ...limit.Limit) {
@@ -360,6 +365,9 @@ func BenchmarkAcquire(b *testing.B) {
 			var m benchkit.Meter
 			op := c.setup(b, env.run(b, &m, c.opts), b.N)
 			r := benchkit.Measure(b, &m, op)
+			if c.local && r.CallsPerOp != 0 {
+				b.Errorf("%s made %v DynamoDB calls per acquire, want none", c.name, r.CallsPerOp)
+			}
 			if c.calls > 0 && r.CallsPerOp != c.calls {
 				b.Errorf("%s made %v DynamoDB calls per acquire, want %v", c.name, r.CallsPerOp, c.calls)
 			}
@@ -419,7 +427,10 @@ func TestAcquireBenchCases(t *testing.T) {
 			if c.calls > 0 && float64(got.Calls) != c.calls*n {
 				t.Errorf("%d acquires made %d calls, want %v each", n, got.Calls, c.calls)
 			}
-			if c.calls == 0 && got.Calls < 2*n {
+			if c.local && got.Calls != 0 {
+				t.Errorf("%d local rejections made %d calls, want none", n, got.Calls)
+			}
+			if c.calls == 0 && !c.local && got.Calls < 2*n {
 				t.Errorf("%d slow-path acquires made %d calls, want at least a read and a write each", n, got.Calls)
 			}
 		})

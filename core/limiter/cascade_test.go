@@ -26,6 +26,12 @@ func cascadeEnv(t *testing.T, parentCap, childCap int64, rand ...func(int) int) 
 	if len(rand) > 0 {
 		o.Rand = rand[0]
 	}
+	return cascadeEnvWith(t, parentCap, childCap, o)
+}
+
+// cascadeEnvWith is cascadeEnv with the limiter's options.
+func cascadeEnvWith(t *testing.T, parentCap, childCap int64, o limiter.Options) *env {
+	t.Helper()
 	e := newEnv(t, o)
 	ctx := context.Background()
 	st := e.lim.Store()
@@ -150,7 +156,7 @@ func TestCascadeColdThenWarm(t *testing.T) {
 // would not help: the child's tk and tc end where they started and
 // the 429 carries both entities' statuses.
 func TestCascadeParentShortRefundsChild(t *testing.T) {
-	e := cascadeEnv(t, 2, 100)
+	e := cascadeEnvWith(t, 2, 100, limiter.Options{RejectionCacheTTL: -1}) // the server's outcome
 	ctx := context.Background()
 	for i := 0; i < 2; i++ {
 		if _, err := e.lim.Acquire(ctx, "key", "api", limiter.Consume{"rpm": 1}); err != nil {

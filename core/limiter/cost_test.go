@@ -324,12 +324,32 @@ func TestCostFastPath(t *testing.T) {
 // TestCostFastRejection: a 429 that refill cannot avoid is the one failed
 // conditional UpdateItem, decided from the image it returns.
 func TestCostFastRejection(t *testing.T) {
-	e := newCostEnv(t, limiter.Options{})
+	e := newCostEnv(t, limiter.Options{RejectionCacheTTL: -1})
 	e.setResourceLimits("api", limit.PerMinute("rpm", 2))
 	e.acquire("u", "api", limiter.Consume{"rpm": 1})
 	e.acquire("u", "api", limiter.Consume{"rpm": 1})
 	got := e.measure(func() { e.reject("u", "api", limiter.Consume{"rpm": 1}) })
 	e.check("a fast rejection", got, cost{calls: costOps("UpdateItem", 1), failed: costOps("UpdateItem", 1)})
+}
+
+// TestCostLocalRejection: with the rejection cache (docs/design.md §10) a
+// 429 that the last state seen already shows costs no call; once that state
+// is older than the TTL, one failed write re-learns it.
+func TestCostLocalRejection(t *testing.T) {
+	e := newCostEnv(t, limiter.Options{})
+	e.setResourceLimits("api", limit.PerMinute("rpm", 2))
+	e.acquire("u", "api", limiter.Consume{"rpm": 1})
+	e.acquire("u", "api", limiter.Consume{"rpm": 1}) // its ALL_NEW shows 0 left
+	got := e.measure(func() { e.reject("u", "api", limiter.Consume{"rpm": 1}) })
+	e.check("a rejection the cache decides", got, cost{})
+	e.advance(limiter.DefaultRejectionCacheTTL)
+	got = e.measure(func() { e.reject("u", "api", limiter.Consume{"rpm": 1}) })
+	e.check("a rejection after the TTL", got, cost{calls: costOps("UpdateItem", 1), failed: costOps("UpdateItem", 1)})
+	got = e.measure(func() { e.reject("u", "api", limiter.Consume{"rpm": 1}) })
+	e.check("the next one", got, cost{})
+	if s := e.lim.Stats(); s.LocalRejections != 2 || s.ServerRejections != 1 {
+		t.Fatalf("stats %+v, want 2 local and 1 server rejections", s)
+	}
 }
 
 // TestCostCreate: the first acquire on a missing shard. The fast path fails
@@ -461,7 +481,7 @@ func TestCostDoubling(t *testing.T) {
 // TestCostSlowPathOnly: with speculative writes off every acquire is the
 // slow path: no failed write first, and a rejection writes nothing.
 func TestCostSlowPathOnly(t *testing.T) {
-	e := newCostEnv(t, limiter.Options{DisableSpeculativeWrites: true})
+	e := newCostEnv(t, limiter.Options{DisableSpeculativeWrites: true, RejectionCacheTTL: -1})
 	e.setResourceLimits("api", limit.PerMinute("rpm", 2))
 	got := e.measure(func() { e.acquire("u", "api", limiter.Consume{"rpm": 1}) })
 	e.check("creating a shard, cold config cache", got, cost{

@@ -1,7 +1,6 @@
 package limiter
 
 import (
-	"container/list"
 	"hash/maphash"
 	"sync"
 	"time"
@@ -67,40 +66,32 @@ type pairCache struct {
 
 // pairShard is one least-recently-used part of the cache.
 type pairShard struct {
-	mu    sync.Mutex
-	max   int
-	order list.List // of *pairEntry, most recently used first
-	byKey map[pairKey]*list.Element
-}
-
-type pairEntry struct {
-	key     pairKey
-	state   pairState
-	learned time.Time
+	mu sync.Mutex
+	lruPart[pairKey, pairState]
 }
 
 // newPairCache returns a cache of at most size pairs (≤ 0: none kept) that
 // forgets a pair ttl after it was last taught (≤ 0: never).
 func newPairCache(size int, ttl time.Duration, now func() time.Time) *pairCache {
 	c := &pairCache{seed: maphash.MakeSeed(), now: now, ttl: ttl}
-	per := 0
-	if size > 0 {
-		per = max(1, (size+pairCacheShards-1)/pairCacheShards)
-	}
 	for i := range c.shards {
-		c.shards[i].max = per
-		c.shards[i].byKey = make(map[pairKey]*list.Element)
+		c.shards[i].init(perPart(size, pairCacheShards))
 	}
 	return c
 }
 
 func (c *pairCache) shard(k pairKey) *pairShard {
+	return &c.shards[pairHash(c.seed, k.entity, k.resource)%pairCacheShards]
+}
+
+// pairHash hashes an (entity, resource) pair.
+func pairHash(seed maphash.Seed, entity, resource string) uint64 {
 	var h maphash.Hash
-	h.SetSeed(c.seed)
-	h.WriteString(k.entity)
+	h.SetSeed(seed)
+	h.WriteString(entity)
 	h.WriteByte(0)
-	h.WriteString(k.resource)
-	return &c.shards[h.Sum64()%pairCacheShards]
+	h.WriteString(resource)
+	return h.Sum64()
 }
 
 // live reports whether an entry learned at learned is within the age bound.
@@ -115,11 +106,10 @@ func (c *pairCache) get(entity, resource string) pairState {
 	s := c.shard(k)
 	s.mu.Lock()
 	var st pairState
-	if el, ok := s.byKey[k]; ok {
-		e := el.Value.(*pairEntry)
-		if c.live(e.learned) {
-			st = e.state
-			s.order.MoveToFront(el)
+	if e, el := s.find(k); e != nil {
+		if c.live(e.at) {
+			st = e.val
+			s.touch(el)
 		} else {
 			s.remove(el)
 		}
@@ -139,31 +129,12 @@ func (c *pairCache) update(entity, resource string, f func(*pairState)) {
 	s := c.shard(k)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.max == 0 {
-		return
+	var st pairState
+	if e, _ := s.find(k); e != nil && c.live(e.at) {
+		st = e.val
 	}
-	now := c.now()
-	if el, ok := s.byKey[k]; ok {
-		e := el.Value.(*pairEntry)
-		if !c.live(e.learned) {
-			e.state = pairState{}
-		}
-		f(&e.state)
-		e.learned = now
-		s.order.MoveToFront(el)
-		return
-	}
-	e := &pairEntry{key: k, learned: now}
-	f(&e.state)
-	s.byKey[k] = s.order.PushFront(e)
-	for s.order.Len() > s.max {
-		s.remove(s.order.Back())
-	}
-}
-
-func (s *pairShard) remove(el *list.Element) {
-	delete(s.byKey, el.Value.(*pairEntry).key)
-	s.order.Remove(el)
+	f(&st)
+	s.put(k, st, c.now())
 }
 
 // len is the number of pairs held (expired ones included until touched).
@@ -172,7 +143,7 @@ func (c *pairCache) len() int {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		n += s.order.Len()
+		n += s.len()
 		s.mu.Unlock()
 	}
 	return n

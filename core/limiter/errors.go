@@ -80,6 +80,12 @@ func (s LimitStatus) RetryAfterSeconds() float64 {
 type RateLimitExceeded struct {
 	// Statuses holds every declared limit of the request (wcu never appears).
 	Statuses []LimitStatus
+	// Local reports a rejection decided in this process from the rejection
+	// cache, with no DynamoDB call (docs/design.md §10): the statuses are
+	// the last state seen, projected to now, and RetryAfter is honest for
+	// that state. Another process's refund can make it pessimistic for up
+	// to Options.RejectionCacheTTL; it is never an admission.
+	Local bool
 }
 
 func (*RateLimitExceeded) rateLimitError() {}

@@ -282,6 +282,11 @@ func (l *Lease) finish(ctx context.Context, delta func(leaseEntry) int64) error 
 // A bucket that no longer exists is left alone.
 func (l *Limiter) adjust(ctx context.Context, resource string, p leasePart, deltas []fastpath.Declared) error {
 	id := schema.BucketID{Namespace: l.ns, Entity: p.entity, Resource: resource, Shard: p.shard}
+	// An adjustment may credit: the cached state is forgotten before and
+	// after (docs/design.md §10).
+	key := shardKey{id.Entity, id.Resource, id.Shard}
+	l.rejects.forget(key)
+	defer l.rejects.forget(key)
 	send := func(in *dynamodb.UpdateItemInput) error {
 		now := l.nowMs()
 		in.ReturnValues = types.ReturnValueAllNew

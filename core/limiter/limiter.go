@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -64,6 +65,15 @@ type Options struct {
 	// that taught it. Zero means DefaultPairCacheTTL; negative, no age
 	// bound (the size still bounds memory).
 	PairCacheTTL time.Duration
+	// RejectionCacheTTL is how long a bucket state seen in a DynamoDB
+	// response may ground a local rejection (docs/design.md §10). Zero means
+	// DefaultRejectionCacheTTL (1 s); negative turns the cache off (every
+	// rejection is decided by DynamoDB).
+	RejectionCacheTTL time.Duration
+	// RejectionCacheSize bounds how many bucket shards the rejection cache
+	// holds, least recently stored evicted. Zero means
+	// DefaultRejectionCacheSize; negative turns the cache off.
+	RejectionCacheSize int
 	// BucketTTLMultiplier scales the recovery horizon into the TTL of
 	// buckets whose limits come from resource or system config (docs/design.md §2);
 	// default 7. Negative disables bucket TTL.
@@ -86,6 +96,11 @@ type Limiter struct {
 	resolver *config.Resolver
 	writes   *fastpath.Writes
 	pairs    *pairCache
+	rejects  *rejectionCache // nil: off
+	// degraded is set while the last acquire ended in an infrastructure
+	// error: no local rejection then (docs/design.md §10).
+	degraded atomic.Bool
+	stats    counters
 	now      func() time.Time
 	intn     func(int) int
 	log      *slog.Logger
@@ -143,10 +158,20 @@ func New(db DB, table, ns string, o Options) (*Limiter, error) {
 	if o.PairCacheTTL == 0 {
 		o.PairCacheTTL = DefaultPairCacheTTL
 	}
-	store := config.NewStore(db, table, config.WithClock(o.Clock), config.WithCacheTTL(o.ConfigCacheTTL), config.WithLogger(o.Logger))
+	if o.RejectionCacheTTL == 0 {
+		o.RejectionCacheTTL = DefaultRejectionCacheTTL
+	}
+	if o.RejectionCacheSize == 0 {
+		o.RejectionCacheSize = DefaultRejectionCacheSize
+	}
+	rejects := newRejectionCache(o.RejectionCacheSize, o.RejectionCacheTTL, o.Clock)
+	// This process's config and entity writes through Store() clear the
+	// rejection cache before and after (docs/design.md §10).
+	store := config.NewStore(db, table, config.WithClock(o.Clock), config.WithCacheTTL(o.ConfigCacheTTL), config.WithLogger(o.Logger),
+		config.WithOnChange(rejects.clear))
 	return &Limiter{
 		db: db, table: table, ns: ns,
-		store: store, resolver: store.Resolver(),
+		store: store, resolver: store.Resolver(), rejects: rejects,
 		writes: fastpath.NewWrites(table), pairs: newPairCache(o.PairCacheSize, o.PairCacheTTL, o.Clock),
 		now: o.Clock, intn: o.Rand, log: o.Logger, sleep: o.Sleep,
 		speculative:   !o.DisableSpeculativeWrites,
@@ -182,8 +207,41 @@ func (l *Limiter) Store() *config.Store { return l.store }
 // Namespace is the namespace id the limiter works in.
 func (l *Limiter) Namespace() string { return l.ns }
 
-// InvalidateConfigCache drops every cached config entry.
-func (l *Limiter) InvalidateConfigCache() { l.resolver.Invalidate() }
+// InvalidateConfigCache drops every cached config entry and every state
+// in the rejection cache. An operator tool that writes through another
+// client in this process (core/control) calls it before and after each
+// write, so this process never rejects locally from a state the write
+// changed.
+func (l *Limiter) InvalidateConfigCache() {
+	l.rejects.clear()
+	l.resolver.Invalidate()
+}
+
+// Stats are a limiter's counters since it was made.
+type Stats struct {
+	// LocalRejections counts RateLimitExceeded decided by the rejection
+	// cache with no DynamoDB call (RateLimitExceeded.Local).
+	LocalRejections int64
+	// ServerRejections counts RateLimitExceeded decided from a DynamoDB
+	// response.
+	ServerRejections int64
+	// RejectionCacheEntries is the number of bucket shards the rejection
+	// cache holds now.
+	RejectionCacheEntries int
+}
+
+type counters struct {
+	localRejections, serverRejections atomic.Int64
+}
+
+// Stats returns the limiter's counters, for a caller's metrics.
+func (l *Limiter) Stats() Stats {
+	return Stats{
+		LocalRejections:       l.stats.localRejections.Load(),
+		ServerRejections:      l.stats.serverRejections.Load(),
+		RejectionCacheEntries: l.rejects.len(),
+	}
+}
 
 func (l *Limiter) nowMs() int64 { return l.now().UnixMilli() }
 

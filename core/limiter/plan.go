@@ -69,6 +69,7 @@ type planned struct {
 // the write that carries it.
 type pass struct {
 	req      *request // entity is this pass's entity
+	mark     uint64   // the rejection cache's mark before the read
 	id       schema.BucketID
 	plan     []planned
 	img      *bucket.Image // nil: the shard is missing and is created

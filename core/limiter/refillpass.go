@@ -55,6 +55,7 @@ type refillPlan struct {
 	part  leasePart     // the declared limits after the write (admit)
 	short []LimitStatus // admit: the declared limits, when a hard one is short
 	img   *bucket.Image // the image the pass was built from
+	id    schema.BucketID
 }
 
 // planRefill builds the refill pass of img on bucket id at now with the
@@ -66,7 +67,7 @@ type refillPlan struct {
 // and not cascading, as the fast path does. Without admit (a lease's
 // adjust) the deltas apply whatever the balance.
 func (l *Limiter) planRefill(req *request, id schema.BucketID, img *bucket.Image, deltas []fastpath.Declared, admit bool, now int64) refillPlan {
-	plan := refillPlan{img: img, part: leasePart{entity: id.Entity, shard: id.Shard}}
+	plan := refillPlan{id: id, img: img, part: leasePart{entity: id.Entity, shard: id.Shard}}
 	u := &expr.Builder{}
 	u.Cond(u.Name(schema.AttrRF) + " = " + u.Value(schema.Num(img.RF)))
 	u.Cond(u.Name(schema.AttrVU) + " = " + u.Value(schema.Num(img.VU)))
@@ -174,6 +175,8 @@ func (l *Limiter) planRefill(req *request, id schema.BucketID, img *bucket.Image
 // has after the write (ALL_NEW), or, on a lost pin, the image the failure
 // carries (nil when the item is gone) and lost.
 func (l *Limiter) sendRefill(ctx context.Context, plan refillPlan) (img *bucket.Image, lost bool, err error) {
+	id := plan.id
+	mark := l.rejects.mark(id.Entity, id.Resource)
 	out, err := l.db.UpdateItem(ctx, plan.in)
 	item := map[string]types.AttributeValue(nil)
 	if err == nil {
@@ -192,6 +195,7 @@ func (l *Limiter) sendRefill(ctx context.Context, plan refillPlan) (img *bucket.
 	if err != nil {
 		return nil, lost, err
 	}
+	l.remember(id, &dec, mark)
 	return &dec, lost, nil
 }
 

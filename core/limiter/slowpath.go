@@ -151,7 +151,8 @@ func (l *Limiter) prepare(ctx context.Context, req *request, shard int) (*pass, 
 				"is not a limit of entity "+req.entity+" on resource "+req.resource)
 		}
 	}
-	p := &pass{req: req, id: schema.BucketID{Namespace: l.ns, Entity: req.entity, Resource: req.resource, Shard: shard}}
+	p := &pass{req: req, id: schema.BucketID{Namespace: l.ns, Entity: req.entity, Resource: req.resource, Shard: shard},
+		mark: l.rejects.mark(req.entity, req.resource)}
 	meta, item, err := l.readMetaAndBucket(ctx, p.id)
 	if err != nil {
 		return nil, err
@@ -174,6 +175,7 @@ func (l *Limiter) prepare(ctx context.Context, req *request, shard int) (*pass, 
 		}
 		p.img = &img
 		l.learn(req, shard, p.img, p.now)
+		l.remember(p.id, p.img, p.mark)
 		p.shards = max(img.ShardCount, 1)
 	}
 	p.plan = l.plan(req, limits, p.img, p.shards, p.now)
@@ -261,6 +263,7 @@ func (l *Limiter) writeOne(ctx context.Context, p *pass) (*Lease, bool, error) {
 	}
 	if img, err := bucket.DecodeImage(written); err == nil && len(written) > 0 {
 		l.learn(p.req, p.id.Shard, &img, p.now)
+		l.remember(p.id, &img, p.mark)
 	}
 	l.written(p)
 	return &Lease{lim: l, resource: p.id.Resource, parts: []leasePart{p.part()}}, false, nil
@@ -391,6 +394,7 @@ func (l *Limiter) retryWrite(ctx context.Context, p *pass) (*Lease, bool, error)
 		if err != nil {
 			return nil, false, err
 		}
+		l.remember(p.id, &img, p.mark)
 		lp := leasePart{entity: p.id.Entity, shard: p.id.Shard}
 		for _, pl := range p.plan {
 			if !pl.declared {
@@ -412,6 +416,7 @@ func (l *Limiter) retryWrite(ctx context.Context, p *pass) (*Lease, bool, error)
 	if err != nil || len(ccf.Item) == 0 || (img.HasVU && img.VU <= now) {
 		return nil, true, nil // gone, or past vu: a debit needs a new pass
 	}
+	l.remember(p.id, &img, p.mark)
 	e := &RateLimitExceeded{}
 	for _, pl := range p.plan {
 		if !pl.declared {
@@ -459,6 +464,9 @@ func (l *Limiter) fixStamps(ctx context.Context, p *pass) {
 	}
 	in := b.UpdateInput(l.table, p.id.Key())
 	in.ReturnValues = types.ReturnValueNone
+	key := shardKey{p.id.Entity, p.id.Resource, p.id.Shard}
+	l.rejects.forget(key) // the stamps change what the cached state allows
+	defer l.rejects.forget(key)
 	if _, err := l.db.UpdateItem(ctx, in); err != nil {
 		l.log.WarnContext(ctx, "stamp fix failed", "resource", p.id.Resource, "shard", p.id.Shard, "error", err)
 	}

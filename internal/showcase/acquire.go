@@ -120,6 +120,8 @@ func (c *countingDB) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInpu
 func describeCalls(calls []dbCall, admitted bool) string {
 	var path string
 	switch {
+	case len(calls) == 0 && !admitted:
+		return "local rejection (rejection cache): no DynamoDB call"
 	case len(calls) == 0:
 		return "no DynamoDB call"
 	case len(calls) == 1 && calls[0].op == "UpdateItem" && !calls[0].failed && admitted && calls[0].movesRF:
@@ -197,7 +199,7 @@ func (d *demo) acquire(ctx context.Context) error {
 		clk.Now().Format(time.RFC3339))
 
 	// try makes one acquire and prints its outcome and the calls it made.
-	try := func(label, entity, resource string, consume limiter.Consume) (*limiter.Lease, error) {
+	tryOn := func(lim *limiter.Limiter, label, entity, resource string, consume limiter.Consume) (*limiter.Lease, error) {
 		lease, err := lim.Acquire(ctx, entity, resource, consume)
 		calls := describeCalls(db.take(), err == nil)
 		var rle *limiter.RateLimitExceeded
@@ -210,6 +212,9 @@ func (d *demo) acquire(ctx context.Context) error {
 			fmt.Fprintf(d.out, "  %-7s %T: %v\n  %-7s %-34s %s\n", label, err, err, "", "", calls)
 		}
 		return lease, err
+	}
+	try := func(label, entity, resource string, consume limiter.Consume) (*limiter.Lease, error) {
+		return tryOn(lim, label, entity, resource, consume)
 	}
 
 	each := limiter.Consume{"rpm": 1, "tpm": 1500}
@@ -239,6 +244,15 @@ func (d *demo) acquire(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(d.out, "    %s\n", indented.String())
+	fmt.Fprintln(d.out, "#5's write returned the bucket at rpm 0, so the rejection cache refused #6 with no call (for up to 1s);")
+	fmt.Fprintln(d.out, "another process, cache off, pays one failed conditional write (1 WCU) for the same answer:")
+	other, err := limiter.New(db, d.table, d.ns, limiter.Options{Clock: clk.Now, RejectionCacheTTL: -1})
+	if err != nil {
+		return err
+	}
+	if _, err := tryOn(other, "#6", acqKey, acqResource, each); !errors.As(err, &rle) {
+		return fmt.Errorf("the same request from another process: %v, want a 429", err)
+	}
 
 	header, err := strconv.Atoi(rle.RetryAfterHeader())
 	if err != nil {

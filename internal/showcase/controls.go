@@ -27,11 +27,12 @@ const ctlResource = "images/generate"
 // binds, and a top-up and a reset with their audit events.
 func (d *demo) controls(ctx context.Context) error {
 	clk := clock.NewManual(d.now.Add(time.Hour))
-	ctl := control.New(d.db, d.table, control.Options{Clock: clk.Now})
 	lim, err := limiter.New(d.db, d.table, d.ns, limiter.Options{Clock: clk.Now})
 	if err != nil {
 		return err
 	}
+	// The controls clear this process's limiter caches around each write.
+	ctl := control.New(d.db, d.table, control.Options{Clock: clk.Now, Caches: []control.Cache{lim}})
 	const ops = "ops@example.com"
 	limits := []limit.Limit{limit.PerMinute("rpm", 10), limit.PerMinute("tpm", 1000).AsSoft()}
 	if _, err := ctl.SetResourceLimits(ctx, d.ns, ctlResource, limits, ops); err != nil {

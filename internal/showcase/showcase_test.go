@@ -57,6 +57,8 @@ func TestRunShowsEachStep(t *testing.T) {
 		"  #3      admitted, rpm 2, tpm 5500 left     fast path: UpdateItem",
 		"  #4      admitted, rpm 1, tpm 4000 left     fast path: UpdateItem",
 		"  #5      admitted, rpm 0, tpm 2500 left     fast path: UpdateItem",
+		"  #6      429 Too Many Requests              local rejection (rejection cache): no DynamoDB call",
+		"another process, cache off, pays one failed conditional write (1 WCU) for the same answer:",
 		"  #6      429 Too Many Requests              fast rejection: UpdateItem (condition failed)",
 		"5 admitted, then a 429: retry_after_seconds 12.001, Retry-After: 13, body:",
 		`      "message": "rate limit exceeded for key-a on anthropic/claude: rpm; retry after 12.001s",`,
@@ -81,8 +83,8 @@ func TestRunShowsEachStep(t *testing.T) {
 	if n := strings.Count(step, " admitted, rpm "); n != 11 {
 		t.Errorf("the acquire step admitted %d requests, want 11", n)
 	}
-	if n := strings.Count(step, "429 Too Many Requests"); n != 1 {
-		t.Errorf("the acquire step shows %d 429s, want 1", n)
+	if n := strings.Count(step, "429 Too Many Requests"); n != 2 {
+		t.Errorf("the acquire step shows %d 429s, want 2 (one local, the same from another process)", n)
 	}
 }
 

@@ -1,0 +1,211 @@
+package limiter
+
+import (
+	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/limit"
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
+)
+
+// maxLocalLimits is how many declared limits a local rejection judges
+// without allocating; a request naming more is never rejected locally.
+const maxLocalLimits = 16
+
+// pairJudgement is the rejection cache's view of one pair's shards
+// (docs/design.md §10).
+type pairJudgement struct {
+	count   int      // shards considered
+	short   shardSet // shards known short
+	never   bool     // some trusted state forbids a local rejection
+	trusted bool     // at least one shard had a trusted state
+	parent  string   // the cascade parent a trusted state names
+	// best is the short shard whose shortfall clears soonest.
+	best      int
+	bestWait  int64
+	bestNever bool
+}
+
+func (j pairJudgement) allShort() bool {
+	return !j.never && j.count > 0 && j.short.count(int64(j.count)) == int64(j.count)
+}
+
+// steer is the set of shards the uniform draw skips: the known-short ones,
+// unless that is all of them (then the draw is not steered).
+func (j pairJudgement) steer() shardSet {
+	if j.never || j.short.count(int64(j.count)) == int64(j.count) {
+		return 0
+	}
+	return j.short
+}
+
+// judgePair judges every shard in [0, count) of (entity, req.resource)
+// against req's declared amounts, from the cached states alone.
+func (l *Limiter) judgePair(req *request, entity string, count int64, now int64) pairJudgement {
+	j := pairJudgement{count: int(min(max(count, 1), schema.MaxShardCount))}
+	for s := range j.count {
+		img := l.rejects.lookup(shardKey{entity, req.resource, s})
+		if img == nil || !trustedAt(img, now) {
+			continue // unknown: it may have room
+		}
+		j.trusted = true
+		if cascades(img) {
+			j.parent = img.ParentID
+		}
+		short, never, wait, waitNever := l.judgeShard(req, img, now)
+		if never {
+			j.never = true
+			return j
+		}
+		if !short {
+			continue
+		}
+		j.short.add(s)
+		if j.short.count(int64(j.count)) == 1 || longerWait(j.bestWait, j.bestNever, wait, waitNever) {
+			j.best, j.bestWait, j.bestNever = s, wait, waitNever
+		}
+	}
+	return j
+}
+
+// trustedAt reports a cached state still valid at now: vu not passed and
+// the item not expired (its age is the cache's business).
+func trustedAt(img *bucket.Image, now int64) bool {
+	return !(img.HasVU && img.VU <= now) && !(img.HasTTL && img.TTL <= now/1000)
+}
+
+// longerWait reports whether (aw, an) is a longer wait than (bw, bn).
+func longerWait(aw int64, an bool, bw int64, bn bool) bool {
+	if an != bn {
+		return an
+	}
+	return aw > bw
+}
+
+// judgeShard reports whether a trusted state is known short for req (some
+// declared hard limit cannot cover its amount after refill to now), or
+// forbids any local rejection of the pair (never). wait is how long until
+// every short limit of the shard is covered (waitNever: refill never
+// covers one).
+func (l *Limiter) judgeShard(req *request, img *bucket.Image, now int64) (short, never bool, wait int64, waitNever bool) {
+	if img.HasDisabled {
+		return false, true, 0, false // ResourceDisabled stays the server's answer
+	}
+	if img.Bypass.Present || img.Phase2() || len(req.declared) > maxLocalLimits {
+		return false, false, 0, false
+	}
+	var lbuf [maxLocalLimits]bucket.ImageLimit
+	var sbuf [maxLocalLimits]bucket.Status
+	limits := lbuf[:0]
+	for _, d := range req.declared {
+		li := img.Limit(d.Name)
+		if li == nil || !li.Present() {
+			return false, false, 0, false // the slow path seeds it
+		}
+		if req.override != nil && overrideDiffers(req.override, d.Name, li) {
+			return false, true, 0, false
+		}
+		// Any soft stamp, live or expired, keeps the limit out of the
+		// verdict (docs/design.md §10).
+		limits = append(limits, li.ImageLimit(d.Amount, li.Soft.Present))
+	}
+	satisfy, statuses := bucket.WouldRefillSatisfy(sbuf[:0], limits, img.RF, max(img.ShardCount, 1), now)
+	if satisfy {
+		return false, false, 0, false
+	}
+	for _, s := range statuses {
+		if s.Exceeded {
+			waitNever = waitNever || s.Retry.Never
+			wait = max(wait, s.Retry.WaitMs)
+		}
+	}
+	return true, false, wait, waitNever
+}
+
+// overrideDiffers reports a WithLimits override whose parameters for name
+// differ from the bucket's.
+func overrideDiffers(override []limit.Limit, name string, li *bucket.LimitImage) bool {
+	ol, ok := limit.Find(override, name)
+	if !ok {
+		return true
+	}
+	p, q := ol.Params(), li.Params()
+	return p.Capacity != q.Capacity || p.RefillAmount != q.RefillAmount || p.RefillPeriod != q.RefillPeriod
+}
+
+// rejectLocally applies the rejection cache (docs/design.md §10) before any
+// DynamoDB call: a *RateLimitExceeded built from the projected state when
+// every shard that could admit is known short, else the shards the draw
+// should skip.
+func (l *Limiter) rejectLocally(req *request, st pairState) (*RateLimitExceeded, shardSet) {
+	if l.rejects == nil || l.degraded.Load() {
+		return nil, 0
+	}
+	now := l.nowMs()
+	child := l.judgePair(req, req.entity, st.shardCount, now)
+	if child.never {
+		return nil, 0
+	}
+	if child.parent != "" {
+		// The child's own trusted state says it cascades: the parent's
+		// shards are judged the same way, and the child may be rejected
+		// on its own only while a trusted parent state shows the parent
+		// is not disabled.
+		par := l.judgePair(req, child.parent, l.pairs.get(child.parent, req.resource).shardCount, now)
+		if par.allShort() {
+			if e := l.localRejection(req, child.parent, par, now); e != nil {
+				return e, 0
+			}
+		}
+		if par.never || !par.trusted {
+			return nil, child.steer()
+		}
+	}
+	if child.allShort() {
+		if e := l.localRejection(req, req.entity, child, now); e != nil {
+			return e, 0
+		}
+	}
+	return nil, child.steer()
+}
+
+// parentSteer is the set of a cascade parent's shards the parent write's
+// draw skips.
+func (l *Limiter) parentSteer(req *request, parent string, count int64) shardSet {
+	if l.rejects == nil || l.degraded.Load() {
+		return 0
+	}
+	return l.judgePair(req, parent, count, l.nowMs()).steer()
+}
+
+// localRejection builds the error of a local rejection from the best short
+// shard of entity's judgement; nil when that state was evicted meanwhile.
+func (l *Limiter) localRejection(req *request, entity string, j pairJudgement, now int64) *RateLimitExceeded {
+	img := l.rejects.lookup(shardKey{entity, req.resource, j.best})
+	if img == nil {
+		return nil
+	}
+	var lbuf [maxLocalLimits]bucket.ImageLimit
+	var sbuf [maxLocalLimits]bucket.Status
+	limits := lbuf[:0]
+	for _, d := range req.declared {
+		li := img.Limit(d.Name)
+		if li == nil {
+			return nil
+		}
+		limits = append(limits, li.ImageLimit(d.Amount, li.Soft.Present))
+	}
+	_, statuses := bucket.WouldRefillSatisfy(sbuf[:0], limits, img.RF, max(img.ShardCount, 1), now)
+	e := &RateLimitExceeded{Local: true, Statuses: make([]LimitStatus, len(req.declared))}
+	r := *req
+	r.entity = entity
+	for i, d := range req.declared {
+		e.Statuses[i] = l.status(&r, d, limits[i].Params, limits[i].Soft, statuses[i])
+	}
+	l.stats.localRejections.Add(1)
+	return e
+}
+
+// remember stores a state DynamoDB returned for id in the rejection cache,
+// unless something was forgotten since mark.
+func (l *Limiter) remember(id schema.BucketID, img *bucket.Image, mark uint64) {
+	l.rejects.store(shardKey{id.Entity, id.Resource, id.Shard}, img, mark)
+}
