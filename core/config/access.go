@@ -162,12 +162,20 @@ func (r *Resolver) OnUnavailable(ctx context.Context, ns string, perCall OnUnava
 	if perCall.Valid() {
 		return perCall
 	}
+	return r.OnUnavailableOr(ctx, ns, OnUnavailableBlock)
+}
+
+// OnUnavailableOr is OnUnavailable with no per-call value and fallback in
+// place of block: what the system config says (through the cache), else
+// the last value read when that read fails, else fallback (a client's own
+// default).
+func (r *Resolver) OnUnavailableOr(ctx context.Context, ns string, fallback OnUnavailable) OnUnavailable {
 	if validateNamespace(ns) != nil {
-		return OnUnavailableBlock
+		return PickOnUnavailable("", "", fallback)
 	}
 	vals, err := r.lookup(ctx, []slot{{LevelSystem, schema.SystemConfigKey(ns)}})
 	if err != nil {
-		return PickOnUnavailable("", "", r.LastOnUnavailable(ns))
+		return PickOnUnavailable("", r.LastOnUnavailable(ns), fallback)
 	}
-	return PickOnUnavailable("", vals[0].dec.OnUnavailable, "")
+	return PickOnUnavailable("", vals[0].dec.OnUnavailable, fallback)
 }

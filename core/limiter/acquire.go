@@ -130,11 +130,8 @@ func isInfrastructure(ctx context.Context, err error) bool {
 
 func (l *Limiter) unavailable(ctx context.Context, req *request, cause error) (*Lease, error) {
 	perCall := req.onUnavailable
-	if perCall == "" {
-		perCall = l.resolver.OnUnavailable(ctx, l.ns, "")
-	}
-	if perCall == "" {
-		perCall = l.onUnavailable
+	if !perCall.Valid() {
+		perCall = l.resolver.OnUnavailableOr(ctx, l.ns, l.onUnavailable)
 	}
 	if perCall == config.OnUnavailableAllow {
 		l.log.WarnContext(ctx, "limiter unavailable; admitting by on_unavailable=allow", "resource", req.resource, "error", cause)

@@ -389,6 +389,23 @@ func TestOnUnavailable(t *testing.T) {
 	if err := lease.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// The limiter's own default applies when neither the call nor the
+	// system config says; the system config wins over it.
+	lim, err := limiter.New(e.proxy.DynamoDB(func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }), e.tbl.Name, ns,
+		limiter.Options{Clock: e.clk.Now, OnUnavailable: config.OnUnavailableAllow, ConfigCacheTTL: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lease, err := lim.Acquire(ctx, "u", "api", limiter.Consume{"rpm": 1}); err != nil || !lease.Degraded() {
+		t.Fatalf("Options.OnUnavailable allow: lease %v err %v, want a degraded lease", lease, err)
+	}
+	if err := config.NewStore(e.tbl.DB, e.tbl.Name).SetSystemLimits(ctx, ns, []limit.Limit{limit.PerMinute("rpm", 100)},
+		config.SystemOptions{OnUnavailable: config.OnUnavailableBlock}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lim.Acquire(ctx, "u", "api", limiter.Consume{"rpm": 1}); !errors.As(err, &un) {
+		t.Fatalf("system block over Options allow: %v, want RateLimiterUnavailable", err)
+	}
 }
 
 func TestSpeculativeWritesOff(t *testing.T) {

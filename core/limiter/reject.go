@@ -20,6 +20,7 @@ type pairJudgement struct {
 	parent  string   // the cascade parent a trusted state names
 	// best is the short shard whose shortfall clears soonest.
 	best      int
+	bestImg   *bucket.Image
 	bestWait  int64
 	bestNever bool
 }
@@ -41,8 +42,9 @@ func (j pairJudgement) steer() shardSet {
 // against req's declared amounts, from the cached states alone.
 func (l *Limiter) judgePair(req *request, entity string, count int64, now int64) pairJudgement {
 	j := pairJudgement{count: int(min(max(count, 1), schema.MaxShardCount))}
-	for s := range j.count {
-		img := l.rejects.lookup(shardKey{entity, req.resource, s})
+	var states [schema.MaxShardCount]*bucket.Image
+	l.rejects.trusted(entity, req.resource, j.count, &states)
+	for s, img := range states[:j.count] {
 		if img == nil || !trustedAt(img, now) {
 			continue // unknown: it may have room
 		}
@@ -59,8 +61,8 @@ func (l *Limiter) judgePair(req *request, entity string, count int64, now int64)
 			continue
 		}
 		j.short.add(s)
-		if j.short.count(int64(j.count)) == 1 || longerWait(j.bestWait, j.bestNever, wait, waitNever) {
-			j.best, j.bestWait, j.bestNever = s, wait, waitNever
+		if j.bestImg == nil || longerWait(j.bestWait, j.bestNever, wait, waitNever) {
+			j.best, j.bestImg, j.bestWait, j.bestNever = s, img, wait, waitNever
 		}
 	}
 	return j
@@ -177,12 +179,9 @@ func (l *Limiter) parentSteer(req *request, parent string, count int64) shardSet
 }
 
 // localRejection builds the error of a local rejection from the best short
-// shard of entity's judgement; nil when that state was evicted meanwhile.
+// shard of entity's judgement.
 func (l *Limiter) localRejection(req *request, entity string, j pairJudgement, now int64) *RateLimitExceeded {
-	img := l.rejects.lookup(shardKey{entity, req.resource, j.best})
-	if img == nil {
-		return nil
-	}
+	img := j.bestImg
 	var lbuf [maxLocalLimits]bucket.ImageLimit
 	var sbuf [maxLocalLimits]bucket.Status
 	limits := lbuf[:0]

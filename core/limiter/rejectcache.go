@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
 // Rejection cache bounds (Options.RejectionCacheTTL, Options.RejectionCacheSize).
@@ -13,14 +14,14 @@ const (
 	// DefaultRejectionCacheTTL is how long a bucket state seen in a
 	// DynamoDB response may ground a local rejection.
 	DefaultRejectionCacheTTL = time.Second
-	// DefaultRejectionCacheSize is how many bucket shards the rejection
-	// cache holds by default.
+	// DefaultRejectionCacheSize is how many (entity, resource) pairs the
+	// rejection cache holds by default (each with the shards seen).
 	DefaultRejectionCacheSize = 10_000
 )
 
 // rejectionParts is the number of independently locked parts of the
-// rejection cache; all shards of one pair live in the same part, so a
-// lookup takes one lock.
+// rejection cache; all shards of one pair live in one entry of one part,
+// so a lookup hashes once and takes one read lock.
 const rejectionParts = 32
 
 // shardKey names one bucket shard of the limiter's namespace.
@@ -31,8 +32,9 @@ type shardKey struct {
 
 // rejectionCache is the last bucket state seen per shard (docs/design.md
 // §10): filled from the images DynamoDB returns to this process, trusted
-// for at most ttl, bounded in size (least recently stored evicted). It only
-// ever grounds a rejection, never an admission. Safe for concurrent use.
+// for at most ttl, bounded in pairs (least recently stored evicted). It
+// only ever grounds a rejection, never an admission. Safe for concurrent
+// use.
 type rejectionCache struct {
 	seed  maphash.Seed
 	now   func() time.Time
@@ -45,11 +47,21 @@ type rejectionPart struct {
 	// epoch moves on every forget and clear: a response whose mark is
 	// older may predate a credit and is not stored.
 	epoch uint64
-	lruPart[shardKey, *bucket.Image]
+	lruPart[pairKey, *shardStates]
 }
 
-// newRejectionCache returns a cache of at most size shards trusted for
-// ttl, or nil (no cache) when either is ≤ 0.
+// shardStates are one pair's states by shard (nil: none held).
+type shardStates struct {
+	slots []shardState
+}
+
+type shardState struct {
+	img *bucket.Image // never modified once stored
+	at  time.Time
+}
+
+// newRejectionCache returns a cache of at most size pairs trusted for ttl,
+// or nil (no cache) when either is ≤ 0.
 func newRejectionCache(size int, ttl time.Duration, now func() time.Time) *rejectionCache {
 	if size <= 0 || ttl <= 0 {
 		return nil
@@ -77,29 +89,59 @@ func (c *rejectionCache) mark(entity, resource string) uint64 {
 }
 
 // store keeps img as the shard's state unless something was forgotten in
-// its part since mark. img is never modified afterwards.
+// its part since mark.
 func (c *rejectionCache) store(k shardKey, img *bucket.Image, mark uint64) {
-	if c == nil || img == nil {
+	if c == nil || img == nil || k.shard < 0 || k.shard >= schema.MaxShardCount {
 		return
 	}
 	p := c.part(k.entity, k.resource)
+	now := c.now()
 	p.mu.Lock()
-	if p.epoch == mark {
-		p.put(k, img, c.now())
+	defer p.mu.Unlock()
+	if p.epoch != mark {
+		return
 	}
-	p.mu.Unlock()
+	pk := pairKey{k.entity, k.resource}
+	var st *shardStates
+	if e, _ := p.find(pk); e != nil {
+		st = e.val
+	} else {
+		st = &shardStates{}
+	}
+	if len(st.slots) <= k.shard {
+		st.slots = append(st.slots, make([]shardState, k.shard+1-len(st.slots))...)
+	}
+	st.slots[k.shard] = shardState{img: img, at: now}
+	p.put(pk, st, now)
 }
 
-// lookup returns the shard's state when it was stored less than ttl ago.
-func (c *rejectionCache) lookup(k shardKey) *bucket.Image {
-	p := c.part(k.entity, k.resource)
+// trusted copies into dst[s] the state of each shard s < count of the pair
+// stored less than ttl ago (nil for the others).
+func (c *rejectionCache) trusted(entity, resource string, count int, dst *[schema.MaxShardCount]*bucket.Image) {
+	*dst = [schema.MaxShardCount]*bucket.Image{}
+	now := c.now()
+	p := c.part(entity, resource)
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	e, _ := p.find(k)
-	if e == nil || c.now().Sub(e.at) >= c.ttl {
+	e, _ := p.find(pairKey{entity, resource})
+	if e == nil {
+		return
+	}
+	for s, slot := range e.val.slots[:min(count, len(e.val.slots))] {
+		if slot.img != nil && now.Sub(slot.at) < c.ttl {
+			dst[s] = slot.img
+		}
+	}
+}
+
+// lookup returns one shard's state when it was stored less than ttl ago.
+func (c *rejectionCache) lookup(k shardKey) *bucket.Image {
+	var states [schema.MaxShardCount]*bucket.Image
+	if k.shard < 0 || k.shard >= schema.MaxShardCount {
 		return nil
 	}
-	return e.val
+	c.trusted(k.entity, k.resource, k.shard+1, &states)
+	return states[k.shard]
 }
 
 // forget drops the shard's state: this process is crediting it.
@@ -109,11 +151,11 @@ func (c *rejectionCache) forget(k shardKey) {
 	}
 	p := c.part(k.entity, k.resource)
 	p.mu.Lock()
-	if _, el := p.find(k); el != nil {
-		p.remove(el)
+	defer p.mu.Unlock()
+	if e, _ := p.find(pairKey{k.entity, k.resource}); e != nil && k.shard >= 0 && k.shard < len(e.val.slots) {
+		e.val.slots[k.shard] = shardState{}
 	}
 	p.epoch++
-	p.mu.Unlock()
 }
 
 // clear drops everything: an operator write in this process.
@@ -130,7 +172,8 @@ func (c *rejectionCache) clear() {
 	}
 }
 
-// len is the number of shards held (stale ones included until evicted).
+// len is the number of shard states held (stale ones included until
+// evicted).
 func (c *rejectionCache) len() int {
 	if c == nil {
 		return 0
@@ -139,7 +182,13 @@ func (c *rejectionCache) len() int {
 	for i := range c.parts {
 		p := &c.parts[i]
 		p.mu.RLock()
-		n += p.lruPart.len()
+		for _, el := range p.byKey {
+			for _, s := range el.Value.(*lruEntry[pairKey, *shardStates]).val.slots {
+				if s.img != nil {
+					n++
+				}
+			}
+		}
 		p.mu.RUnlock()
 	}
 	return n
