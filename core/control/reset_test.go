@@ -277,3 +277,44 @@ func TestResetEveryShard(t *testing.T) {
 		}
 	}
 }
+
+// TestOperatorWritesClearTheRejectionCache: a limiter listed in
+// Options.Caches forgets the states it would reject from when the controls
+// write, so a top-up is usable at once; a limiter not listed keeps
+// refusing locally until its TTL (docs/design.md §10).
+func TestOperatorWritesClearTheRejectionCache(t *testing.T) {
+	e := newEnv(t)
+	if _, err := e.ctl.SetResourceLimits(e.ctx, e.ns, "r", []limit.Limit{limit.PerMinute("rpm", 1)}, ""); err != nil {
+		t.Fatal(err)
+	}
+	// A second limiter in the same process, not listed, its cache on.
+	other, err := limiter.New(e.tbl.DB, e.tbl.Name, e.ns, limiter.Options{Clock: e.clk.Now, Rand: func(int) int { return 0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := func(lim *limiter.Limiter) bool {
+		t.Helper()
+		_, err := lim.Acquire(e.ctx, "a", "r", limiter.Consume{"rpm": 1})
+		var rle *limiter.RateLimitExceeded
+		if !errors.As(err, &rle) {
+			t.Fatalf("want a 429, got %v", err)
+		}
+		return rle.Local
+	}
+	if got := e.acquire("a", "r"); got != "ok" {
+		t.Fatal(got)
+	}
+	local(other) // learns the empty bucket from DynamoDB
+	if !local(e.lim) || !local(other) {
+		t.Fatal("both limiters should now refuse locally")
+	}
+	if _, err := e.ctl.TopUp(e.ctx, e.ns, "a", "r", map[string]int64{"rpm": 1}, control.OperationOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.acquire("a", "r"); got != "ok" {
+		t.Fatalf("the listed limiter after the top-up: %s, want the topped-up token", got)
+	}
+	if !local(other) {
+		t.Fatal("the unlisted limiter cannot know of the top-up: it refuses from its state until the TTL")
+	}
+}

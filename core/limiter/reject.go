@@ -193,7 +193,7 @@ func (l *Limiter) localRejection(req *request, entity string, j pairJudgement, n
 		limits = append(limits, li.ImageLimit(d.Amount, li.Soft.Present))
 	}
 	_, statuses := bucket.WouldRefillSatisfy(sbuf[:0], limits, img.RF, max(img.ShardCount, 1), now)
-	e := &RateLimitExceeded{Local: true, Statuses: make([]LimitStatus, len(req.declared))}
+	e := newLocalRejection(len(req.declared))
 	r := *req
 	r.entity = entity
 	for i, d := range req.declared {
@@ -207,4 +207,20 @@ func (l *Limiter) localRejection(req *request, entity string, j pairJudgement, n
 // unless something was forgotten since mark.
 func (l *Limiter) remember(id schema.BucketID, img *bucket.Image, mark uint64) {
 	l.rejects.store(shardKey{id.Entity, id.Resource, id.Shard}, img, mark)
+}
+
+// localRejectionSmall is a local rejection of up to 4 limits in one
+// allocation: the error and its statuses together.
+type localRejectionSmall struct {
+	e   RateLimitExceeded
+	buf [4]LimitStatus
+}
+
+func newLocalRejection(n int) *RateLimitExceeded {
+	if n <= len(localRejectionSmall{}.buf) {
+		x := &localRejectionSmall{}
+		x.e = RateLimitExceeded{Local: true, Statuses: x.buf[:n]}
+		return &x.e
+	}
+	return &RateLimitExceeded{Local: true, Statuses: make([]LimitStatus, n)}
 }
