@@ -40,13 +40,7 @@ func (c *Controls) SetAccess(ctx context.Context, ns, entity, resource string, a
 	if a == config.AccessInherit {
 		action = "access_cleared"
 	}
-	scope := "entity"
-	if entity == "" {
-		scope = "resource"
-	}
-	if err := c.recordAudit(ctx, ns, auditEntity(entity, resource), action, principal, resource, map[string]string{
-		"scope": scope, "value": accessValue(a),
-	}); err != nil {
+	if err := c.recordSetting(ctx, ns, entity, resource, action, principal, accessValue(a)); err != nil {
 		return Progress{}, err
 	}
 	return c.StampAccess(ctx, ns, Scope{Entity: entity, Resource: resource})

@@ -132,3 +132,15 @@ func strOrNull(v string) types.AttributeValue {
 	}
 	return schema.Str(v)
 }
+
+// recordSetting audits a change of a resource- or entity-scoped setting
+// (entity "" is the resource level).
+func (c *Controls) recordSetting(ctx context.Context, ns, entity, resource, action, principal, value string) error {
+	scope := "entity"
+	if entity == "" {
+		scope = "resource"
+	}
+	return c.recordAudit(ctx, ns, auditEntity(entity, resource), action, principal, resource, map[string]string{
+		"scope": scope, "value": value,
+	})
+}

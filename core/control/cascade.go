@@ -27,13 +27,7 @@ func (c *Controls) SetCascade(ctx context.Context, ns, entity, resource string, 
 	if p == config.CascadeUnset {
 		action = "cascade_cleared"
 	}
-	scope := "entity"
-	if entity == "" {
-		scope = "resource"
-	}
-	if err := c.recordAudit(ctx, ns, auditEntity(entity, resource), action, principal, resource, map[string]string{
-		"scope": scope, "value": p.String(),
-	}); err != nil {
+	if err := c.recordSetting(ctx, ns, entity, resource, action, principal, p.String()); err != nil {
 		return Progress{}, err
 	}
 	return c.StampCascade(ctx, ns, Scope{Entity: entity, Resource: resource})
