@@ -98,6 +98,9 @@ func (l *Limiter) Acquire(ctx context.Context, entity, resource string, consume 
 		return nil, err
 	}
 	lease, err := l.acquire(ctx, req)
+	if rle, ok := err.(*RateLimitExceeded); ok && rle.Local {
+		return nil, err // the common repeat verdict: no reflection on the hot path
+	}
 	if err != nil && isInfrastructure(ctx, err) {
 		l.degraded.Store(true)
 		return l.unavailable(ctx, req, err)
