@@ -41,6 +41,9 @@ type request struct {
 	declared         []fastpath.Declared // sorted by name
 	override         []limit.Limit
 	onUnavailable    config.OnUnavailable
+	// small holds declared for the common request of a few limits, so a
+	// request is one allocation.
+	small [4]fastpath.Declared
 }
 
 func (l *Limiter) newRequest(entity, resource string, consume Consume, opts []AcquireOption) (*request, error) {
@@ -53,7 +56,11 @@ func (l *Limiter) newRequest(entity, resource string, consume Consume, opts []Ac
 	if len(consume) == 0 {
 		return nil, schema.NewValidationError(schema.FieldLimits, "", "an acquire must name at least one limit")
 	}
-	r := &request{entity: entity, resource: resource, declared: make([]fastpath.Declared, 0, len(consume))}
+	r := &request{entity: entity, resource: resource}
+	r.declared = r.small[:0]
+	if len(consume) > len(r.small) {
+		r.declared = make([]fastpath.Declared, 0, len(consume))
+	}
 	for name, amount := range consume {
 		if err := schema.ValidateLimitName(name); err != nil {
 			return nil, err
