@@ -1,0 +1,73 @@
+package limiter
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go"
+)
+
+// throttleRetries is how many times the limiter re-sends a write DynamoDB
+// refused without applying it (a throttle), after the first try.
+const throttleRetries = 3
+
+// onceWrites is the limiter's DB with its non-idempotent writes sent once
+// (docs/decisions.md P30). A fast-path debit, a credit, a refill pass or a
+// slow-path write whose response is lost after DynamoDB applied it must not
+// be applied again by an SDK retry: an ADD would count the tokens twice,
+// and a pinned write, re-planned from the image its retry fails on, would
+// debit again. So these calls go out with the SDK's retries off, and only
+// the errors that prove nothing was applied — throttles — are retried,
+// here, with jittered back-off. Any other failure reaches the caller as an
+// infrastructure error (on_unavailable decides), the write applied at most
+// once. Reads and TransactWriteItems (made idempotent by the SDK's client
+// request token) keep the client's retries.
+type onceWrites struct {
+	DB
+	sleep func(context.Context, time.Duration) error
+}
+
+func sendOnce(opts []func(*dynamodb.Options)) []func(*dynamodb.Options) {
+	return append(opts[:len(opts):len(opts)], func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
+}
+
+// throttled reports an error DynamoDB returns before it applies anything.
+func throttled(err error) bool {
+	var api smithy.APIError
+	if !errors.As(err, &api) {
+		return false
+	}
+	switch api.ErrorCode() {
+	case "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded":
+		return true
+	}
+	return false
+}
+
+func retryThrottled[T any](ctx context.Context, sleep func(context.Context, time.Duration) error, send func() (T, error)) (T, error) {
+	for attempt := 0; ; attempt++ {
+		out, err := send()
+		if err == nil || attempt >= throttleRetries || !throttled(err) {
+			return out, err
+		}
+		// Full jitter over 10, 20, 40 ms.
+		if serr := sleep(ctx, time.Duration(rand.Int64N(int64(10*time.Millisecond)<<attempt))); serr != nil {
+			return out, err
+		}
+	}
+}
+
+func (d onceWrites) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	return retryThrottled(ctx, d.sleep, func() (*dynamodb.UpdateItemOutput, error) {
+		return d.DB.UpdateItem(ctx, in, sendOnce(opts)...)
+	})
+}
+
+func (d onceWrites) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	return retryThrottled(ctx, d.sleep, func() (*dynamodb.PutItemOutput, error) {
+		return d.DB.PutItem(ctx, in, sendOnce(opts)...)
+	})
+}
