@@ -1,12 +1,14 @@
-# zae-limiter-go: make run | make test | make bench | make lambdas
+# zae-limiter-go: make run | make test | make bench | make soak | make lambdas
 SHELL := /bin/bash
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export GOFLAGS ?=
 FUZZTIME ?= 20000x
 BENCHTIME ?= 2s
 BENCHCOUNT ?= 1
+SOAK_DURATION ?= 2m
+SOAK_SEED ?= 0
 
-.PHONY: all run test tidy unit vet lint fuzz infra-test bench lambdas ddb-install ddb-start ddb-stop clean
+.PHONY: all run test tidy unit vet lint fuzz infra-test bench soak lambdas ddb-install ddb-start ddb-stop clean
 
 all: test
 
@@ -45,6 +47,10 @@ infra-test:
 ## bench: benchmarks against DynamoDB Local, floors first, side by side
 bench: ddb-install
 	go test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) ./... | tee bench.txt
+
+## soak: the end-to-end conservation harness under faults (SOAK_DURATION, SOAK_SEED; 0 = from the clock); exits non-zero on a failed check
+soak: ddb-install
+	go run ./cmd/zl-soak -duration $(SOAK_DURATION) -seed $(SOAK_SEED)
 
 ## lambdas: reproducible provided.al2023 arm64 bootstrap binaries and zips in build/
 lambdas:

@@ -3,6 +3,7 @@ package limiter
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -112,6 +113,11 @@ func (l *Limiter) Acquire(ctx context.Context, entity, resource string, consume 
 		l.degraded.Store(true)
 		return l.unavailable(ctx, req, err)
 	}
+	if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) && !isVerdict(err) {
+		// The caller's context ended while a call was failing: the
+		// caller's own error, with the failure it cut short.
+		return nil, fmt.Errorf("limiter: acquire: %w (after: %w)", ctx.Err(), err)
+	}
 	var rle *RateLimitExceeded
 	switch {
 	case errors.As(err, &rle) && rle.Local:
@@ -122,6 +128,12 @@ func (l *Limiter) Acquire(ctx context.Context, entity, resource string, consume 
 		l.degraded.Store(false)
 	}
 	return lease, err
+}
+
+// isVerdict reports a 429 or a 403.
+func isVerdict(err error) bool {
+	var disabled *ResourceDisabled
+	return IsRateLimitError(err) || errors.As(err, &disabled)
 }
 
 // isInfrastructure reports an error that on_unavailable governs: anything

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
@@ -94,4 +95,40 @@ func TestLostResponseAppliesOnce(t *testing.T) {
 	if got, n := tc()-before, e.proxy.StatsFor("UpdateItem").Requests; got != 1000 || n != 3 {
 		t.Fatalf("after two throttles: tc +%d over %d requests, want +1000 over 3", got, n)
 	}
+}
+
+// TestContextEndsDuringAFailure: when the caller's context ends while a
+// call is failing, Acquire returns the context's error, wrapping the
+// failure — never the limiter's internal error type, and not
+// RateLimiterUnavailable (on_unavailable is not consulted once the caller
+// has given up). The instant cannot be caused for real, so a DB wrapper
+// fails the fast path's write with a 500 and ends the context as it does.
+func TestContextEndsDuringAFailure(t *testing.T) {
+	e := newEnv(t, limiter.Options{})
+	e.setResourceLimits("api", limit.PerMinute("rpm", 100))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	db := &failAndCancel{DB: e.tbl.DB, cancel: cancel}
+	lim, err := limiter.New(db, e.tbl.Name, ns, limiter.Options{Clock: e.clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = lim.Acquire(ctx, "u", "api", limiter.Consume{"rpm": 1})
+	var un *limiter.RateLimiterUnavailable
+	var api smithy.APIError
+	if !errors.Is(err, context.Canceled) || errors.As(err, &un) || !errors.As(err, &api) {
+		t.Fatalf("acquire: %v (%T), want context.Canceled wrapping the 500", err, err)
+	}
+}
+
+// failAndCancel fails every UpdateItem with a 500 and ends the caller's
+// context at the same instant.
+type failAndCancel struct {
+	limiter.DB
+	cancel context.CancelFunc
+}
+
+func (d *failAndCancel) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	d.cancel()
+	return nil, &smithy.GenericAPIError{Code: "InternalServerError", Message: "injected"}
 }

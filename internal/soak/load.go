@@ -1,0 +1,493 @@
+package soak
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/control"
+	"github.com/zae-limiter/zae-limiter-go/core/limit"
+	"github.com/zae-limiter/zae-limiter-go/core/limiter"
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
+	"github.com/zae-limiter/zae-limiter-go/internal/faultproxy"
+)
+
+// The workload: three resources, each limit per second so that a run of
+// seconds sees many refills.
+const (
+	resChat  = "chat"  // rps 4/s + tps 400/s, both hard
+	resImage = "image" // rps 2/s alone
+	resEmbed = "embed" // rps 4/s hard + tps 400/s soft
+	rate     = 4       // rps of chat and embed; image has half
+)
+
+// resourceLimits are the limits each resource is given.
+func resourceLimits() map[string][]limit.Limit {
+	per := func(name string, n int64) limit.Limit { return limit.Custom(name, n, n, time.Second) }
+	return map[string][]limit.Limit{
+		resChat:  {per("rps", rate), per("tps", 100*rate)},
+		resImage: {per("rps", rate/2)},
+		resEmbed: {per("rps", rate), per("tps", 100*rate).AsSoft()},
+	}
+}
+
+// Entities: plain ones; "hot" with 4 shards on chat; "team-a" and "team-b"
+// cascading to "team" (on every resource); "vip" bypassed and "banned"
+// disabled on chat.
+var (
+	plain    = []string{"e1", "e2", "e3", "e4"}
+	entities = append(append([]string(nil), plain...), "hot", "team", "team-a", "team-b", "vip", "banned")
+)
+
+// pair is an (entity, resource).
+type pair struct{ entity, resource string }
+
+// world is one run's table, clients and ledger.
+type world struct {
+	cfg    Config
+	rng    *rand.Rand
+	mu     sync.Mutex // guards rng and ledger
+	db     *dynamodb.Client
+	table  string
+	ns     string
+	proxy  *faultproxy.Proxy
+	report *Report
+	log    io.Writer
+	ledger map[pair]*account
+	t0     time.Time // setup began: no bucket is older
+	start  time.Time
+	end    time.Time
+}
+
+// account is what the clients of one pair were told.
+type account struct {
+	// applied is the consumption by limit (whole tokens) the clients were
+	// told was applied; uncertain bounds what a failed call may have
+	// applied (a lost response, a timeout, a failed commit).
+	applied, uncertain map[string]int64
+	// admitted counts rps tokens of successful acquires; returned, rps
+	// tokens given back by rollbacks.
+	admitted, returned int64
+}
+
+func (w *world) account(p pair) *account {
+	a := w.ledger[p]
+	if a == nil {
+		a = &account{applied: map[string]int64{}, uncertain: map[string]int64{}}
+		w.ledger[p] = a
+	}
+	return a
+}
+
+// setup writes the limits, entities and access settings, with no faults.
+func (w *world) setup(ctx context.Context) error {
+	w.t0 = time.Now()
+	w.ledger = map[pair]*account{}
+	ctl := control.New(w.db, w.table, control.Options{})
+	for res, ls := range resourceLimits() {
+		if _, err := ctl.SetResourceLimits(ctx, w.ns, res, ls, "soak"); err != nil {
+			return err
+		}
+	}
+	if _, err := ctl.CreateEntity(ctx, w.ns, "team", config.EntityOptions{}, "soak"); err != nil {
+		return err
+	}
+	for _, child := range []string{"team-a", "team-b"} {
+		if _, err := ctl.CreateEntity(ctx, w.ns, child, config.EntityOptions{ParentID: "team", Cascade: true}, "soak"); err != nil {
+			return err
+		}
+	}
+	if _, err := ctl.SetAccess(ctx, w.ns, "vip", resChat, config.AccessBypass, "soak"); err != nil {
+		return err
+	}
+	if _, err := ctl.SetAccess(ctx, w.ns, "banned", resChat, config.AccessDisabled, "soak"); err != nil {
+		return err
+	}
+	// "hot" gets 4 shards on chat: its shard 0, made by a zero acquire,
+	// then its count raised as a doubling would.
+	lim, err := limiter.New(w.db, w.table, w.ns, limiter.Options{})
+	if err != nil {
+		return err
+	}
+	if _, err := lim.Acquire(ctx, "hot", resChat, limiter.Consume{"rps": 0, "tps": 0}); err != nil {
+		return err
+	}
+	_, err = w.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(w.table),
+		Key:                       schema.BucketKey(w.ns, "hot", resChat, 0).AttributeValues(),
+		UpdateExpression:          aws.String("SET shard_count = :s"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":s": schema.Num(4)}})
+	return err
+}
+
+// injectFaults adds the configured fault rules to the proxy, counting what
+// fires.
+func (w *world) injectFaults() {
+	f := w.cfg.Faults
+	count := func(kind string) func(string) {
+		return func(string) {
+			w.mu.Lock()
+			w.report.Faults[kind]++
+			w.mu.Unlock()
+		}
+	}
+	write := func(op string, _ []byte) bool {
+		return op == "UpdateItem" || op == "PutItem" || op == "TransactWriteItems"
+	}
+	for _, r := range []struct {
+		kind string
+		rule faultproxy.Rule
+	}{
+		{"throttle", faultproxy.Rule{Fault: faultproxy.ProvisionedThroughputExceeded(), Rate: f.Throttle}},
+		{"5xx", faultproxy.Rule{Fault: faultproxy.InternalServerError(), Rate: f.ServerError}},
+		{"conflict", faultproxy.Rule{Operation: "TransactWriteItems", Fault: faultproxy.TransactionConflict(), Rate: f.Conflict}},
+		{"timeout", faultproxy.Rule{Fault: faultproxy.Delay(3 * opTimeout), Rate: f.Timeout}},
+		{"lost response", faultproxy.Rule{Match: write, Fault: faultproxy.AfterForward(faultproxy.InternalServerError()), Rate: f.LostResponse}},
+	} {
+		if r.rule.Rate <= 0 {
+			continue
+		}
+		r.rule.OnFire = count(r.kind)
+		w.proxy.Add(r.rule)
+	}
+}
+
+// creditLog counts the limiter's warnings that a cascade refund failed: a
+// best-effort credit whose failure the caller never sees (it was told 429)
+// and which leaves the refunded tokens in tc. Everything else is dropped.
+type creditLog struct{ w *world }
+
+func (creditLog) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+func (h creditLog) Handle(_ context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, "cascade refund failed") {
+		h.w.count(func(rep *Report) { rep.CreditsLost++ })
+	}
+	return nil
+}
+func (h creditLog) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h creditLog) WithGroup(string) slog.Handler      { return h }
+
+// opTimeout bounds every limiter call of the load.
+const opTimeout = 2 * time.Second
+
+// load runs the goroutines for the configured duration.
+func (w *world) load(ctx context.Context, f *follower) error {
+	lims := make([]*limiter.Limiter, w.cfg.Limiters)
+	for i := range lims {
+		var err error
+		// The SDK's default retries, as a service would configure them.
+		if lims[i], err = limiter.New(w.proxy.DynamoDB(), w.table, w.ns, limiter.Options{Logger: slog.New(creditLog{w})}); err != nil {
+			return err
+		}
+	}
+	// presser is one more process, new, whose draw always lands on shard 0.
+	presser, err := limiter.New(w.db, w.table, w.ns, limiter.Options{Rand: func(int) int { return 0 }})
+	if err != nil {
+		return err
+	}
+	pairs := w.pairs()
+	// What the limits admit per second over the pairs, times Over, spread
+	// over the goroutines.
+	var admits float64
+	for _, p := range pairs {
+		admits += float64(rpsOf(p.resource))
+	}
+	interval := time.Duration(float64(time.Second) * float64(w.cfg.Goroutines) / (admits * w.cfg.Over))
+	w.start = time.Now()
+	deadline := w.start.Add(w.cfg.Duration)
+	restarts := w.restartTimes()
+	var wg sync.WaitGroup
+	var panics atomic.Int64
+	for g := range w.cfg.Goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if v := recover(); v != nil {
+					panics.Add(1)
+					fmt.Fprintf(w.log, "soak: goroutine %d panicked: %v\n", g, v)
+				}
+			}()
+			lim := lims[g%len(lims)]
+			next := w.start.Add(time.Duration(w.intn(int(interval))))
+			for {
+				if d := time.Until(next); d > 0 {
+					time.Sleep(d)
+				}
+				if time.Now().After(deadline) || ctx.Err() != nil {
+					return
+				}
+				w.step(ctx, lim, pairs[w.intn(len(pairs))])
+				next = next.Add(interval)
+			}
+		}()
+	}
+	// The aggregator is stopped and restarted at the planned instants; a
+	// rogue writer poisons the stream half way; at a third of the run the
+	// hot pair's write capacity runs out, so that it doubles to 8 shards.
+	poisoned, pressed := false, false
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if !pressed && time.Since(w.start) > w.cfg.Duration/3 {
+			pressed = true
+			if err := w.pressure(ctx, presser); err != nil {
+				return err
+			}
+		}
+		if len(restarts) > 0 && time.Now().After(restarts[0]) {
+			restarts = restarts[1:]
+			f.restart(ctx)
+		}
+		if !poisoned && time.Since(w.start) > w.cfg.Duration/2 {
+			poisoned = true
+			if err := w.poison(ctx); err != nil {
+				return err
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	wg.Wait()
+	w.end = time.Now()
+	w.report.Panics = panics.Load()
+	return ctx.Err()
+}
+
+func rpsOf(resource string) int64 {
+	if resource == resImage {
+		return rate / 2
+	}
+	return rate
+}
+
+// pairs are the (entity, resource) pairs the load draws from.
+func (w *world) pairs() []pair {
+	var ps []pair
+	for _, e := range entities {
+		for _, r := range []string{resChat, resImage, resEmbed} {
+			ps = append(ps, pair{e, r})
+		}
+	}
+	return ps
+}
+
+// restartTimes spreads the aggregator's restarts over the run.
+func (w *world) restartTimes() []time.Time {
+	var ts []time.Time
+	for i := range max(w.cfg.Restarts, 0) {
+		frac := (float64(i) + 0.2 + 0.6*w.float()) / float64(w.cfg.Restarts)
+		ts = append(ts, w.start.Add(time.Duration(frac*float64(w.cfg.Duration))))
+	}
+	return ts
+}
+
+func (w *world) intn(n int) int {
+	if n <= 0 {
+		return 0
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.rng.IntN(n)
+}
+
+func (w *world) float() float64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.rng.Float64()
+}
+
+// step is one client request: an acquire, then (when admitted) a commit
+// as it is, a commit after adjusting tps, or a rollback.
+func (w *world) step(ctx context.Context, lim *limiter.Limiter, p pair) {
+	consume := limiter.Consume{"rps": 1}
+	if p.resource != resImage {
+		consume["tps"] = int64(1 + w.intn(60))
+	}
+	actx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	lease, err := lim.Acquire(actx, p.entity, p.resource, consume)
+	var rle *limiter.RateLimitExceeded
+	var dis *limiter.ResourceDisabled
+	switch {
+	case err == nil && lease.Degraded():
+		w.count(func(r *Report) { r.Degraded++ })
+		return
+	case err == nil:
+	case errors.As(err, &rle):
+		w.count(func(r *Report) { r.Rejected++ })
+		return
+	case errors.As(err, &dis):
+		w.count(func(r *Report) { r.Disabled++ })
+		return
+	default:
+		// Unavailable, or the deadline: the write may have landed.
+		w.record(lease, p, consume, 0, func(a *account, limit string, n int64) { a.uncertain[limit] += n })
+		w.count(func(r *Report) { r.Errors[errorKind(err)]++ })
+		return
+	}
+	w.record(lease, p, consume, 1, func(a *account, limit string, n int64) { a.applied[limit] += n })
+	w.count(func(r *Report) { r.Admitted++ })
+	cctx, ccancel := context.WithTimeout(ctx, opTimeout)
+	defer ccancel()
+	switch roll := w.intn(10); {
+	case roll == 0: // rollback
+		err := lease.Rollback(cctx)
+		w.mu.Lock()
+		for _, e := range chain(lease) {
+			a := w.account(pair{e, p.resource})
+			for name, n := range consume {
+				if err != nil {
+					a.uncertain[name] += n
+				} else {
+					a.applied[name] -= n
+				}
+			}
+			if err == nil {
+				a.returned += consume["rps"]
+			}
+		}
+		w.mu.Unlock()
+		w.count(func(r *Report) { r.Rollbacks++ })
+	case roll < 4 && consume["tps"] > 0: // adjust tps, then commit
+		delta := int64(w.intn(80)) - 40
+		if err := lease.Adjust("tps", delta); err != nil {
+			w.count(func(r *Report) { r.Errors["adjust: "+err.Error()]++ })
+			return
+		}
+		err := lease.Commit(cctx)
+		w.mu.Lock()
+		for _, e := range chain(lease) {
+			a := w.account(pair{e, p.resource})
+			if err != nil {
+				a.uncertain["tps"] += abs(delta)
+			} else {
+				a.applied["tps"] += delta
+			}
+		}
+		w.mu.Unlock()
+		w.count(func(r *Report) { r.Adjusted++ })
+	default:
+		if err := lease.Commit(cctx); err != nil {
+			w.count(func(r *Report) { r.Errors["commit: "+errorKind(err)]++ })
+		}
+	}
+}
+
+// chain is the entities a lease debited: the entity and its cascade parent.
+func chain(l *limiter.Lease) []string {
+	if p := l.Parent(); p != "" {
+		return []string{l.Entity(), p}
+	}
+	return []string{l.Entity()}
+}
+
+// record books consume on the pair's entity and, when the lease (or, for a
+// failed acquire, the workload) says so, on the cascade parent. admitted
+// counts rps admissions.
+func (w *world) record(lease *limiter.Lease, p pair, consume limiter.Consume, admitted int64, book func(*account, string, int64)) {
+	ents := []string{p.entity}
+	switch {
+	case lease != nil:
+		ents = chain(lease)
+	case p.entity == "team-a" || p.entity == "team-b":
+		ents = append(ents, "team") // a failed cascade may have reached the parent
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, e := range ents {
+		a := w.account(pair{e, p.resource})
+		for name, n := range consume {
+			book(a, name, n)
+		}
+		a.admitted += admitted * consume["rps"]
+	}
+}
+
+func (w *world) count(f func(*Report)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	f(w.report)
+}
+
+func errorKind(err error) string {
+	var un *limiter.RateLimiterUnavailable
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "deadline"
+	case errors.As(err, &un):
+		return "unavailable"
+	}
+	return fmt.Sprintf("%T", err)
+}
+
+func abs(n int64) int64 {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
+// pressure puts the wcu of the hot pair's shard 0 about 50 writes in debt
+// after the refill it has earned since rf, as a partition hammered by more
+// writes than it takes would be (it recovers in about 50 ms), and at once
+// sends one request there: the limiter doubles the shard count
+// (docs/design.md §5), 4 to 8, and the load goes on over the new shards.
+// Nothing else on the item changes: the write is pinned on rf.
+func (w *world) pressure(ctx context.Context, lim *limiter.Limiter) error {
+	key := schema.BucketKey(w.ns, "hot", resChat, 0).AttributeValues()
+	for range 10 {
+		got, err := w.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(w.table), Key: key, ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			return err
+		}
+		img, err := bucket.DecodeImage(got.Item)
+		if err != nil {
+			return err
+		}
+		// wcu refills 1000 tokens a second: 1000 millitokens a millisecond.
+		debt := -(time.Now().UnixMilli()-img.RF+50)*1000 - 50_000
+		_, err = w.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(w.table), Key: key,
+			UpdateExpression:          aws.String("SET #w = :debt"),
+			ConditionExpression:       aws.String("#rf = :rf"),
+			ExpressionAttributeNames:  map[string]string{"#w": schema.BucketAttr(schema.WCULimit, schema.LimitTokens), "#rf": schema.AttrRF},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":debt": schema.Num(debt), ":rf": schema.Num(img.RF)},
+		})
+		var ccf *types.ConditionalCheckFailedException
+		if errors.As(err, &ccf) {
+			continue // rf moved meanwhile: read again
+		}
+		if err == nil {
+			w.step(ctx, lim, pair{"hot", resChat})
+		}
+		return err
+	}
+	return errors.New("soak: the hot shard's rf kept moving")
+}
+
+// poison writes malformed bucket items, as a rogue writer would: their
+// stream records are not decodable bucket images.
+func (w *world) poison(ctx context.Context) error {
+	for i := range max(w.cfg.Poison, 0) {
+		k := schema.BucketKey(w.ns, fmt.Sprintf("rogue-%d", i), resChat, 0)
+		it := k.AttributeValues()
+		it[schema.AttrEntityID] = &types.AttributeValueMemberS{Value: fmt.Sprintf("rogue-%d", i)}
+		it[schema.AttrResource] = &types.AttributeValueMemberS{Value: resChat}
+		it[schema.BucketAttr("rps", schema.LimitConsumed)] = &types.AttributeValueMemberS{Value: "not a number"}
+		it[schema.BucketAttr("rps", schema.LimitTokens)] = &types.AttributeValueMemberL{}
+		if _, err := w.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(w.table), Item: it}); err != nil {
+			return err
+		}
+	}
+	w.report.Poisoned = max(w.cfg.Poison, 0)
+	return nil
+}

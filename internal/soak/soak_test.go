@@ -1,0 +1,35 @@
+package soak_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
+	"github.com/zae-limiter/zae-limiter-go/internal/soak"
+)
+
+func TestMain(m *testing.M) { ddbtest.Main(m) }
+
+// TestSoakShort is `make soak` in 20 seconds with a fixed seed and every
+// fault kind on: every check must hold.
+func TestSoakShort(t *testing.T) {
+	tbl := ddbtest.NewTable(t) // starts (or finds) the emulator
+	var log bytes.Buffer
+	r, err := soak.Run(context.Background(), tbl.Endpoint, soak.Config{
+		Duration: 20 * time.Second, Seed: 7, Faults: soak.DefaultFaults(),
+	}, &log)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	var out bytes.Buffer
+	r.WriteTable(&out)
+	t.Log("\n" + out.String())
+	if !r.OK() {
+		t.Fatalf("a check failed:\n%s%s", out.String(), log.String())
+	}
+	if r.Admitted == 0 || r.Rejected == 0 || r.Restarts == 0 || r.StreamRecords == 0 || r.HotShards < 8 {
+		t.Fatalf("the run did not exercise the system:\n%s", out.String())
+	}
+}
