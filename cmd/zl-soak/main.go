@@ -46,14 +46,7 @@ func main() {
 func run(ctx context.Context, cfg soak.Config) error {
 	endpoint := os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")
 	if endpoint == "" {
-		dir, err := ddblocal.DefaultDir()
-		if err != nil {
-			return err
-		}
-		if err := ddblocal.Install(ctx, dir); err != nil {
-			return err
-		}
-		srv, err := ddblocal.Start(ctx, ddblocal.Options{Dir: dir})
+		srv, err := ddblocal.StartDefault(ctx)
 		if err != nil {
 			return err
 		}

@@ -255,3 +255,17 @@ func tail(path string) string {
 	}
 	return s
 }
+
+// StartDefault installs DynamoDB Local into DefaultDir when it is not there
+// yet and starts it on a free port: what `make run` and `make soak` do when
+// no endpoint is given.
+func StartDefault(ctx context.Context) (*Server, error) {
+	dir, err := DefaultDir()
+	if err != nil {
+		return nil, err
+	}
+	if err := Install(ctx, dir); err != nil {
+		return nil, err
+	}
+	return Start(ctx, Options{Dir: dir})
+}

@@ -55,14 +55,7 @@ func Run(ctx context.Context, out io.Writer, o Options) error {
 	}
 	endpoint := o.Endpoint
 	if endpoint == "" {
-		dir, err := ddblocal.DefaultDir()
-		if err != nil {
-			return err
-		}
-		if err := ddblocal.Install(ctx, dir); err != nil {
-			return err
-		}
-		srv, err := ddblocal.Start(ctx, ddblocal.Options{Dir: dir})
+		srv, err := ddblocal.StartDefault(ctx)
 		if err != nil {
 			return err
 		}
