@@ -437,12 +437,14 @@ func abs(n int64) int64 {
 	return n
 }
 
-// pressure puts the wcu of the hot pair's shard 0 about 50 writes in debt
-// after the refill it has earned since rf, as a partition hammered by more
-// writes than it takes would be (it recovers in about 50 ms), and at once
-// sends one request there: the limiter doubles the shard count
-// (docs/design.md §5), 4 to 8, and the load goes on over the new shards.
-// Nothing else on the item changes: the write is pinned on rf.
+// pressure puts the wcu of the hot pair's shard 0 a second of writes in
+// debt after the refill it has earned since rf, as a partition hammered by
+// more writes than it takes would be (it recovers in about a second: time
+// enough on a loaded machine), and at once sends one request there. The
+// limiter doubles the shard count (docs/design.md §5), 4 to 8 (or further,
+// when more requests land on the short shard within that second), and the
+// load goes on over the new shards. Nothing else on the item changes: the
+// write is pinned on rf.
 func (w *world) pressure(ctx context.Context, lim *limiter.Limiter) error {
 	key := schema.BucketKey(w.ns, "hot", resChat, 0).AttributeValues()
 	for range 10 {
@@ -455,7 +457,7 @@ func (w *world) pressure(ctx context.Context, lim *limiter.Limiter) error {
 			return err
 		}
 		// wcu refills 1000 tokens a second: 1000 millitokens a millisecond.
-		debt := -(time.Now().UnixMilli()-img.RF+50)*1000 - 50_000
+		debt := -(time.Now().UnixMilli() - img.RF + 1000) * 1000
 		_, err = w.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(w.table), Key: key,
 			UpdateExpression:          aws.String("SET #w = :debt"),
 			ConditionExpression:       aws.String("#rf = :rf"),
