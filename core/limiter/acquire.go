@@ -106,28 +106,35 @@ func (l *Limiter) Acquire(ctx context.Context, entity, resource string, consume 
 		return nil, err
 	}
 	lease, err := l.acquire(ctx, req)
+	if err == nil {
+		l.answered()
+		return lease, nil
+	}
 	if rle, ok := err.(*RateLimitExceeded); ok && rle.Local {
 		return nil, err // the common repeat verdict: no reflection on the hot path
 	}
-	if err != nil && isInfrastructure(ctx, err) {
+	if isInfrastructure(ctx, err) {
 		l.degraded.Store(true)
 		return l.unavailable(ctx, req, err)
 	}
-	if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) && !isVerdict(err) {
+	if ctx.Err() != nil && !errors.Is(err, ctx.Err()) && !isVerdict(err) {
 		// The caller's context ended while a call was failing: the
 		// caller's own error, with the failure it cut short.
 		return nil, fmt.Errorf("limiter: acquire: %w (after: %w)", ctx.Err(), err)
 	}
-	var rle *RateLimitExceeded
-	switch {
-	case errors.As(err, &rle) && rle.Local:
-	case rle != nil:
+	if rle := (*RateLimitExceeded)(nil); errors.As(err, &rle) && !rle.Local {
 		l.stats.serverRejections.Add(1)
-		l.degraded.Store(false)
-	case err == nil:
-		l.degraded.Store(false)
+		l.answered()
 	}
 	return lease, err
+}
+
+// answered clears the degraded flag once DynamoDB has decided an acquire;
+// it writes the shared flag only when it is set.
+func (l *Limiter) answered() {
+	if l.degraded.Load() {
+		l.degraded.Store(false)
+	}
 }
 
 // isVerdict reports a 429 or a 403.
@@ -140,10 +147,8 @@ func isVerdict(err error) bool {
 // but a verdict (rate limit, disabled), bad input, an unsupported shape, or
 // the caller's own context ending.
 func isInfrastructure(ctx context.Context, err error) bool {
-	var disabled *ResourceDisabled
 	switch {
-	case ctx.Err() != nil,
-		IsRateLimitError(err), errors.As(err, &disabled), IsValidationError(err),
+	case ctx.Err() != nil, isVerdict(err), IsValidationError(err),
 		errors.Is(err, errPhase2), config.IsUnsupported(err):
 		return false
 	}

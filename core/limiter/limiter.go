@@ -81,7 +81,7 @@ type Options struct {
 	// Logger receives warnings (default slog.Default()). Entity ids are
 	// never logged at warning level or above.
 	Logger *slog.Logger
-	// Sleep waits between transaction-conflict retries (default a timer
+	// Sleep waits between transaction-conflict and throttle retries (default a timer
 	// that honours ctx). Tests inject one that does not sleep.
 	Sleep func(ctx context.Context, d time.Duration) error
 }

@@ -94,24 +94,18 @@ func (l *Limiter) judgeShard(req *request, img *bucket.Image, now int64) (short,
 	if img.Bypass.Present || img.Phase2() || len(req.declared) > maxLocalLimits {
 		return false, false, 0, false
 	}
+	if req.override != nil {
+		for _, d := range req.declared {
+			if li := img.Limit(d.Name); li != nil && overrideDiffers(req.override, d.Name, li) {
+				return false, true, 0, false
+			}
+		}
+	}
 	var lbuf [maxLocalLimits]bucket.ImageLimit
 	var sbuf [maxLocalLimits]bucket.Status
-	limits := lbuf[:0]
-	for _, d := range req.declared {
-		li := img.Limit(d.Name)
-		if li == nil || !li.Present() {
-			return false, false, 0, false // the slow path seeds it
-		}
-		if req.override != nil && overrideDiffers(req.override, d.Name, li) {
-			return false, true, 0, false
-		}
-		// Any soft stamp, live or expired, keeps the limit out of the
-		// verdict (docs/design.md §10).
-		limits = append(limits, li.ImageLimit(d.Amount, li.Soft.Present))
-	}
-	satisfy, statuses := bucket.WouldRefillSatisfy(sbuf[:0], limits, img.RF, max(img.ShardCount, 1), now)
-	if satisfy {
-		return false, false, 0, false
+	_, statuses, satisfy, ok := project(req, img, now, &lbuf, &sbuf)
+	if !ok || satisfy {
+		return false, false, 0, false // a missing limit: the slow path seeds it
 	}
 	for _, s := range statuses {
 		if s.Exceeded {
@@ -120,6 +114,23 @@ func (l *Limiter) judgeShard(req *request, img *bucket.Image, now int64) (short,
 		}
 	}
 	return true, false, wait, waitNever
+}
+
+// project builds req's declared limits from img — any soft stamp, live or
+// expired, keeps a limit out of the verdict (docs/design.md §10) — and
+// projects them to now with the refill arithmetic. ok is false when the
+// item lacks a declared limit. len(req.declared) ≤ maxLocalLimits.
+func project(req *request, img *bucket.Image, now int64, lbuf *[maxLocalLimits]bucket.ImageLimit, sbuf *[maxLocalLimits]bucket.Status) (limits []bucket.ImageLimit, statuses []bucket.Status, satisfy, ok bool) {
+	limits = lbuf[:0]
+	for _, d := range req.declared {
+		li := img.Limit(d.Name)
+		if li == nil || !li.Present() {
+			return nil, nil, false, false
+		}
+		limits = append(limits, li.ImageLimit(d.Amount, li.Soft.Present))
+	}
+	satisfy, statuses = bucket.WouldRefillSatisfy(sbuf[:0], limits, img.RF, max(img.ShardCount, 1), now)
+	return limits, statuses, satisfy, true
 }
 
 // overrideDiffers reports a WithLimits override whose parameters for name
@@ -181,18 +192,12 @@ func (l *Limiter) parentSteer(req *request, parent string, count int64) shardSet
 // localRejection builds the error of a local rejection from the best short
 // shard of entity's judgement.
 func (l *Limiter) localRejection(req *request, entity string, j pairJudgement, now int64) *RateLimitExceeded {
-	img := j.bestImg
 	var lbuf [maxLocalLimits]bucket.ImageLimit
 	var sbuf [maxLocalLimits]bucket.Status
-	limits := lbuf[:0]
-	for _, d := range req.declared {
-		li := img.Limit(d.Name)
-		if li == nil {
-			return nil
-		}
-		limits = append(limits, li.ImageLimit(d.Amount, li.Soft.Present))
+	limits, statuses, _, ok := project(req, j.bestImg, now, &lbuf, &sbuf)
+	if !ok {
+		return nil
 	}
-	_, statuses := bucket.WouldRefillSatisfy(sbuf[:0], limits, img.RF, max(img.ShardCount, 1), now)
 	e := newLocalRejection(len(req.declared))
 	r := *req
 	r.entity = entity

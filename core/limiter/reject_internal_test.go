@@ -393,3 +393,13 @@ func BenchmarkLocalRejection(b *testing.B) {
 	el := time.Since(t0)
 	b.ReportMetric(float64(b.N)/el.Seconds()/float64(runtime.GOMAXPROCS(0)), "rejections/s/core")
 }
+
+// lookup (tests) returns one shard's state when it was stored less than ttl ago.
+func (c *rejectionCache) lookup(k shardKey) *bucket.Image {
+	var states [schema.MaxShardCount]*bucket.Image
+	if k.shard < 0 || k.shard >= schema.MaxShardCount {
+		return nil
+	}
+	c.trusted(k.entity, k.resource, k.shard+1, &states)
+	return states[k.shard]
+}

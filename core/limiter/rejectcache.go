@@ -134,16 +134,6 @@ func (c *rejectionCache) trusted(entity, resource string, count int, dst *[schem
 	}
 }
 
-// lookup returns one shard's state when it was stored less than ttl ago.
-func (c *rejectionCache) lookup(k shardKey) *bucket.Image {
-	var states [schema.MaxShardCount]*bucket.Image
-	if k.shard < 0 || k.shard >= schema.MaxShardCount {
-		return nil
-	}
-	c.trusted(k.entity, k.resource, k.shard+1, &states)
-	return states[k.shard]
-}
-
 // forget drops the shard's state: this process is crediting it.
 func (c *rejectionCache) forget(k shardKey) {
 	if c == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -75,14 +76,14 @@ func BenchmarkRejectionCache(b *testing.B) {
 			name string
 			ttl  time.Duration
 		}{{"cache-off", -1}, {"cache-on", 0}} {
-			b.Run(fmtOver(over)+"/"+cache.name, func(b *testing.B) {
+			b.Run(strconv.Itoa(over)+"x"+"/"+cache.name, func(b *testing.B) {
 				var m benchkit.Meter
 				fw := &failedWrites{DB: benchkit.Metered(tbl.DB, &m)}
 				lim, err := limiter.New(fw, tbl.Name, benchNS, limiter.Options{RejectionCacheTTL: cache.ttl})
 				if err != nil {
 					b.Fatal(err)
 				}
-				entity := "hot-" + fmtOver(over) + "-" + cache.name
+				entity := "hot-" + strconv.Itoa(over) + "x" + "-" + cache.name
 				// Create the bucket first: the run measures the steady state.
 				if _, err := lim.Acquire(context.Background(), entity, "rc", limiter.Consume{"rps": 0}); err != nil {
 					b.Fatal(err)
@@ -143,11 +144,4 @@ func BenchmarkRejectionCache(b *testing.B) {
 			})
 		}
 	}
-}
-
-func fmtOver(x int) string {
-	if x == 2 {
-		return "2x"
-	}
-	return "20x"
 }

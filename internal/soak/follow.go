@@ -33,15 +33,15 @@ type follower struct {
 	dropped []string // records given to the on-failure handler
 }
 
-func newFollower(w *world, streams streampoll.StreamsAPI, arn string) *follower {
+func newFollower(w *world, streams streampoll.StreamsAPI, arn string) (*follower, error) {
 	log := slog.New(slog.DiscardHandler)
 	agg, err := aggregator.New(w.db, aggregator.Config{TableName: w.table}, aggregator.Options{
 		Logger: log, Maintainer: maintenance.New(w.db, w.table, maintenance.Options{Logger: log}),
 	})
 	if err != nil {
-		panic(err) // the config is the package's own
+		return nil, err
 	}
-	return &follower{w: w, streams: streams, arn: arn, agg: agg}
+	return &follower{w: w, streams: streams, arn: arn, agg: agg}, nil
 }
 
 func (f *follower) poller() (*streampoll.Poller, error) {
@@ -64,10 +64,10 @@ func (f *follower) poller() (*streampoll.Poller, error) {
 }
 
 // start runs a poller until stop or restart.
-func (f *follower) start(ctx context.Context) {
+func (f *follower) start(ctx context.Context) error {
 	p, err := f.poller()
 	if err != nil {
-		panic(err)
+		return err
 	}
 	pctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -83,6 +83,7 @@ func (f *follower) start(ctx context.Context) {
 			}
 		}
 	}()
+	return nil
 }
 
 // stop kills the poller mid-batch if it is in one.
@@ -97,10 +98,10 @@ func (f *follower) stop() {
 }
 
 // restart stops the poller hard and starts a new one.
-func (f *follower) restart(ctx context.Context) {
+func (f *follower) restart(ctx context.Context) error {
 	f.stop()
 	f.w.count(func(r *Report) { r.Restarts++ })
-	f.start(ctx)
+	return f.start(ctx)
 }
 
 // drain delivers everything in the stream with a fresh poller (so from the

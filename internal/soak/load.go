@@ -208,6 +208,8 @@ func (w *world) load(ctx context.Context, f *follower) error {
 	w.start = time.Now()
 	deadline := w.start.Add(w.cfg.Duration)
 	restarts := w.restartTimes()
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	defer stopLoad()
 	var wg sync.WaitGroup
 	var panics atomic.Int64
 	for g := range w.cfg.Goroutines {
@@ -226,17 +228,30 @@ func (w *world) load(ctx context.Context, f *follower) error {
 				if d := time.Until(next); d > 0 {
 					time.Sleep(d)
 				}
-				if time.Now().After(deadline) || ctx.Err() != nil {
+				if time.Now().After(deadline) || loadCtx.Err() != nil {
 					return
 				}
-				w.step(ctx, lim, pairs[w.intn(len(pairs))])
+				w.step(loadCtx, lim, pairs[w.intn(len(pairs))])
 				next = next.Add(interval)
 			}
 		}()
 	}
-	// The aggregator is stopped and restarted at the planned instants; a
-	// rogue writer poisons the stream half way; at a third of the run the
-	// hot pair's write capacity runs out, so that it doubles to 8 shards.
+	err = w.drive(ctx, f, presser, restarts, deadline)
+	stopLoad() // an error ends the load early
+	wg.Wait()
+	w.end = time.Now()
+	w.report.Panics = panics.Load()
+	if err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// drive does the run's scheduled events until the deadline: the hot pair's
+// wcu runs out at a third of the run, the aggregator is stopped and
+// restarted at the planned instants, and a rogue writer poisons the stream
+// half way.
+func (w *world) drive(ctx context.Context, f *follower, presser *limiter.Limiter, restarts []time.Time, deadline time.Time) error {
 	poisoned, pressed := false, false
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		if !pressed && time.Since(w.start) > w.cfg.Duration/3 {
@@ -247,7 +262,9 @@ func (w *world) load(ctx context.Context, f *follower) error {
 		}
 		if len(restarts) > 0 && time.Now().After(restarts[0]) {
 			restarts = restarts[1:]
-			f.restart(ctx)
+			if err := f.restart(ctx); err != nil {
+				return err
+			}
 		}
 		if !poisoned && time.Since(w.start) > w.cfg.Duration/2 {
 			poisoned = true
@@ -257,10 +274,7 @@ func (w *world) load(ctx context.Context, f *follower) error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	wg.Wait()
-	w.end = time.Now()
-	w.report.Panics = panics.Load()
-	return ctx.Err()
+	return nil
 }
 
 func rpsOf(resource string) int64 {

@@ -117,8 +117,13 @@ func Run(ctx context.Context, endpoint string, cfg Config, log io.Writer) (*Repo
 		return nil, fmt.Errorf("soak: setup: %w", err)
 	}
 	w.injectFaults()
-	follower := newFollower(w, ddblocal.Streams(endpoint), aws.ToString(desc.LatestStreamArn))
-	follower.start(ctx)
+	follower, err := newFollower(w, ddblocal.Streams(endpoint), aws.ToString(desc.LatestStreamArn))
+	if err != nil {
+		return nil, err
+	}
+	if err := follower.start(ctx); err != nil {
+		return nil, err
+	}
 	fmt.Fprintf(log, "soak: seed %d, table %s, %d goroutines over %d limiters for %s\n",
 		cfg.Seed, table, cfg.Goroutines, cfg.Limiters, cfg.Duration)
 	if err := w.load(ctx, follower); err != nil {
