@@ -11,6 +11,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.74.0
 	github.com/aws/aws-sdk-go-v2/service/dynamodbstreams v1.48.0
 	github.com/aws/smithy-go v1.28.9
+	go.yaml.in/yaml/v3 v3.0.6
 )
 
 require (

@@ -1,0 +1,549 @@
+package manifest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/limit"
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
+)
+
+// Style is the spelling of a manifest's field names.
+type Style uint8
+
+const (
+	// SnakeCase is the file and CLI form: `refill_amount`.
+	SnakeCase Style = iota
+	// PascalCase is the CloudFormation form: `RefillAmount`.
+	PascalCase
+)
+
+// field is one field name in both spellings.
+type field struct{ snake, pascal string }
+
+func (f field) in(s Style) string {
+	if s == PascalCase {
+		return f.pascal
+	}
+	return f.snake
+}
+
+var (
+	fNamespace     = field{"namespace", "Namespace"}
+	fNamespaceID   = field{"namespace_id", "NamespaceId"}
+	fTableName     = field{"table_name", "TableName"}
+	fServiceToken  = field{"service_token", "ServiceToken"}
+	fSystem        = field{"system", "System"}
+	fResources     = field{"resources", "Resources"}
+	fEntities      = field{"entities", "Entities"}
+	fLimits        = field{"limits", "Limits"}
+	fOnUnavailable = field{"on_unavailable", "OnUnavailable"}
+	fDisabled      = field{"disabled", "Disabled"}
+	fCascade       = field{"cascade", "Cascade"}
+	fCapacity      = field{"capacity", "Capacity"}
+	fBurst         = field{"burst", "Burst"}
+	fRefillAmount  = field{"refill_amount", "RefillAmount"}
+	fRefillPeriod  = field{"refill_period", "RefillPeriod"}
+	fSoft          = field{"soft", "Soft"}
+	fSchedule      = field{"schedule", "Schedule"}
+	fResetSchedule = field{"reset_schedule", "ResetSchedule"}
+	fResetAfter    = field{"reset_after", "ResetAfter"}
+	fInherit       = field{"inherit_limits", "InheritLimits"}
+	fExclude       = field{"exclude_limits", "ExcludeLimits"}
+	fPatch         = field{"patch_limits", "PatchLimits"}
+)
+
+// Reasons for fields this version refuses (docs/decisions.md P32).
+const (
+	reasonPhase2 = "schedules and reset_after are not supported by this version (phase 1); remove the field"
+	reasonMerge  = "config merge attributes (inherit_limits, exclude_limits, patch_limits) are refused: limits resolve first-level-wins"
+	reasonSystem = "is not allowed at system level: access and cascade are set on resources and entities"
+)
+
+// FromProperties decodes the ResourceProperties of a limits custom resource:
+// PascalCase names, every scalar a string (native values are accepted
+// unchanged). `ServiceToken` is ignored; `Namespace` defaults to "default".
+// A bad manifest is an *InvalidManifestError listing every problem.
+func FromProperties(props map[string]any) (*Manifest, error) {
+	return decode(props, PascalCase, true)
+}
+
+// FromDocument decodes the snake_case form (a parsed YAML or JSON file, or
+// the manifest of a CLI invocation). `namespace` is required.
+func FromDocument(doc map[string]any) (*Manifest, error) {
+	return decode(doc, SnakeCase, false)
+}
+
+func decode(in map[string]any, s Style, cfn bool) (*Manifest, error) {
+	d := &decoder{style: s}
+	m := d.manifest(in, cfn)
+	if len(d.problems) > 0 {
+		return nil, &InvalidManifestError{Problems: d.problems}
+	}
+	return m, nil
+}
+
+// decoder collects problems while it walks a manifest.
+type decoder struct {
+	style    Style
+	problems []Problem
+}
+
+func (d *decoder) add(path, format string, args ...any) {
+	d.problems = append(d.problems, Problem{Path: path, Message: fmt.Sprintf(format, args...)})
+}
+
+func (d *decoder) name(f field) string { return f.in(d.style) }
+
+func join(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+// object checks that v is a map (nil is an empty one) and that it holds
+// only allowed keys; refused keys get their own reason. It returns the
+// map's keys in sorted order.
+func (d *decoder) object(path string, v any, allowed []field, refused map[field]string) (map[string]any, bool) {
+	m, ok := d.mapping(path, v)
+	if !ok {
+		return nil, false
+	}
+	for _, k := range sortedKeys(m) {
+		if slicesContainsField(allowed, k, d.style) {
+			continue
+		}
+		if reason, bad := refusedReason(refused, k, d.style); bad {
+			d.add(join(path, k), "%s", reason)
+			continue
+		}
+		d.add(join(path, k), "unknown field%s", d.suggest(k, allowed))
+	}
+	return m, true
+}
+
+// mapping checks that v is a map whose keys are names (resources, entities,
+// limits); nil is an empty one.
+func (d *decoder) mapping(path string, v any) (map[string]any, bool) {
+	if v == nil {
+		return map[string]any{}, true
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		d.add(path, "must be a mapping, not %s", describe(v))
+		return nil, false
+	}
+	return m, true
+}
+
+func slicesContainsField(fs []field, k string, s Style) bool {
+	for _, f := range fs {
+		if f.in(s) == k {
+			return true
+		}
+	}
+	return false
+}
+
+func refusedReason(refused map[field]string, k string, s Style) (string, bool) {
+	for f, reason := range refused {
+		if f.in(s) == k {
+			return reason, true
+		}
+	}
+	return "", false
+}
+
+// suggest names the right spelling of a field written in the other style.
+func (d *decoder) suggest(k string, allowed []field) string {
+	for _, f := range allowed {
+		other := f.snake
+		if d.style == SnakeCase {
+			other = f.pascal
+		}
+		if other == k {
+			return " (did you mean " + strconv.Quote(f.in(d.style)) + "?)"
+		}
+	}
+	return ""
+}
+
+func sortedKeys(m map[string]any) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+func (d *decoder) manifest(in map[string]any, cfn bool) *Manifest {
+	top := []field{fNamespace, fNamespaceID, fTableName, fSystem, fResources, fEntities}
+	if cfn {
+		top = append(top, fServiceToken)
+	}
+	obj, ok := d.object("", in, top, nil)
+	if !ok {
+		return nil
+	}
+	m := &Manifest{}
+	m.Namespace, _ = d.str(d.name(fNamespace), obj[d.name(fNamespace)])
+	m.NamespaceID, _ = d.str(d.name(fNamespaceID), obj[d.name(fNamespaceID)])
+	m.TableName, _ = d.str(d.name(fTableName), obj[d.name(fTableName)])
+	switch {
+	case m.Namespace == "" && cfn:
+		m.Namespace = DefaultNamespace
+	case m.Namespace == "":
+		d.add(d.name(fNamespace), "is required")
+	}
+	if m.Namespace != "" {
+		if err := schema.ValidateNamespaceName(m.Namespace); err != nil {
+			d.add(d.name(fNamespace), "%s", reason(err))
+		}
+	}
+	if m.NamespaceID != "" {
+		if err := schema.ValidateNamespaceID(m.NamespaceID); err != nil {
+			d.add(d.name(fNamespaceID), "%s", reason(err))
+		}
+	}
+	if m.TableName != "" {
+		if err := schema.ValidateStackName(m.TableName); err != nil {
+			d.add(d.name(fTableName), "%s", reason(err))
+		}
+	}
+	if v, ok := obj[d.name(fSystem)]; ok {
+		m.System = d.system(d.name(fSystem), v)
+	}
+	m.Resources = map[string]Level{}
+	if res, ok := d.mapping(d.name(fResources), obj[d.name(fResources)]); ok {
+		for _, r := range sortedKeys(res) {
+			path := join(d.name(fResources), r)
+			if err := schema.ValidateResource(r); err != nil {
+				d.add(path, "%s", reason(err))
+				continue
+			}
+			m.Resources[r] = d.level(path, res[r])
+		}
+	}
+	m.Entities = map[string]Entity{}
+	if ents, ok := d.mapping(d.name(fEntities), obj[d.name(fEntities)]); ok {
+		for _, id := range sortedKeys(ents) {
+			path := join(d.name(fEntities), id)
+			if err := schema.ValidateEntityID(id); err != nil {
+				d.add(path, "%s", reason(err))
+				continue
+			}
+			m.Entities[id] = d.entity(path, ents[id])
+		}
+	}
+	return m
+}
+
+func (d *decoder) system(path string, v any) *System {
+	obj, ok := d.object(path, v, []field{fLimits, fOnUnavailable},
+		map[field]string{fDisabled: reasonSystem, fCascade: reasonSystem, fInherit: reasonMerge, fExclude: reasonMerge, fPatch: reasonMerge})
+	if !ok {
+		return nil
+	}
+	s := &System{Limits: d.limits(join(path, d.name(fLimits)), obj[d.name(fLimits)])}
+	p := join(path, d.name(fOnUnavailable))
+	if o, present := d.str(p, obj[d.name(fOnUnavailable)]); present {
+		if ou := config.OnUnavailable(o); ou.Valid() {
+			s.OnUnavailable = ou
+		} else {
+			d.add(p, "%s is not allow or block", strconv.Quote(o))
+		}
+	}
+	return s
+}
+
+func (d *decoder) entity(path string, v any) Entity {
+	obj, ok := d.object(path, v, []field{fResources}, nil)
+	e := Entity{Resources: map[string]Level{}}
+	if !ok {
+		return e
+	}
+	rpath := join(path, d.name(fResources))
+	res, ok := d.mapping(rpath, obj[d.name(fResources)])
+	if !ok {
+		return e
+	}
+	for _, r := range sortedKeys(res) {
+		p := join(rpath, r)
+		if err := schema.ValidateConfigScope(r); err != nil {
+			d.add(p, "%s", reason(err))
+			continue
+		}
+		e.Resources[r] = d.level(p, res[r])
+	}
+	return e
+}
+
+func (d *decoder) level(path string, v any) Level {
+	obj, ok := d.object(path, v, []field{fLimits, fDisabled, fCascade},
+		map[field]string{fInherit: reasonMerge, fExclude: reasonMerge, fPatch: reasonMerge})
+	if !ok {
+		return Level{}
+	}
+	l := Level{Limits: d.limits(join(path, d.name(fLimits)), obj[d.name(fLimits)])}
+	if raw, present := obj[d.name(fDisabled)]; present {
+		p := join(path, d.name(fDisabled))
+		if a, ok, msg := coerceAccess(raw); msg != "" {
+			d.add(p, "%s", msg)
+		} else if ok {
+			l.Disabled = a
+		}
+	}
+	if raw, present := obj[d.name(fCascade)]; present {
+		p := join(path, d.name(fCascade))
+		if b, ok, msg := coerceBool(raw); msg != "" {
+			d.add(p, "%s", msg)
+		} else if ok {
+			l.Cascade = config.CascadeOff
+			if b {
+				l.Cascade = config.CascadeOn
+			}
+		}
+	}
+	return l
+}
+
+func (d *decoder) limits(path string, v any) []limit.Limit {
+	if _, isList := v.([]any); isList {
+		d.add(path, "must be a mapping of limit name to limit, not a list")
+		return nil
+	}
+	obj, ok := d.mapping(path, v)
+	if !ok {
+		return nil
+	}
+	if len(obj) > config.MaxLimitsPerLevel {
+		d.add(path, "holds %d limits; at most %d per level", len(obj), config.MaxLimitsPerLevel)
+	}
+	var out []limit.Limit
+	for _, name := range sortedKeys(obj) {
+		if l, ok := d.limit(join(path, name), name, obj[name]); ok {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func (d *decoder) limit(path, name string, v any) (limit.Limit, bool) {
+	obj, ok := d.object(path, v, []field{fCapacity, fBurst, fRefillAmount, fRefillPeriod, fSoft},
+		map[field]string{fSchedule: reasonPhase2, fResetSchedule: reasonPhase2, fResetAfter: reasonPhase2})
+	if !ok {
+		return limit.Limit{}, false
+	}
+	before := len(d.problems)
+	if err := schema.ValidateLimitName(name); err != nil {
+		d.add(path, "%s", reason(err))
+	}
+	integer := func(f field) (int64, bool) {
+		p := join(path, d.name(f))
+		n, present, msg := coerceInt(obj[d.name(f)])
+		if msg != "" {
+			d.add(p, "%s", msg)
+		}
+		return n, present
+	}
+	capacity, hasCap := integer(fCapacity)
+	burst, hasBurst := integer(fBurst)
+	switch {
+	case hasBurst && hasCap && burst != capacity:
+		d.add(join(path, d.name(fBurst)), "is an alias of %s and disagrees with it (%d ≠ %d)", d.name(fCapacity), burst, capacity)
+	case hasBurst:
+		capacity, hasCap = burst, true
+	}
+	if !hasCap && len(d.problems) == before {
+		d.add(join(path, d.name(fCapacity)), "is required")
+	}
+	refill, hasRefill := integer(fRefillAmount)
+	if !hasRefill {
+		refill = capacity
+	}
+	period, hasPeriod := integer(fRefillPeriod)
+	if !hasPeriod {
+		period = DefaultRefillPeriodSeconds
+	}
+	soft := false
+	if raw, present := obj[d.name(fSoft)]; present {
+		b, _, msg := coerceBool(raw)
+		if msg != "" {
+			d.add(join(path, d.name(fSoft)), "%s", msg)
+		}
+		soft = b
+	}
+	if len(d.problems) > before {
+		return limit.Limit{}, false
+	}
+	if period <= 0 || period > int64(limit.MaxRefillPeriod/time.Second) {
+		d.add(join(path, d.name(fRefillPeriod)), "%d must be between 1 and %d seconds", period, int64(limit.MaxRefillPeriod/time.Second))
+		return limit.Limit{}, false
+	}
+	l := limit.Limit{Name: name, Capacity: capacity, RefillAmount: refill, RefillPeriod: time.Duration(period) * time.Second, Soft: soft}
+	if err := l.Validate(); err != nil {
+		d.add(join(path, d.fieldOf(err)), "%s", reason(err))
+		return limit.Limit{}, false
+	}
+	return l, true
+}
+
+// fieldOf maps a limit.Validate failure to the manifest field it concerns.
+func (d *decoder) fieldOf(err error) string {
+	var ve *schema.ValidationError
+	if errors.As(err, &ve) {
+		switch ve.Field {
+		case limit.FieldCapacity:
+			return d.name(fCapacity)
+		case limit.FieldRefillAmount:
+			return d.name(fRefillAmount)
+		case limit.FieldRefillPeriod:
+			return d.name(fRefillPeriod)
+		case limit.FieldSoft:
+			return d.name(fSoft)
+		}
+	}
+	return ""
+}
+
+// str coerces an optional string scalar; "" and null are absent.
+func (d *decoder) str(path string, v any) (string, bool) {
+	switch x := v.(type) {
+	case nil:
+		return "", false
+	case string:
+		return x, x != ""
+	default:
+		d.add(path, "must be a string, not %s", describe(v))
+		return "", false
+	}
+}
+
+// reason is a validation error's message without its Go-side field name.
+func reason(err error) string {
+	var ve *schema.ValidationError
+	if errors.As(err, &ve) {
+		if ve.Value != "" {
+			return strconv.Quote(ve.Value) + ": " + ve.Reason
+		}
+		return ve.Reason
+	}
+	return err.Error()
+}
+
+// coerceInt reads an integer field (docs/design.md §12): a string of
+// decimal digits with an optional sign, or a native integer (a float only
+// when integral). Booleans and fractions are refused; null and "" are
+// absent. msg is "" when the value is acceptable.
+func coerceInt(v any) (n int64, present bool, msg string) {
+	switch x := v.(type) {
+	case nil:
+		return 0, false, ""
+	case string:
+		if x == "" {
+			return 0, false, ""
+		}
+		return parseInt(x)
+	case json.Number:
+		return parseInt(x.String())
+	case bool:
+		return 0, false, fmt.Sprintf("%t is a boolean, not an integer", x)
+	case int:
+		return int64(x), true, ""
+	case int64:
+		return x, true, ""
+	case uint64:
+		if x > math.MaxInt64 {
+			return 0, false, fmt.Sprintf("%d is out of range", x)
+		}
+		return int64(x), true, ""
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) || x != math.Trunc(x) {
+			return 0, false, fmt.Sprintf("%v is not an integer", x)
+		}
+		if x < -(1<<53) || x > 1<<53 {
+			return 0, false, fmt.Sprintf("%v is out of range", x)
+		}
+		return int64(x), true, ""
+	default:
+		return 0, false, describe(v) + " is not an integer"
+	}
+}
+
+func parseInt(s string) (int64, bool, string) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		if errors.Is(err, strconv.ErrRange) {
+			return 0, false, strconv.Quote(s) + " is out of range"
+		}
+		return 0, false, strconv.Quote(s) + " is not an integer"
+	}
+	return n, true, ""
+}
+
+// coerceBool reads a boolean field: true or false in any case, or a native
+// bool; anything else is refused, never guessed. null is absent.
+func coerceBool(v any) (b, present bool, msg string) {
+	switch x := v.(type) {
+	case nil:
+		return false, false, ""
+	case bool:
+		return x, true, ""
+	case string:
+		switch {
+		case strings.EqualFold(x, "true"):
+			return true, true, ""
+		case strings.EqualFold(x, "false"):
+			return false, true, ""
+		}
+		return false, false, strconv.Quote(x) + " is not a boolean (true or false)"
+	default:
+		return false, false, describe(v) + " is not a boolean (true or false)"
+	}
+}
+
+// coerceAccess reads `disabled`: a boolean, or bypass in any case.
+func coerceAccess(v any) (a config.Access, present bool, msg string) {
+	if s, ok := v.(string); ok && strings.EqualFold(s, "bypass") {
+		return config.AccessBypass, true, ""
+	}
+	b, present, msg := coerceBool(v)
+	if msg != "" {
+		if s, ok := v.(string); ok {
+			return 0, false, strconv.Quote(s) + " is not true, false or bypass"
+		}
+		return 0, false, describe(v) + " is not true, false or bypass"
+	}
+	if !present {
+		return config.AccessInherit, false, ""
+	}
+	if b {
+		return config.AccessDisabled, true, ""
+	}
+	return config.AccessEnforce, true, ""
+}
+
+// describe names a value's kind for an error message.
+func describe(v any) string {
+	switch x := v.(type) {
+	case string:
+		return strconv.Quote(x)
+	case map[string]any:
+		return "a mapping"
+	case []any:
+		return "a list"
+	case nil:
+		return "null"
+	default:
+		return fmt.Sprintf("%v", x)
+	}
+}

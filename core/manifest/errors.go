@@ -1,0 +1,48 @@
+package manifest
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Problem is one bad field of a manifest.
+type Problem struct {
+	// Path names the field, in the manifest's own spelling, e.g.
+	// `Entities.api-key-1.Resources.gpt-4.Limits.tpm.Capacity`.
+	Path string
+	// Message says what is wrong with it.
+	Message string
+}
+
+// String is `path: message`.
+func (p Problem) String() string {
+	if p.Path == "" {
+		return p.Message
+	}
+	return p.Path + ": " + p.Message
+}
+
+// InvalidManifestError lists every problem of a manifest that was refused.
+// Nothing is written for a refused manifest.
+type InvalidManifestError struct {
+	Problems []Problem
+}
+
+// Error implements error: every problem, in field order.
+func (e *InvalidManifestError) Error() string {
+	var b strings.Builder
+	b.WriteString("invalid limits manifest (")
+	b.WriteString(strconv.Itoa(len(e.Problems)))
+	if len(e.Problems) == 1 {
+		b.WriteString(" problem): ")
+	} else {
+		b.WriteString(" problems): ")
+	}
+	for i, p := range e.Problems {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(p.String())
+	}
+	return b.String()
+}

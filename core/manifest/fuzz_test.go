@@ -1,0 +1,66 @@
+package manifest_test
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/zae-limiter/zae-limiter-go/core/manifest"
+)
+
+// FuzzParse: any bytes give a manifest or an *InvalidManifestError, never a
+// panic; a manifest that parses hashes, and re-parses from its canonical
+// JSON to the same hash.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte("namespace: n\nresources: {r: {limits: {l: {capacity: 1}}, disabled: bypass}}"))
+	f.Add([]byte(`{"namespace": "n", "entities": {"u": {"resources": {"_default_": {"cascade": "true"}}}}}`))
+	f.Add([]byte("namespace: n\nsystem: {limits: {a: {capacity: '5', refill_period: ''}}}"))
+	f.Add([]byte("&a [*a]"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := manifest.Parse(data)
+		if err != nil {
+			var inv *manifest.InvalidManifestError
+			if !errors.As(err, &inv) || len(inv.Problems) == 0 {
+				t.Fatalf("untyped error %T %v", err, err)
+			}
+			return
+		}
+		again, err := manifest.Parse(manifest.PythonJSON(m.Canonical()))
+		if err != nil {
+			t.Fatalf("canonical form does not parse: %v\n%s", err, manifest.PythonJSON(m.Canonical()))
+		}
+		if again.Hash() != m.Hash() {
+			t.Fatal("hash changed through the canonical form")
+		}
+	})
+}
+
+// FuzzFromProperties: CloudFormation properties (any JSON object) decode or
+// fail with every problem typed; the coercion is idempotent: a decoded
+// manifest's canonical document decodes to the same manifest.
+func FuzzFromProperties(f *testing.F) {
+	f.Add([]byte(`{"Namespace":"n","Resources":{"r":{"Disabled":"bypass","Limits":{"l":{"Capacity":"5","Soft":"TRUE"}}}}}`))
+	f.Add([]byte(`{"Entities":{"u":{"Resources":{"_default_":{"Cascade":"false","Limits":{"x":{"Burst":"3","RefillPeriod":""}}}}}}}`))
+	f.Add([]byte(`{"System":{"OnUnavailable":"allow","Limits":{"l":{"Capacity":"1e3"}}}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var props map[string]any
+		if json.Unmarshal(data, &props) != nil {
+			return
+		}
+		m, err := manifest.FromProperties(props)
+		if err != nil {
+			var inv *manifest.InvalidManifestError
+			if !errors.As(err, &inv) || len(inv.Problems) == 0 {
+				t.Fatalf("untyped error %T %v", err, err)
+			}
+			return
+		}
+		again, err := manifest.FromDocument(m.Canonical())
+		if err != nil {
+			t.Fatalf("canonical form refused: %v", err)
+		}
+		if again.Hash() != m.Hash() {
+			t.Fatal("coercion is not idempotent")
+		}
+	})
+}

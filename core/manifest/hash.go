@@ -1,0 +1,186 @@
+package manifest
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"sort"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/limit"
+)
+
+// Canonical is the manifest as the apply records it: the snake_case
+// document with every default filled in (`capacity`, `refill_amount`,
+// `refill_period` on every limit; `soft`, `disabled`, `cascade` and
+// `on_unavailable` only when set; `resources` and `entities` only when not
+// empty). Values are string, int64, bool or nested maps.
+func (m *Manifest) Canonical() map[string]any {
+	out := map[string]any{"namespace": m.Namespace}
+	if m.System != nil {
+		sys := map[string]any{"limits": canonicalLimits(m.System.Limits)}
+		if m.System.OnUnavailable != "" {
+			sys["on_unavailable"] = string(m.System.OnUnavailable)
+		}
+		out["system"] = sys
+	}
+	if len(m.Resources) > 0 {
+		res := make(map[string]any, len(m.Resources))
+		for r, l := range m.Resources {
+			res[r] = canonicalLevel(l)
+		}
+		out["resources"] = res
+	}
+	if len(m.Entities) > 0 {
+		ents := make(map[string]any, len(m.Entities))
+		for id, e := range m.Entities {
+			res := make(map[string]any, len(e.Resources))
+			for r, l := range e.Resources {
+				res[r] = canonicalLevel(l)
+			}
+			ents[id] = map[string]any{"resources": res}
+		}
+		out["entities"] = ents
+	}
+	return out
+}
+
+func canonicalLevel(l Level) map[string]any {
+	out := map[string]any{"limits": canonicalLimits(l.Limits)}
+	switch l.Disabled {
+	case config.AccessDisabled:
+		out["disabled"] = true
+	case config.AccessEnforce:
+		out["disabled"] = false
+	case config.AccessBypass:
+		out["disabled"] = "bypass"
+	}
+	switch l.Cascade {
+	case config.CascadeOn:
+		out["cascade"] = true
+	case config.CascadeOff:
+		out["cascade"] = false
+	}
+	return out
+}
+
+func canonicalLimits(ls []limit.Limit) map[string]any {
+	out := make(map[string]any, len(ls))
+	for _, l := range ls {
+		d := map[string]any{
+			"capacity":      l.Capacity,
+			"refill_amount": l.RefillAmount,
+			"refill_period": l.RefillPeriodSeconds(),
+		}
+		if l.Soft {
+			d["soft"] = true
+		}
+		out[l.Name] = d
+	}
+	return out
+}
+
+// Hash is `sha256:` and the hex SHA-256 of the canonical document written as
+// Python's json.dumps(sort_keys=True) writes it (keys sorted, separators
+// ", " and ": ", non-ASCII escaped as \uXXXX), so that a Go and a Python
+// provisioner record the same hash for the same manifest (docs/design.md §12).
+func (m *Manifest) Hash() string {
+	sum := sha256.Sum256(PythonJSON(m.Canonical()))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// PythonJSON writes v (maps with string keys, slices, strings, integers,
+// booleans, nil) byte for byte as Python's json.dumps(v, sort_keys=True).
+func PythonJSON(v any) []byte {
+	return appendPy(nil, v)
+}
+
+func appendPy(b []byte, v any) []byte {
+	switch x := v.(type) {
+	case nil:
+		return append(b, "null"...)
+	case bool:
+		return strconv.AppendBool(b, x)
+	case int64:
+		return strconv.AppendInt(b, x, 10)
+	case int:
+		return strconv.AppendInt(b, int64(x), 10)
+	case string:
+		return appendPyString(b, x)
+	case []any:
+		b = append(b, '[')
+		for i, e := range x {
+			if i > 0 {
+				b = append(b, ", "...)
+			}
+			b = appendPy(b, e)
+		}
+		return append(b, ']')
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		// Python sorts str keys by code point; UTF-8 byte order is the same.
+		sort.Strings(keys)
+		b = append(b, '{')
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ", "...)
+			}
+			b = appendPyString(b, k)
+			b = append(b, ": "...)
+			b = appendPy(b, x[k])
+		}
+		return append(b, '}')
+	default:
+		panic("manifest: PythonJSON: unsupported type") // the canonical document holds none
+	}
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendPyString escapes as json.dumps with ensure_ascii: `"`, `\`, the
+// short escapes \n \r \t \b \f, and every other character outside ' '..'~'
+// as \uXXXX in lower-case hex (UTF-16 surrogate pairs above U+FFFF).
+func appendPyString(b []byte, s string) []byte {
+	b = append(b, '"')
+	for _, r := range s {
+		switch r {
+		case '"':
+			b = append(b, '\\', '"')
+		case '\\':
+			b = append(b, '\\', '\\')
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		case '\b':
+			b = append(b, '\\', 'b')
+		case '\f':
+			b = append(b, '\\', 'f')
+		default:
+			switch {
+			case r >= ' ' && r <= '~':
+				b = append(b, byte(r))
+			case r > 0xFFFF:
+				r -= 0x10000
+				b = appendU(b, 0xD800+(r>>10))
+				b = appendU(b, 0xDC00+(r&0x3FF))
+			default:
+				if r == utf8.RuneError {
+					r = 0xFFFD
+				}
+				b = appendU(b, r)
+			}
+		}
+	}
+	return append(b, '"')
+}
+
+func appendU(b []byte, r rune) []byte {
+	return append(b, '\\', 'u', hexDigits[r>>12&0xF], hexDigits[r>>8&0xF], hexDigits[r>>4&0xF], hexDigits[r&0xF])
+}

@@ -1,0 +1,275 @@
+package manifest_test
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/limit"
+	"github.com/zae-limiter/zae-limiter-go/core/manifest"
+)
+
+func readFile(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestParseFile(t *testing.T) {
+	m, err := manifest.Parse(readFile(t, "tenant-alpha.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &manifest.Manifest{
+		Namespace: "tenant-alpha",
+		System: &manifest.System{OnUnavailable: config.OnUnavailableBlock,
+			Limits: []limit.Limit{limit.PerMinute("rpm", 1000)}},
+		Resources: map[string]manifest.Level{
+			"gpt-4": {Limits: []limit.Limit{
+				limit.PerMinute("rpm", 100),
+				limit.Custom("tpm", 20000, 10000, time.Minute).AsSoft(),
+			}},
+			"gpt-3.5": {Disabled: config.AccessDisabled},
+		},
+		Entities: map[string]manifest.Entity{
+			"api-key-1": {Resources: map[string]manifest.Level{
+				"gpt-4":   {Limits: []limit.Limit{limit.Custom("tpm", 50000, 25000, time.Minute)}, Cascade: config.CascadeOff},
+				"gpt-3.5": {Disabled: config.AccessEnforce},
+			}},
+			"api-key-2": {Resources: map[string]manifest.Level{"_default_": {Disabled: config.AccessBypass}}},
+		},
+	}
+	if !reflect.DeepEqual(m, want) {
+		t.Fatalf("got %+v\nwant %+v", m, want)
+	}
+	if got := m.ReadersNeeded(); got != config.SoftBypassVersion {
+		t.Fatalf("ReadersNeeded %q", got)
+	}
+	var names []string
+	for _, tg := range m.Targets() {
+		names = append(names, string(tg.Kind)+":"+tg.String())
+	}
+	wantT := "system:system resource:gpt-3.5 resource:gpt-4 entity:api-key-1/gpt-3.5 entity:api-key-1/gpt-4 entity:api-key-2/_default_"
+	if strings.Join(names, " ") != wantT {
+		t.Fatalf("targets %v", names)
+	}
+}
+
+// The same manifest as JSON properties (every scalar a string) and as a
+// YAML file decodes to the same value: the coercion is idempotent on native
+// values.
+func TestPropertiesAndFileAgree(t *testing.T) {
+	props := map[string]any{
+		"ServiceToken": "arn:aws:lambda:us-east-1:123456789012:function:x",
+		"Namespace":    "tenant-alpha",
+		"System":       map[string]any{"OnUnavailable": "block", "Limits": map[string]any{"rpm": map[string]any{"Capacity": "1000"}}},
+		"Resources": map[string]any{
+			"gpt-4": map[string]any{"Limits": map[string]any{
+				"rpm": map[string]any{"Capacity": "100", "RefillAmount": "100", "RefillPeriod": "60"},
+				"tpm": map[string]any{"Capacity": "20000", "RefillAmount": "10000", "Soft": "True"},
+			}},
+			"gpt-3.5": map[string]any{"Disabled": "TRUE"},
+		},
+		"Entities": map[string]any{
+			"api-key-1": map[string]any{"Resources": map[string]any{
+				"gpt-4":   map[string]any{"Limits": map[string]any{"tpm": map[string]any{"Burst": "50000", "RefillAmount": "25000"}}, "Cascade": "false"},
+				"gpt-3.5": map[string]any{"Disabled": "False"},
+			}},
+			"api-key-2": map[string]any{"Resources": map[string]any{"_default_": map[string]any{"Disabled": "Bypass"}}},
+		},
+	}
+	fromProps, err := manifest.FromProperties(props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromFile, err := manifest.Parse(readFile(t, "tenant-alpha.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(fromProps, fromFile) {
+		t.Fatalf("properties %+v\nfile %+v", fromProps, fromFile)
+	}
+	if fromProps.Hash() != fromFile.Hash() {
+		t.Fatal("hashes differ")
+	}
+}
+
+// Every bad field is reported at once, each with its path.
+func TestEveryProblemWithItsPath(t *testing.T) {
+	var props map[string]any
+	if err := json.Unmarshal(readFile(t, "properties-bad.json"), &props); err != nil {
+		t.Fatal(err)
+	}
+	_, err := manifest.FromProperties(props)
+	var inv *manifest.InvalidManifestError
+	if !errors.As(err, &inv) {
+		t.Fatalf("err %v", err)
+	}
+	want := []string{
+		`Entities.api-key-1.Resources.gpt-4.InheritLimits: config merge attributes`,
+		`Entities.api-key-1.Resources.gpt-4.Limits.daily.ResetAfter: schedules and reset_after are not supported`,
+		`Entities.api-key-1.Resources.gpt-4.Limits.rph.Capacity: is required`,
+		`Entities.api-key-1.Resources.gpt-4.Limits.rph.RefillAmount: "true" is not an integer`,
+		`Entities.api-key-1.Resources.gpt-4.Limits.tpm.Capacity: "lots" is not an integer`,
+		`Entities.api-key-1.Resources.gpt-4.Limits.ttl: "ttl": `,
+		`Resources.bad#name: "bad#name": cannot contain '#'`,
+		`Resources.gpt-4.Disabled: "yes" is not true, false or bypass`,
+		`Resources.gpt-4.Limits.rpm.RefillPeriod: "1.5" is not an integer`,
+		`System.Disabled: is not allowed at system level`,
+	}
+	got := make([]string, len(inv.Problems))
+	for i, p := range inv.Problems {
+		got[i] = p.String()
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d problems:\n%s", len(got), strings.Join(got, "\n"))
+	}
+	for _, w := range want {
+		found := false
+		for _, g := range got {
+			found = found || strings.HasPrefix(g, w)
+		}
+		if !found {
+			t.Errorf("missing %q in\n%s", w, strings.Join(got, "\n"))
+		}
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), strings.SplitN(w, ":", 2)[0]) {
+			t.Errorf("Error() lacks %q", w)
+		}
+	}
+}
+
+func TestCoercionTable(t *testing.T) {
+	lim := func(fields map[string]any) map[string]any {
+		return map[string]any{"namespace": "n", "resources": map[string]any{"r": map[string]any{"limits": map[string]any{"l": fields}}}}
+	}
+	level := func(fields map[string]any) map[string]any {
+		return map[string]any{"namespace": "n", "resources": map[string]any{"r": fields}}
+	}
+	cases := []struct {
+		name    string
+		doc     map[string]any
+		want    manifest.Level
+		problem string // "" when valid
+	}{
+		{"defaults", lim(map[string]any{"capacity": "10"}), manifest.Level{Limits: []limit.Limit{limit.PerMinute("l", 10)}}, ""},
+		{"native int", lim(map[string]any{"capacity": 10}), manifest.Level{Limits: []limit.Limit{limit.PerMinute("l", 10)}}, ""},
+		{"integral float", lim(map[string]any{"capacity": 10.0}), manifest.Level{Limits: []limit.Limit{limit.PerMinute("l", 10)}}, ""},
+		{"json number", lim(map[string]any{"capacity": json.Number("10")}), manifest.Level{Limits: []limit.Limit{limit.PerMinute("l", 10)}}, ""},
+		{"fraction", lim(map[string]any{"capacity": 10.5}), manifest.Level{}, "10.5 is not an integer"},
+		{"fraction string", lim(map[string]any{"capacity": "10.0"}), manifest.Level{}, `"10.0" is not an integer`},
+		{"bool as int", lim(map[string]any{"capacity": true}), manifest.Level{}, "true is a boolean, not an integer"},
+		{"bool string as int", lim(map[string]any{"capacity": "true"}), manifest.Level{}, `"true" is not an integer`},
+		{"out of range", lim(map[string]any{"capacity": "99999999999999999999"}), manifest.Level{}, "is out of range"},
+		{"capacity empty", lim(map[string]any{"capacity": ""}), manifest.Level{}, "capacity: is required"},
+		{"capacity zero", lim(map[string]any{"capacity": "0"}), manifest.Level{}, "capacity: \"0\": limit \"l\": must be > 0"},
+		{"empty optional is absent", lim(map[string]any{"capacity": "5", "refill_amount": "", "refill_period": ""}), manifest.Level{Limits: []limit.Limit{limit.PerMinute("l", 5)}}, ""},
+		{"burst alias", lim(map[string]any{"burst": "7", "refill_amount": "1", "refill_period": "1"}), manifest.Level{Limits: []limit.Limit{limit.Custom("l", 7, 1, time.Second)}}, ""},
+		{"burst disagrees", lim(map[string]any{"burst": "7", "capacity": "8"}), manifest.Level{}, "burst: is an alias of capacity and disagrees"},
+		{"quota refused", lim(map[string]any{"capacity": "5", "refill_amount": "0"}), manifest.Level{}, "quota"},
+		{"negative period", lim(map[string]any{"capacity": "5", "refill_period": "-1"}), manifest.Level{}, "refill_period: -1 must be between"},
+		{"soft any case", lim(map[string]any{"capacity": "5", "soft": "TrUe"}), manifest.Level{Limits: []limit.Limit{limit.PerMinute("l", 5).AsSoft()}}, ""},
+		{"soft yes refused", lim(map[string]any{"capacity": "5", "soft": "yes"}), manifest.Level{}, `"yes" is not a boolean`},
+		{"soft 1 refused", lim(map[string]any{"capacity": "5", "soft": "1"}), manifest.Level{}, `"1" is not a boolean`},
+		{"schedule refused", lim(map[string]any{"capacity": "5", "schedule": []any{}}), manifest.Level{}, "schedules and reset_after"},
+		{"reset_schedule refused", lim(map[string]any{"capacity": "5", "reset_schedule": "x"}), manifest.Level{}, "schedules and reset_after"},
+		{"unknown field", lim(map[string]any{"capacity": "5", "refil_amount": "1"}), manifest.Level{}, "refil_amount: unknown field"},
+		{"other style named", lim(map[string]any{"Capacity": "5"}), manifest.Level{}, `Capacity: unknown field (did you mean "capacity"?)`},
+		{"disabled absent inherits", level(map[string]any{}), manifest.Level{}, ""},
+		{"disabled null inherits", level(map[string]any{"disabled": nil}), manifest.Level{}, ""},
+		{"disabled false is a carve-out", level(map[string]any{"disabled": "false"}), manifest.Level{Disabled: config.AccessEnforce}, ""},
+		{"disabled native true", level(map[string]any{"disabled": true}), manifest.Level{Disabled: config.AccessDisabled}, ""},
+		{"disabled BYPASS", level(map[string]any{"disabled": "BYPASS"}), manifest.Level{Disabled: config.AccessBypass}, ""},
+		{"disabled empty refused", level(map[string]any{"disabled": ""}), manifest.Level{}, `"" is not true, false or bypass`},
+		{"cascade true", level(map[string]any{"cascade": "true"}), manifest.Level{Cascade: config.CascadeOn}, ""},
+		{"cascade bypass refused", level(map[string]any{"cascade": "bypass"}), manifest.Level{}, `"bypass" is not a boolean`},
+		{"limits as list", level(map[string]any{"limits": []any{map[string]any{"name": "x"}}}), manifest.Level{}, "not a list"},
+		{"merge refused", level(map[string]any{"exclude_limits": []any{"x"}}), manifest.Level{}, "config merge attributes"},
+		{"reserved name", map[string]any{"namespace": "n", "resources": map[string]any{"r": map[string]any{"limits": map[string]any{"GSI1PK": map[string]any{"capacity": 1}}}}}, manifest.Level{}, "reserved"},
+		{"wcu reserved", map[string]any{"namespace": "n", "resources": map[string]any{"r": map[string]any{"limits": map[string]any{"wcu": map[string]any{"capacity": 1}}}}}, manifest.Level{}, "wcu"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m, err := manifest.FromDocument(c.doc)
+			if c.problem == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := m.Resources["r"]; !reflect.DeepEqual(got, c.want) {
+					t.Fatalf("got %+v want %+v", got, c.want)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.problem) {
+				t.Fatalf("err %v, want %q", err, c.problem)
+			}
+		})
+	}
+}
+
+func TestTopLevelRules(t *testing.T) {
+	cases := []struct {
+		doc     string
+		problem string
+	}{
+		{"resources: {}", "namespace: is required"},
+		{"namespace: n\nsystem: {cascade: true}", "system.cascade: is not allowed at system level"},
+		{"namespace: n\nsystem: {on_unavailable: maybe}", `"maybe" is not allow or block`},
+		{"namespace: n\nresources: {_default_: {}}", "_default_"},
+		{"namespace: n\nentities: {u1: {resources: {r: {limits: {a: {capacity: 1}, a: {capacity: 2}}}}}}", "already defined"},
+		{"- a\n- b", "must be a mapping"},
+		{"", "empty"},
+		{"namespace: [", "not YAML or JSON"},
+		{`{"namespace": "n", "resources": {"r": {"limits": {"l": {"capacity": 3}}}}}`, ""},
+	}
+	for _, c := range cases {
+		_, err := manifest.Parse([]byte(c.doc))
+		if c.problem == "" {
+			if err != nil {
+				t.Errorf("%q: %v", c.doc, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), c.problem) {
+			t.Errorf("%q: err %v, want %q", c.doc, err, c.problem)
+		}
+	}
+	// CloudFormation properties name the namespace "default" when they
+	// name none.
+	m, err := manifest.FromProperties(map[string]any{"ServiceToken": "x"})
+	if err != nil || m.Namespace != manifest.DefaultNamespace {
+		t.Fatalf("%v %v", m, err)
+	}
+}
+
+func TestReadersNeeded(t *testing.T) {
+	cases := map[string]string{
+		"namespace: n":                                     "",
+		"namespace: n\nresources: {r: {cascade: false}}":   config.CascadePolicyVersion,
+		"namespace: n\nresources: {r: {disabled: true}}":   "",
+		"namespace: n\nresources: {r: {disabled: bypass}}": config.SoftBypassVersion,
+		"namespace: n\nsystem: {limits: {a: {capacity: 1, soft: true}}}":                          config.SoftBypassVersion,
+		"namespace: n\nentities: {u: {resources: {r: {cascade: true, disabled: bypass}}}}":         config.SoftBypassVersion,
+		"namespace: n\nentities: {u: {resources: {_default_: {limits: {a: {capacity: 1}}}}}}":      "",
+		"namespace: n\nentities: {u: {resources: {_default_: {cascade: true}}}}":                   config.CascadePolicyVersion,
+		"namespace: n\nresources: {r: {limits: {a: {capacity: 1, soft: false}}, disabled: false}}": "",
+	}
+	for doc, want := range cases {
+		m, err := manifest.Parse([]byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.ReadersNeeded(); got != want {
+			t.Errorf("%q: %q want %q", doc, got, want)
+		}
+	}
+}
