@@ -253,11 +253,11 @@ func TestTopLevelRules(t *testing.T) {
 
 func TestReadersNeeded(t *testing.T) {
 	cases := map[string]string{
-		"namespace: n":                                     "",
-		"namespace: n\nresources: {r: {cascade: false}}":   config.CascadePolicyVersion,
-		"namespace: n\nresources: {r: {disabled: true}}":   "",
-		"namespace: n\nresources: {r: {disabled: bypass}}": config.SoftBypassVersion,
-		"namespace: n\nsystem: {limits: {a: {capacity: 1, soft: true}}}":                          config.SoftBypassVersion,
+		"namespace: n": "",
+		"namespace: n\nresources: {r: {cascade: false}}":                                           config.CascadePolicyVersion,
+		"namespace: n\nresources: {r: {disabled: true}}":                                           "",
+		"namespace: n\nresources: {r: {disabled: bypass}}":                                         config.SoftBypassVersion,
+		"namespace: n\nsystem: {limits: {a: {capacity: 1, soft: true}}}":                           config.SoftBypassVersion,
 		"namespace: n\nentities: {u: {resources: {r: {cascade: true, disabled: bypass}}}}":         config.SoftBypassVersion,
 		"namespace: n\nentities: {u: {resources: {_default_: {limits: {a: {capacity: 1}}}}}}":      "",
 		"namespace: n\nentities: {u: {resources: {_default_: {cascade: true}}}}":                   config.CascadePolicyVersion,
