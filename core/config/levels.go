@@ -595,3 +595,36 @@ func isConditionFailed(err error) bool {
 	var ccf *types.ConditionalCheckFailedException
 	return errors.As(err, &ccf)
 }
+
+// SetOnUnavailable stores namespace ns's on_unavailable on its system config
+// (R7), keeping its limits and every other attribute; "" removes it. A
+// system item that does not exist yet is created with the setting alone.
+func (s *Store) SetOnUnavailable(ctx context.Context, ns string, o OnUnavailable) error {
+	if err := validateNamespace(ns); err != nil {
+		return err
+	}
+	if err := ValidateOnUnavailable(o); err != nil {
+		return err
+	}
+	var v types.AttributeValue
+	if o != "" {
+		v = schema.Str(string(o))
+	}
+	return s.setAttr(ctx, systemTarget(ns), schema.AttrOnUnavailable, v, "set on_unavailable")
+}
+
+// ReadItems reads the items of keys strongly consistently (BatchGetItem in
+// chunks of 100, GetItem for what a batch leaves unsettled). Absent items
+// are missing from the map. It is the bulk read of a declarative apply
+// (core/provision), which compares many config items at once.
+func (s *Store) ReadItems(ctx context.Context, keys []schema.Key) (map[schema.Key]map[string]types.AttributeValue, error) {
+	found, _, err := readItems(ctx, s.db, s.table, keys, true, &s.opts)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[schema.Key]map[string]types.AttributeValue, len(found))
+	for k, it := range found {
+		out[k] = it
+	}
+	return out, nil
+}

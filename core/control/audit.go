@@ -62,6 +62,16 @@ func (c *Controls) auditItem(ns, entity, action, principal, resource string, det
 	return it, nil
 }
 
+// Record writes one audit event in namespace ns: ev's EntityID, Action,
+// Principal, Resource and Details (EventID and Timestamp are assigned). A
+// declarative apply records its changes with it.
+func (c *Controls) Record(ctx context.Context, ns string, ev AuditEvent) error {
+	if _, _, err := schema.ParseAuditPK(schema.AuditPK(ns, ev.EntityID)); err != nil {
+		return err
+	}
+	return c.recordAudit(ctx, ns, ev.EntityID, ev.Action, ev.Principal, ev.Resource, ev.Details)
+}
+
 // recordAudit writes one event.
 func (c *Controls) recordAudit(ctx context.Context, ns, entity, action, principal, resource string, details map[string]string) error {
 	it, err := c.auditItem(ns, entity, action, principal, resource, details)

@@ -121,12 +121,33 @@ func (c *Controls) resourceEffective(ctx context.Context, ns, resource string) (
 	return sys, err
 }
 
+// SyncSoft fans out the soft-ness of a resource- or system-level change
+// from limits old to cur, when some limit's soft-ness differs: the soft
+// stamps of the buckets of sc whose limits resolve from level are set or
+// removed from config read uncached, bucket by bucket (docs/design.md §8). The
+// limit setters call it after their write; a declarative apply calls it
+// after all of its config writes.
+func (c *Controls) SyncSoft(ctx context.Context, ns string, sc Scope, level config.Level, old, cur []limit.Limit) (Progress, error) {
+	defer c.changing()()
+	return c.syncSoft(ctx, ns, sc, level, old, cur)
+}
+
 // syncSoft fans out the soft-ness of a resource- or system-level change
 // when it changed.
 func (c *Controls) syncSoft(ctx context.Context, ns string, sc Scope, level config.Level, old, cur []limit.Limit) (Progress, error) {
 	if !softChanged(old, cur) {
 		return Progress{}, nil
 	}
+	return c.stampSoft(ctx, ns, sc, level, old)
+}
+
+// StampSoft is SyncSoft without its change test: it re-stamps the soft
+// stamps of the buckets of sc whose limits resolve from level (any level
+// for config.LevelNone) whether or not a soft-ness changed, and removes the
+// stamps of the limits in old that no longer resolve. It repairs a fan-out
+// that stopped part way.
+func (c *Controls) StampSoft(ctx context.Context, ns string, sc Scope, level config.Level, old []limit.Limit) (Progress, error) {
+	defer c.changing()()
 	return c.stampSoft(ctx, ns, sc, level, old)
 }
 
