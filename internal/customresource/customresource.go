@@ -1,0 +1,200 @@
+// Package customresource answers CloudFormation custom-resource requests
+// (docs/design.md §12). It builds on aws-lambda-go's cfn types and adds what
+// cfn.LambdaWrap lacks:
+//
+//   - a panic in the handler becomes FAILED with the panic as the reason;
+//   - when less than Options.Margin (10 s) of the Lambda deadline remain, the
+//     request is answered FAILED before the function times out, so a stack
+//     never waits an hour for a response that will not come;
+//   - the response body stays under 4,096 bytes (Data holds string scalars,
+//     Reason is truncated);
+//   - the PUT to the pre-signed URL is retried on network errors and 5xx
+//     answers, and a send that still fails is logged and returned.
+package customresource
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/aws/aws-lambda-go/cfn"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+)
+
+// Handler handles one request. It returns the physical resource id (""
+// keeps the incoming one) and the response Data, string scalars only. On
+// error the request is answered FAILED with the error as the reason; the
+// physical id it returns then is used only when not "" (a handler returns
+// one when it wrote something a later Delete must find).
+type Handler func(ctx context.Context, ev cfn.Event) (physicalID string, data map[string]string, err error)
+
+// Options tune Run. The zero value of every field is its default.
+type Options struct {
+	// Client sends the response (default: an http.Client with a 15 s
+	// timeout per attempt).
+	Client *http.Client
+	// Logger receives the request, the outcome and send failures (default
+	// slog.Default()).
+	Logger *slog.Logger
+	// Margin is how long before the context's deadline the request is
+	// answered FAILED if the handler has not returned (default 10 s).
+	Margin time.Duration
+	// Attempts bounds the PUTs of one response (default 4).
+	Attempts int
+	// Backoff is the wait before the second attempt, doubled after each
+	// (default 250 ms).
+	Backoff time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.Client == nil {
+		o.Client = &http.Client{Timeout: 15 * time.Second}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Margin <= 0 {
+		o.Margin = 10 * time.Second
+	}
+	if o.Attempts <= 0 {
+		o.Attempts = 4
+	}
+	if o.Backoff <= 0 {
+		o.Backoff = 250 * time.Millisecond
+	}
+	return o
+}
+
+// FailedPhysicalID is the physical id of a resource whose Create failed
+// before it had one; a Delete of it is a no-op.
+const FailedPhysicalID = "failed"
+
+// PanicError is a handler panic turned into an error.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+// Error implements error.
+func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
+
+// ErrDeadline reports a handler that had not returned when the Lambda
+// deadline, less the margin, came.
+var ErrDeadline = errors.New("the handler did not finish before the Lambda deadline (less the safety margin); answered FAILED so the stack does not wait")
+
+// Wrap returns a Lambda handler for lambda.Start: each request is handled
+// by h and answered; the invocation fails only when the response could not
+// be sent (Lambda then retries the invocation, and handlers are idempotent).
+func Wrap(h Handler, o Options) func(context.Context, cfn.Event) error {
+	return func(ctx context.Context, ev cfn.Event) error {
+		_, err := Run(ctx, ev, h, o)
+		return err
+	}
+}
+
+// Run handles ev with h, sends the response to ev.ResponseURL and returns
+// it. The error is the send's: the handler's own failure is in the
+// response.
+func Run(ctx context.Context, ev cfn.Event, h Handler, o Options) (cfn.Response, error) {
+	o = o.withDefaults()
+	log := o.Logger.With("request_id", ev.RequestID, "request_type", string(ev.RequestType),
+		"resource_type", ev.ResourceType, "logical_id", ev.LogicalResourceID)
+	log.Info("custom resource request")
+
+	id, data, err := call(ctx, ev, h, o)
+	resp := response(ctx, ev, id, data, err)
+	if err != nil {
+		var pe *PanicError
+		if errors.As(err, &pe) {
+			log.Error("custom resource handler panicked", "panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))
+		}
+		log.Error("custom resource FAILED", "reason", resp.Reason, "physical_id", resp.PhysicalResourceID)
+	} else {
+		log.Info("custom resource SUCCESS", "physical_id", resp.PhysicalResourceID)
+	}
+	if err := send(ctx, ev.ResponseURL, resp, o); err != nil {
+		log.Error("custom resource response not sent", "error", err, "status", string(resp.Status))
+		return resp, err
+	}
+	return resp, nil
+}
+
+// call runs h under a deadline Margin before ctx's, turning a panic into an
+// error and a late handler into ErrDeadline.
+func call(ctx context.Context, ev cfn.Event, h Handler, o Options) (string, map[string]string, error) {
+	hctx, cancel := ctx, context.CancelFunc(func() {})
+	if d, ok := ctx.Deadline(); ok {
+		hctx, cancel = context.WithDeadline(ctx, d.Add(-o.Margin))
+	}
+	defer cancel()
+	type outcome struct {
+		id   string
+		data map[string]string
+		err  error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		defer func() {
+			if v := recover(); v != nil {
+				done <- outcome{err: &PanicError{Value: v, Stack: debug.Stack()}}
+			}
+		}()
+		id, data, err := h(hctx, ev)
+		done <- outcome{id, data, err}
+	}()
+	select {
+	case r := <-done:
+		return r.id, r.data, r.err
+	case <-hctx.Done():
+		// The handler may still return in the instant the deadline came.
+		select {
+		case r := <-done:
+			return r.id, r.data, r.err
+		default:
+		}
+		if ctx.Err() != nil {
+			return "", nil, ctx.Err()
+		}
+		return "", nil, ErrDeadline
+	}
+}
+
+// response builds the answer: SUCCESS with Data, or FAILED with the
+// error as the reason; the physical id falls back to the incoming one,
+// then to FailedPhysicalID (failure) or the log stream (success).
+func response(ctx context.Context, ev cfn.Event, id string, data map[string]string, err error) cfn.Response {
+	r := cfn.Response{
+		Status: cfn.StatusSuccess, RequestID: ev.RequestID, LogicalResourceID: ev.LogicalResourceID,
+		StackID: ev.StackID, PhysicalResourceID: id,
+	}
+	if r.PhysicalResourceID == "" {
+		r.PhysicalResourceID = ev.PhysicalResourceID
+	}
+	if err != nil {
+		r.Status = cfn.StatusFailed
+		r.Reason = err.Error()
+		if r.PhysicalResourceID == "" {
+			r.PhysicalResourceID = FailedPhysicalID
+		}
+		return r
+	}
+	if r.PhysicalResourceID == "" {
+		if lc, ok := lambdacontext.FromContext(ctx); ok && lc.AwsRequestID != "" {
+			r.PhysicalResourceID = lambdacontext.LogStreamName
+		}
+		if r.PhysicalResourceID == "" {
+			r.PhysicalResourceID = ev.LogicalResourceID
+		}
+	}
+	if len(data) > 0 {
+		r.Data = make(map[string]any, len(data))
+		for k, v := range data {
+			r.Data[k] = v
+		}
+	}
+	return r
+}

@@ -1,0 +1,281 @@
+package customresource_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/cfn"
+
+	"github.com/zae-limiter/zae-limiter-go/internal/customresource"
+)
+
+// receiver is CloudFormation's side: it records every PUT and answers with
+// the next status of its script (200 when the script is spent).
+type receiver struct {
+	mu       sync.Mutex
+	statuses []int
+	puts     []put
+	srv      *httptest.Server
+}
+
+type put struct {
+	method, contentType string
+	hasContentType      bool
+	body                []byte
+	resp                cfn.Response
+}
+
+func newReceiver(t *testing.T, statuses ...int) *receiver {
+	r := &receiver{statuses: statuses}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		p := put{method: req.Method, body: body}
+		p.contentType = req.Header.Get("Content-Type")
+		_, p.hasContentType = req.Header["Content-Type"]
+		_ = json.Unmarshal(body, &p.resp)
+		r.mu.Lock()
+		r.puts = append(r.puts, p)
+		status := http.StatusOK
+		if len(r.statuses) > 0 {
+			status, r.statuses = r.statuses[0], r.statuses[1:]
+		}
+		r.mu.Unlock()
+		w.WriteHeader(status)
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *receiver) got() []put {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]put(nil), r.puts...)
+}
+
+func fixture(t *testing.T, name, url string) cfn.Event {
+	t.Helper()
+	b, err := os.ReadFile("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev cfn.Event
+	if err := json.Unmarshal(b, &ev); err != nil {
+		t.Fatal(err)
+	}
+	ev.ResponseURL = url
+	return ev
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+var fast = customresource.Options{Backoff: time.Millisecond}
+
+func opts(o customresource.Options) customresource.Options {
+	if o.Logger == nil {
+		o.Logger = quiet()
+	}
+	if o.Backoff == 0 {
+		o.Backoff = fast.Backoff
+	}
+	return o
+}
+
+func TestSuccess(t *testing.T) {
+	rc := newReceiver(t)
+	ev := fixture(t, "create.json", rc.srv.URL+"/resp?X-Amz-Signature=x")
+	h := func(_ context.Context, ev cfn.Event) (string, map[string]string, error) {
+		return "tbl/ns/limits-provisioner", map[string]string{"Created": "1"}, nil
+	}
+	resp, err := customresource.Run(context.Background(), ev, h, opts(customresource.Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	puts := rc.got()
+	if len(puts) != 1 {
+		t.Fatalf("%d PUTs", len(puts))
+	}
+	p := puts[0]
+	if p.method != http.MethodPut || !p.hasContentType || p.contentType != "" {
+		t.Fatalf("method %s content type %q (%v)", p.method, p.contentType, p.hasContentType)
+	}
+	want := cfn.Response{Status: cfn.StatusSuccess, RequestID: ev.RequestID, LogicalResourceID: "TenantLimits",
+		StackID: ev.StackID, PhysicalResourceID: "tbl/ns/limits-provisioner", Data: map[string]any{"Created": "1"}}
+	if p.resp.Status != want.Status || p.resp.RequestID != want.RequestID || p.resp.StackID != want.StackID ||
+		p.resp.LogicalResourceID != want.LogicalResourceID || p.resp.PhysicalResourceID != want.PhysicalResourceID ||
+		p.resp.Data["Created"] != "1" || resp.Status != cfn.StatusSuccess {
+		t.Fatalf("response %+v", p.resp)
+	}
+}
+
+func TestPanicBecomesFailed(t *testing.T) {
+	rc := newReceiver(t)
+	ev := fixture(t, "create.json", rc.srv.URL)
+	var logs bytes.Buffer
+	h := func(context.Context, cfn.Event) (string, map[string]string, error) { panic("boom") }
+	resp, err := customresource.Run(context.Background(), ev, h, opts(customresource.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := rc.got()[0].resp
+	if p.Status != cfn.StatusFailed || p.Reason != "panic: boom" || p.PhysicalResourceID != customresource.FailedPhysicalID || resp.Status != cfn.StatusFailed {
+		t.Fatalf("response %+v", p)
+	}
+	if !strings.Contains(logs.String(), "panicked") || !strings.Contains(logs.String(), "goroutine") {
+		t.Fatalf("panic not logged with its stack: %s", logs.String())
+	}
+}
+
+// The physical id: the handler's; else the incoming one; else, on failure,
+// "failed", on success the logical id (outside Lambda).
+func TestPhysicalIDFallback(t *testing.T) {
+	rc := newReceiver(t)
+	cases := []struct {
+		file, handlerID string
+		err             error
+		want            string
+	}{
+		{"update.json", "", nil, "limits/Ab3dEf6hIjk/limits-provisioner"},
+		{"update.json", "", errors.New("refused"), "limits/Ab3dEf6hIjk/limits-provisioner"},
+		{"create.json", "", errors.New("refused"), customresource.FailedPhysicalID},
+		{"create.json", "t/n/limits-provisioner", errors.New("wrote, then failed"), "t/n/limits-provisioner"},
+		{"create.json", "", nil, "TenantLimits"},
+	}
+	for _, c := range cases {
+		ev := fixture(t, c.file, rc.srv.URL)
+		h := func(context.Context, cfn.Event) (string, map[string]string, error) { return c.handlerID, nil, c.err }
+		resp, err := customresource.Run(context.Background(), ev, h, opts(customresource.Options{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.PhysicalResourceID != c.want {
+			t.Errorf("%s %v: %q want %q", c.file, c.err, resp.PhysicalResourceID, c.want)
+		}
+	}
+}
+
+// A handler still running when the deadline less the margin comes is
+// answered FAILED, and the answer arrives before the deadline itself.
+func TestDeadlineAnswersFailedInTime(t *testing.T) {
+	rc := newReceiver(t)
+	ev := fixture(t, "create.json", rc.srv.URL)
+	deadline := time.Now().Add(3 * time.Second)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	h := func(ctx context.Context, _ cfn.Event) (string, map[string]string, error) {
+		<-ctx.Done() // a handler that would run past the deadline
+		return "", nil, nil
+	}
+	resp, err := customresource.Run(ctx, ev, h, opts(customresource.Options{Margin: 2 * time.Second}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !time.Now().Before(deadline) {
+		t.Fatal("answered after the deadline")
+	}
+	if resp.Status != cfn.StatusFailed || resp.Reason != customresource.ErrDeadline.Error() {
+		t.Fatalf("response %+v", resp)
+	}
+	if got := rc.got(); len(got) != 1 || got[0].resp.Status != cfn.StatusFailed {
+		t.Fatalf("puts %+v", got)
+	}
+}
+
+// 5xx answers are retried; a send that never succeeds is logged and
+// returned (Lambda retries the invocation); a 4xx is not retried.
+func TestSendRetriesAndFailures(t *testing.T) {
+	h := func(context.Context, cfn.Event) (string, map[string]string, error) { return "id", nil, nil }
+
+	rc := newReceiver(t, 503, 500)
+	if _, err := customresource.Run(context.Background(), fixture(t, "create.json", rc.srv.URL), h, opts(customresource.Options{})); err != nil {
+		t.Fatalf("retried send: %v", err)
+	}
+	if n := len(rc.got()); n != 3 {
+		t.Fatalf("%d PUTs, want 3", n)
+	}
+
+	var logs bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&logs, nil))
+	rc = newReceiver(t, 500, 500, 500)
+	_, err := customresource.Run(context.Background(), fixture(t, "create.json", rc.srv.URL), h, opts(customresource.Options{Attempts: 3, Logger: log}))
+	if err == nil || !strings.Contains(err.Error(), "500") {
+		t.Fatalf("err %v", err)
+	}
+	if !strings.Contains(logs.String(), "response not sent") {
+		t.Fatalf("failed send not logged: %s", logs.String())
+	}
+
+	rc = newReceiver(t, 403)
+	if _, err := customresource.Run(context.Background(), fixture(t, "create.json", rc.srv.URL), h, opts(customresource.Options{})); err == nil {
+		t.Fatal("a 403 was taken for success")
+	}
+	if n := len(rc.got()); n != 1 {
+		t.Fatalf("a 403 was retried: %d PUTs", n)
+	}
+
+	// A network error (nothing listens) is retried, then returned.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + l.Addr().String() + "/"
+	l.Close()
+	if _, err := customresource.Run(context.Background(), fixture(t, "create.json", url), h, opts(customresource.Options{Attempts: 2})); err == nil {
+		t.Fatal("a refused connection was taken for success")
+	}
+
+	// Wrap fails the invocation when the send fails.
+	rc = newReceiver(t, 500, 500, 500, 500)
+	if err := customresource.Wrap(h, opts(customresource.Options{}))(context.Background(), fixture(t, "create.json", rc.srv.URL)); err == nil {
+		t.Fatal("Wrap hid a failed send")
+	}
+}
+
+// The body stays within 4,096 bytes however long the reason, and cuts it
+// on a rune boundary.
+func TestBodyFits(t *testing.T) {
+	long := strings.Repeat("Entities.key-ü.Resources.gpt-4.Limits.tpm.Capacity: \"lots\" is not an integer; <&> ", 200)
+	r := cfn.Response{Status: cfn.StatusFailed, RequestID: "r", LogicalResourceID: "L", StackID: "s", PhysicalResourceID: "p", Reason: long}
+	b, err := customresource.Body(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back cfn.Response
+	if len(b) > customresource.MaxBody || json.Unmarshal(b, &back) != nil {
+		t.Fatalf("%d bytes", len(b))
+	}
+	if !strings.HasSuffix(back.Reason, "[truncated]") || !strings.HasPrefix(long, strings.TrimSuffix(back.Reason, " …[truncated]")) {
+		t.Fatalf("reason %q", back.Reason)
+	}
+	short := r
+	short.Reason = "fine"
+	if b, _ := customresource.Body(short); !strings.Contains(string(b), `"Reason":"fine"`) {
+		t.Fatalf("short reason changed: %s", b)
+	}
+}
+
+func FuzzBody(f *testing.F) {
+	f.Add("reason", "key", "value")
+	f.Add(strings.Repeat("\u00e9<", 3000), "k", strings.Repeat("v", 100))
+	f.Fuzz(func(t *testing.T, reason, k, v string) {
+		r := cfn.Response{Status: cfn.StatusFailed, Reason: reason, Data: map[string]any{k: v}}
+		b, err := customresource.Body(r)
+		if err != nil {
+			return // a Data that cannot fit is refused, never sent oversize
+		}
+		if len(b) > customresource.MaxBody || !json.Valid(b) {
+			t.Fatalf("%d bytes, valid %v", len(b), json.Valid(b))
+		}
+	})
+}
