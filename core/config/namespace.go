@@ -101,3 +101,27 @@ func (s *Store) ResolveNamespace(ctx context.Context, name string) (string, erro
 	}
 	return id, nil
 }
+
+// NamespaceName returns the name of the live namespace whose id is id, from
+// its reverse record (R2): *NamespaceNotFoundError when there is none,
+// *NamespaceStateError when it is deleted or being purged.
+func (s *Store) NamespaceName(ctx context.Context, id string) (string, error) {
+	if err := schema.ValidateNamespaceID(id); err != nil {
+		return "", err
+	}
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.table), ConsistentRead: aws.Bool(true),
+		Key: schema.NamespaceReverseKey(id).AttributeValues(),
+	})
+	if err != nil {
+		return "", fmt.Errorf("namespace id %q: %w", id, err)
+	}
+	name, _ := getS(out.Item, schema.AttrNamespaceName)
+	if out.Item == nil {
+		return "", &NamespaceNotFoundError{Name: id}
+	}
+	if state, _ := getS(out.Item, schema.AttrStatus); state == NamespaceDeleted || state == NamespacePurging {
+		return "", &NamespaceStateError{Name: name, State: state}
+	}
+	return name, nil
+}

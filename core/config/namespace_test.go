@@ -72,3 +72,33 @@ func TestRegisterAndResolveNamespace(t *testing.T) {
 		t.Fatalf("deleted namespace: %v", err)
 	}
 }
+
+func TestNamespaceName(t *testing.T) {
+	tbl := ddbtest.NewBareTable(t)
+	st := config.NewStore(tbl.DB, tbl.Name)
+	ctx := context.Background()
+	id, err := st.RegisterNamespace(ctx, "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if name, err := st.NamespaceName(ctx, id); err != nil || name != "prod" {
+		t.Fatalf("name %q %v", name, err)
+	}
+	var nf *config.NamespaceNotFoundError
+	if _, err := st.NamespaceName(ctx, "AAAAAAAAAAA"); !errors.As(err, &nf) {
+		t.Fatalf("unknown id: %v", err)
+	}
+	if _, err := tbl.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(tbl.Name), Key: schema.NamespaceReverseKey(id).AttributeValues(),
+		UpdateExpression:          aws.String("SET #s = :d"),
+		ExpressionAttributeNames:  map[string]string{"#s": schema.AttrStatus},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":d": schema.Str(config.NamespaceDeleted)}}); err != nil {
+		t.Fatal(err)
+	}
+	var se *config.NamespaceStateError
+	if _, err := st.NamespaceName(ctx, id); !errors.As(err, &se) || se.State != config.NamespaceDeleted {
+		t.Fatalf("deleted: %v", err)
+	}
+	if _, err := st.NamespaceName(ctx, "bad/id"); !schema.IsValidationError(err) {
+		t.Fatalf("bad id: %v", err)
+	}
+}

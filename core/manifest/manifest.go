@@ -13,7 +13,6 @@ import (
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
-	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
 // DefaultNamespace is the namespace a CloudFormation resource manages when
@@ -207,6 +206,3 @@ func anySoft(ls []limit.Limit) bool {
 // Empty returns the manifest of namespace that manages nothing: applying it
 // removes everything an earlier manifest managed (a CloudFormation Delete).
 func Empty(namespace string) *Manifest { return &Manifest{Namespace: namespace} }
-
-// isDefault reports the `_default_` scope.
-func isDefault(r string) bool { return r == schema.DefaultResource }

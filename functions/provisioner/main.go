@@ -1,26 +1,36 @@
-// Command provisioner is the CloudFormation custom-resource Lambda that
-// applies a declarative limits manifest (docs/design.md §9).
+// Command provisioner is the CloudFormation custom-resource Lambda of the
+// limiter stack (docs/design.md §12): it applies declarative limits manifests
+// (Custom::ZaeLimiterLimits, or any custom resource type but the version
+// stamp), stamps the version record (Custom::ZaeLimiterVersion), and answers
+// direct {action: plan|apply} invocations. It wires configuration, the
+// DynamoDB client and the handler.
 //
-// The manifest handler arrives with the provisioner issue. Until then every
-// Create and Update is answered FAILED with a clear reason and every Delete
-// SUCCESS (nothing was provisioned), so a stack never waits on a response.
+// Under Lambda (AWS_LAMBDA_RUNTIME_API set) it serves invocations. A build
+// without the lambda.norpc tag also runs outside Lambda, against DynamoDB
+// Local or any endpoint in AWS_ENDPOINT_URL_DYNAMODB (local.go):
+//
+//	provisioner -event events/cfn-limits-create.json       # one CloudFormation request
+//	provisioner -manifest events/limits.yaml -plan         # prints the changes
+//	provisioner -manifest events/limits.yaml -apply        # applies them
 package main
 
 import (
 	"context"
-	"errors"
+	"log/slog"
+	"os"
 
-	"github.com/aws/aws-lambda-go/cfn"
 	"github.com/aws/aws-lambda-go/lambda"
 )
 
-var errNotBuilt = errors.New("provisioner: manifest handling is not built yet")
-
 func main() {
-	lambda.Start(cfn.LambdaWrap(func(_ context.Context, ev cfn.Event) (string, map[string]interface{}, error) {
-		if ev.RequestType == cfn.RequestDelete {
-			return ev.PhysicalResourceID, nil, nil
-		}
-		return "", nil, errNotBuilt
-	}))
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	if os.Getenv("AWS_LAMBDA_RUNTIME_API") == "" {
+		os.Exit(runLocal(log))
+	}
+	h, err := wire(context.Background(), log, false)
+	if err != nil {
+		log.Error("provisioner init failed", "error", err)
+		os.Exit(1)
+	}
+	lambda.Start(h.Invoke)
 }

@@ -1,0 +1,76 @@
+package handler
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-lambda-go/cfn"
+)
+
+// The resource type of the version stamp (docs/design.md §12); every other
+// custom resource type is a limits resource.
+const versionStampType = "Custom::ZaeLimiterVersion"
+
+// event is one decoded invocation: a CloudFormation request, or a direct
+// plan/apply invocation.
+type event struct {
+	request    *cfn.Event
+	invocation *invocation
+}
+
+// invocation is the direct form: {action, manifest, table_name,
+// namespace_id}.
+type invocation struct {
+	Action      string         `json:"action"`
+	Manifest    map[string]any `json:"manifest"`
+	TableName   string         `json:"table_name"`
+	NamespaceID string         `json:"namespace_id"`
+}
+
+// EventError reports an invocation payload that is neither form.
+type EventError struct{ Reason string }
+
+// Error implements error.
+func (e *EventError) Error() string { return "provisioner: bad event: " + e.Reason }
+
+// decodeEvent reads a Lambda payload: an object with `RequestType` is a
+// CloudFormation request (numbers kept as json.Number so that coercion sees
+// what was sent), any other object a direct invocation.
+func decodeEvent(raw []byte) (event, error) {
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &probe); err != nil || probe == nil {
+		return event{}, &EventError{Reason: "the payload is not a JSON object"}
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if _, ok := probe["RequestType"]; ok {
+		var ev cfn.Event
+		if err := dec.Decode(&ev); err != nil {
+			return event{}, &EventError{Reason: "a CloudFormation request that does not decode: " + err.Error()}
+		}
+		if ev.ResponseURL == "" {
+			return event{}, &EventError{Reason: "a CloudFormation request without a ResponseURL"}
+		}
+		return event{request: &ev}, nil
+	}
+	var inv invocation
+	if err := dec.Decode(&inv); err != nil {
+		return event{}, &EventError{Reason: "an invocation that does not decode: " + err.Error()}
+	}
+	switch inv.Action {
+	case "":
+		inv.Action = "plan"
+	case "plan", "apply":
+	default:
+		return event{}, &EventError{Reason: fmt.Sprintf("action %q is neither plan nor apply", inv.Action)}
+	}
+	if inv.Manifest == nil {
+		return event{}, &EventError{Reason: "an invocation without a manifest"}
+	}
+	return event{invocation: &inv}, nil
+}
+
+// errUnknownRequestType answers a request CloudFormation never sends.
+var errUnknownRequestType = errors.New("provisioner: RequestType is not Create, Update or Delete")

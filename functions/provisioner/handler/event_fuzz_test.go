@@ -1,0 +1,52 @@
+package handler
+
+import (
+	"errors"
+	"testing"
+)
+
+// FuzzDecodeEvent: any payload is a CloudFormation request with a
+// ResponseURL, a plan/apply invocation with a manifest, or an *EventError;
+// never a panic.
+func FuzzDecodeEvent(f *testing.F) {
+	f.Add([]byte(`{"RequestType":"Create","ResponseURL":"http://x","ResourceProperties":{"Namespace":"n","Resources":{"r":{"Limits":{"l":{"Capacity":5}}}}}}`))
+	f.Add([]byte(`{"action":"apply","manifest":{"namespace":"n"},"namespace_id":"Ab3dEf6hIjk"}`))
+	f.Add([]byte(`{"RequestType":"Delete"}`))
+	f.Add([]byte(`[1,2]`))
+	f.Add([]byte(`null`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		ev, err := decodeEvent(raw)
+		if err != nil {
+			var ee *EventError
+			if !errors.As(err, &ee) {
+				t.Fatalf("untyped error %T", err)
+			}
+			return
+		}
+		switch {
+		case ev.request != nil:
+			if ev.request.ResponseURL == "" {
+				t.Fatal("a request without a ResponseURL was accepted")
+			}
+		case ev.invocation != nil:
+			if ev.invocation.Manifest == nil || (ev.invocation.Action != "plan" && ev.invocation.Action != "apply") {
+				t.Fatalf("invocation %+v", ev.invocation)
+			}
+		default:
+			t.Fatal("neither form")
+		}
+	})
+}
+
+// FuzzPhysicalID: what parsePhysicalID accepts, physicalID gives back.
+func FuzzPhysicalID(f *testing.F) {
+	f.Add("zae-limiter/Ab3dEf6hIjk/limits-provisioner")
+	f.Add("failed")
+	f.Add("a/b/c/limits-provisioner")
+	f.Fuzz(func(t *testing.T, id string) {
+		table, ns, ok := parsePhysicalID(id)
+		if ok && physicalID(table, ns) != id {
+			t.Fatalf("%q → %q %q", id, table, ns)
+		}
+	})
+}

@@ -1,0 +1,400 @@
+package handler_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/cfn"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/limit"
+	"github.com/zae-limiter/zae-limiter-go/core/provision"
+	"github.com/zae-limiter/zae-limiter-go/functions/provisioner/handler"
+	"github.com/zae-limiter/zae-limiter-go/internal/customresource"
+	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
+	"github.com/zae-limiter/zae-limiter-go/internal/faultproxy"
+)
+
+func TestMain(m *testing.M) { ddbtest.Main(m) }
+
+var t0 = time.Date(2026, 12, 31, 23, 59, 30, 0, time.UTC)
+
+// cloudformation is CloudFormation's side of the protocol: a local HTTP
+// server that records every response PUT and answers with its script.
+type cloudformation struct {
+	mu       sync.Mutex
+	statuses []int
+	got      []cfn.Response
+	sizes    []int
+	srv      *httptest.Server
+}
+
+func newCloudFormation(t *testing.T, statuses ...int) *cloudformation {
+	c := &cloudformation{statuses: statuses}
+	c.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var resp cfn.Response
+		_ = json.Unmarshal(body, &resp)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.got, c.sizes = append(c.got, resp), append(c.sizes, len(body))
+		status := http.StatusOK
+		if len(c.statuses) > 0 {
+			status, c.statuses = c.statuses[0], c.statuses[1:]
+		}
+		w.WriteHeader(status)
+	}))
+	t.Cleanup(c.srv.Close)
+	return c
+}
+
+func (c *cloudformation) last(t *testing.T) (cfn.Response, int) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.got) == 0 {
+		t.Fatal("no response was sent")
+	}
+	return c.got[len(c.got)-1], c.sizes[len(c.sizes)-1]
+}
+
+type env struct {
+	t     *testing.T
+	ctx   context.Context
+	tbl   *ddbtest.Table
+	proxy *faultproxy.Proxy
+	store *config.Store
+	ns    string
+	cf    *cloudformation
+	logs  *bytes.Buffer
+	h     *handler.Handler
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	e := &env{t: t, ctx: context.Background(), tbl: ddbtest.NewTable(t), logs: &bytes.Buffer{}}
+	e.proxy = faultproxy.Start(t, e.tbl.Endpoint)
+	e.store = config.NewStore(e.tbl.DB, e.tbl.Name, config.WithCacheTTL(-1))
+	var err error
+	if e.ns, err = e.store.RegisterNamespace(e.ctx, "tenant-alpha"); err != nil {
+		t.Fatal(err)
+	}
+	e.cf = newCloudFormation(t)
+	e.h = e.handler(e.proxy.DynamoDB(func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }))
+	return e
+}
+
+func (e *env) handler(db provision.DB) *handler.Handler {
+	log := slog.New(slog.NewJSONHandler(e.logs, nil))
+	return handler.New(db, handler.Settings{Table: e.tbl.Name, Clock: func() time.Time { return t0 },
+		Respond: customresource.Options{Backoff: time.Millisecond, Logger: log}}, log)
+}
+
+// event reads a sample from events/ and points it at this test's table,
+// namespace and CloudFormation.
+func (e *env) event(name string, edit func(ev map[string]any)) []byte {
+	e.t.Helper()
+	raw, err := os.ReadFile("../../../events/" + name)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	raw = bytes.ReplaceAll(raw, []byte("TABLE/NAMESPACE_ID"), []byte(e.tbl.Name+"/"+e.ns))
+	var ev map[string]any
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, ok := ev["ResponseURL"]; ok {
+		ev["ResponseURL"] = e.cf.srv.URL + "/response?X-Amz-Signature=test"
+	}
+	if props, ok := ev["ResourceProperties"].(map[string]any); ok && ev["ResourceType"] == "Custom::ZaeLimiterVersion" {
+		props["TableName"] = e.tbl.Name
+	}
+	if edit != nil {
+		edit(ev)
+	}
+	out, _ := json.Marshal(ev)
+	return out
+}
+
+func (e *env) invoke(raw []byte) cfn.Response {
+	e.t.Helper()
+	if _, err := e.h.Invoke(e.ctx, raw); err != nil {
+		e.t.Fatalf("invoke: %v", err)
+	}
+	resp, _ := e.cf.last(e.t)
+	return resp
+}
+
+// Create, Update and Delete of the sample limits resource: the responses,
+// and the table after each.
+func TestCreateUpdateDelete(t *testing.T) {
+	e := newEnv(t)
+	if err := e.store.SetResourceLimits(e.ctx, e.ns, "unmanaged", []limit.Limit{limit.PerMinute("rpm", 7)}); err != nil {
+		t.Fatal(err)
+	}
+	resp := e.invoke(e.event("cfn-limits-create.json", nil))
+	wantID := e.tbl.Name + "/" + e.ns + "/limits-provisioner"
+	if resp.Status != cfn.StatusSuccess || resp.PhysicalResourceID != wantID || resp.Data["Created"] != "6" ||
+		resp.Data["ErrorCount"] != "0" || !strings.HasPrefix(fmt.Sprint(resp.Data["AppliedHash"]), "sha256:") {
+		t.Fatalf("create: %+v", resp)
+	}
+	if l, _ := e.store.GetResourceLimits(e.ctx, e.ns, "gpt-4"); len(l) != 2 || l[0].Capacity != 100 {
+		t.Fatalf("gpt-4 %v", l)
+	}
+
+	resp = e.invoke(e.event("cfn-limits-update.json", nil))
+	if resp.Status != cfn.StatusSuccess || resp.PhysicalResourceID != wantID || resp.Data["Updated"] != "1" || resp.Data["Deleted"] != "2" {
+		t.Fatalf("update: %+v", resp)
+	}
+	if l, _ := e.store.GetResourceLimits(e.ctx, e.ns, "gpt-4"); l[0].Capacity != 200 {
+		t.Fatalf("gpt-4 after update %v", l)
+	}
+	if _, err := e.store.GetResourceLimits(e.ctx, e.ns, "gpt-3.5"); err != nil {
+		t.Fatal(err)
+	}
+
+	// The same Update again writes nothing.
+	resp = e.invoke(e.event("cfn-limits-update.json", nil))
+	if resp.Data["Status"] != "unchanged" {
+		t.Fatalf("re-update: %+v", resp)
+	}
+
+	resp = e.invoke(e.event("cfn-limits-delete.json", nil))
+	if resp.Status != cfn.StatusSuccess || resp.PhysicalResourceID != wantID {
+		t.Fatalf("delete: %+v", resp)
+	}
+	if l, _ := e.store.GetResourceLimits(e.ctx, e.ns, "gpt-4"); len(l) != 0 {
+		t.Fatalf("gpt-4 after delete %v", l)
+	}
+	if l, _ := e.store.GetResourceLimits(e.ctx, e.ns, "unmanaged"); len(l) != 1 {
+		t.Fatal("the unmanaged resource did not survive")
+	}
+}
+
+// A Delete never wedges a stack: `failed`, an id this provisioner never
+// gave, and a namespace that no longer resolves answer SUCCESS, changing
+// nothing.
+func TestDeleteNeverWedges(t *testing.T) {
+	e := newEnv(t)
+	e.invoke(e.event("cfn-limits-create.json", nil))
+	for _, id := range []string{customresource.FailedPhysicalID, "something-else", e.tbl.Name + "/AAAAAAAAAAA/limits-provisioner"} {
+		resp := e.invoke(e.event("cfn-limits-delete.json", func(ev map[string]any) { ev["PhysicalResourceId"] = id }))
+		if resp.Status != cfn.StatusSuccess || resp.PhysicalResourceID != id || resp.Data["Status"] != "skipped" {
+			t.Fatalf("delete of %q: %+v", id, resp)
+		}
+	}
+	if l, _ := e.store.GetResourceLimits(e.ctx, e.ns, "gpt-4"); len(l) != 2 {
+		t.Fatal("a skipped delete changed config")
+	}
+}
+
+// A bad manifest is FAILED with every bad field named, and nothing written.
+func TestBadManifestNamesEveryField(t *testing.T) {
+	e := newEnv(t)
+	resp := e.invoke(e.event("cfn-limits-create.json", func(ev map[string]any) {
+		props := ev["ResourceProperties"].(map[string]any)
+		res := props["Resources"].(map[string]any)
+		res["gpt-4"].(map[string]any)["Limits"].(map[string]any)["rpm"].(map[string]any)["Capacity"] = "lots"
+		res["gpt-3.5"].(map[string]any)["Disabled"] = "maybe"
+		props["Entities"].(map[string]any)["api-key-1"].(map[string]any)["Resources"].(map[string]any)["gpt-4"].(map[string]any)["Limits"].(map[string]any)["rpm"].(map[string]any)["ResetAfter"] = "60"
+	}))
+	if resp.Status != cfn.StatusFailed || resp.PhysicalResourceID != customresource.FailedPhysicalID {
+		t.Fatalf("%+v", resp)
+	}
+	for _, want := range []string{
+		`Resources.gpt-4.Limits.rpm.Capacity: "lots" is not an integer`,
+		`Resources.gpt-3.5.Disabled: "maybe" is not true, false or bypass`,
+		`Entities.api-key-1.Resources.gpt-4.Limits.rpm.ResetAfter: schedules and reset_after are not supported`,
+	} {
+		if !strings.Contains(resp.Reason, want) {
+			t.Errorf("reason lacks %q: %s", want, resp.Reason)
+		}
+	}
+	if st, _ := provision.New(e.tbl.DB, e.tbl.Name, provision.Options{}).ReadState(e.ctx, e.ns); st.Found {
+		t.Fatal("a refused manifest wrote the state record")
+	}
+}
+
+// 500 entities: the SUCCESS body and a FAILED body naming 500 bad fields
+// both stay within 4,096 bytes.
+func TestBodyOfALargeManifest(t *testing.T) {
+	e := newEnv(t)
+	ents := map[string]any{}
+	bad := map[string]any{}
+	for i := range 500 {
+		id := fmt.Sprintf("api-key-%03d", i)
+		ents[id] = map[string]any{"Resources": map[string]any{"gpt-4": map[string]any{"Limits": map[string]any{"rpm": map[string]any{"Capacity": "10"}}}}}
+		bad[id] = map[string]any{"Resources": map[string]any{"gpt-4": map[string]any{"Limits": map[string]any{"rpm": map[string]any{"Capacity": "ten"}}}}}
+	}
+	props := func(entities map[string]any) func(ev map[string]any) {
+		return func(ev map[string]any) {
+			ev["ResourceProperties"] = map[string]any{"ServiceToken": "x", "Namespace": "tenant-alpha", "Entities": entities}
+		}
+	}
+	resp := e.invoke(e.event("cfn-limits-create.json", props(bad)))
+	if _, size := e.cf.last(t); resp.Status != cfn.StatusFailed || size > customresource.MaxBody || !strings.Contains(resp.Reason, "500 problems") {
+		t.Fatalf("failed body %d bytes: %.200s", size, resp.Reason)
+	}
+	resp = e.invoke(e.event("cfn-limits-create.json", props(ents)))
+	if _, size := e.cf.last(t); resp.Status != cfn.StatusSuccess || resp.Data["Created"] != "500" || size > customresource.MaxBody {
+		t.Fatalf("success body %d bytes: %+v", size, resp)
+	}
+}
+
+// panicky is a DynamoDB client whose reads panic: a panic in the handler
+// cannot be caused for real.
+type panicky struct{ provision.DB }
+
+func (panicky) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	panic("injected")
+}
+
+func TestPanicIsFailed(t *testing.T) {
+	e := newEnv(t)
+	e.h = e.handler(panicky{e.tbl.DB})
+	resp := e.invoke(e.event("cfn-limits-create.json", nil))
+	if resp.Status != cfn.StatusFailed || resp.Reason != "panic: injected" {
+		t.Fatalf("%+v", resp)
+	}
+}
+
+// A DynamoDB call that hangs: the request is answered FAILED before the
+// Lambda deadline.
+func TestDeadlineIsFailedInTime(t *testing.T) {
+	e := newEnv(t)
+	e.proxy.Add(faultproxy.Rule{Operation: "GetItem", Fault: faultproxy.Hang()})
+	log := slog.New(slog.NewJSONHandler(e.logs, nil))
+	e.h = handler.New(e.proxy.DynamoDB(), handler.Settings{Table: e.tbl.Name,
+		Respond: customresource.Options{Margin: 2 * time.Second, Logger: log}}, log)
+	deadline := time.Now().Add(3 * time.Second)
+	ctx, cancel := context.WithDeadline(e.ctx, deadline)
+	defer cancel()
+	if _, err := e.h.Invoke(ctx, e.event("cfn-limits-create.json", nil)); err != nil {
+		t.Fatal(err)
+	}
+	if !time.Now().Before(deadline) {
+		t.Fatal("answered after the deadline")
+	}
+	if resp, _ := e.cf.last(t); resp.Status != cfn.StatusFailed || resp.Reason != customresource.ErrDeadline.Error() {
+		t.Fatalf("%+v", resp)
+	}
+}
+
+// A response that cannot be sent is logged, and the invocation fails so
+// that Lambda retries it.
+func TestFailedSendIsLogged(t *testing.T) {
+	e := newEnv(t)
+	e.cf.statuses = []int{500, 500, 500, 500}
+	_, err := e.h.Invoke(e.ctx, e.event("cfn-limits-create.json", nil))
+	if err == nil {
+		t.Fatal("a failed send was not returned")
+	}
+	if !strings.Contains(e.logs.String(), "custom resource response not sent") {
+		t.Fatalf("not logged: %s", e.logs.String())
+	}
+}
+
+// The version stamp writes lambda_version and schema_version and never
+// lowers client_min_version; a version above the deployed code is refused.
+func TestVersionStamp(t *testing.T) {
+	e := newEnv(t)
+	if err := e.store.Ratchet(e.ctx, "0.17.0"); err != nil {
+		t.Fatal(err)
+	}
+	resp := e.invoke(e.event("cfn-version-stamp.json", func(ev map[string]any) {
+		ev["ResourceProperties"].(map[string]any)["LambdaVersion"] = "0.16.0"
+	}))
+	if resp.Status != cfn.StatusSuccess || resp.PhysicalResourceID != e.tbl.Name+"/version-stamp" || resp.Data["ClientMinVersion"] != "0.17.0" {
+		t.Fatalf("%+v", resp)
+	}
+	rec, _, err := e.store.ReadVersion(e.ctx)
+	if err != nil || rec.LambdaVersion != "0.16.0" || rec.ClientMinVersion != "0.17.0" || rec.UpdatedBy != "cfn:tenant-alpha-limits" {
+		t.Fatalf("record %+v %v", rec, err)
+	}
+	resp = e.invoke(e.event("cfn-version-stamp.json", func(ev map[string]any) {
+		ev["ResourceProperties"].(map[string]any)["LambdaVersion"] = "9.0.0"
+	}))
+	if resp.Status != cfn.StatusFailed || !strings.Contains(resp.Reason, "newer than the deployed code") {
+		t.Fatalf("%+v", resp)
+	}
+	resp = e.invoke(e.event("cfn-version-stamp.json", func(ev map[string]any) { ev["RequestType"] = "Delete"; ev["PhysicalResourceId"] = "x/version-stamp" }))
+	if resp.Status != cfn.StatusSuccess {
+		t.Fatalf("%+v", resp)
+	}
+	if rec, _, _ := e.store.ReadVersion(e.ctx); rec.LambdaVersion != "0.16.0" {
+		t.Fatal("delete changed the record")
+	}
+
+	// On a table with no record, the stamp creates one at 0.0.0.
+	bare := ddbtest.NewBareTable(t)
+	e.h = handler.New(bare.DB, handler.Settings{Table: bare.Name, Respond: customresource.Options{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}}, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	resp = e.invoke(e.event("cfn-version-stamp.json", func(ev map[string]any) { ev["ResourceProperties"].(map[string]any)["TableName"] = bare.Name }))
+	if resp.Status != cfn.StatusSuccess || resp.Data["ClientMinVersion"] != "0.0.0" || resp.Data["LambdaVersion"] != "0.17.0" {
+		t.Fatalf("%+v", resp)
+	}
+}
+
+// The direct invocation plans or applies, and answers with the change list.
+func TestInvocation(t *testing.T) {
+	e := newEnv(t)
+	res, err := e.h.Invoke(e.ctx, e.event("invoke-plan.json", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(res)
+	if string(b) != `{"status":"planned","changes":[{"action":"create","level":"resource","target":"gpt-4","what":"limits"}]}` {
+		t.Fatalf("%s", b)
+	}
+	if l, _ := e.store.GetResourceLimits(e.ctx, e.ns, "gpt-4"); len(l) != 0 {
+		t.Fatal("plan wrote")
+	}
+	res, err = e.h.Invoke(e.ctx, e.event("invoke-plan.json", func(ev map[string]any) { ev["action"] = "apply"; ev["namespace_id"] = e.ns }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(res); !strings.Contains(string(b), `"status":"applied"`) {
+		t.Fatalf("%s", b)
+	}
+	if l, _ := e.store.GetResourceLimits(e.ctx, e.ns, "gpt-4"); len(l) != 1 {
+		t.Fatal("apply did not write")
+	}
+	for _, bad := range []string{`[]`, `{"action":"destroy","manifest":{}}`, `{"action":"plan"}`, `{"RequestType":"Create"}`} {
+		var ee *handler.EventError
+		if _, err := e.h.Invoke(e.ctx, []byte(bad)); !errors.As(err, &ee) {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+}
+
+// RunManifest: the -manifest flag's path, on the sample file.
+func TestRunManifest(t *testing.T) {
+	e := newEnv(t)
+	var out bytes.Buffer
+	if err := e.h.RunManifest(e.ctx, "../../../events/limits.yaml", "", false, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), `"status": "planned"`) || strings.Count(out.String(), `"action": "create"`) != 6 {
+		t.Fatalf("%s", out.String())
+	}
+	out.Reset()
+	if err := e.h.RunManifest(e.ctx, "../../../events/limits.yaml", e.ns, true, &out); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := e.h.RunManifest(e.ctx, "../../../events/limits.yaml", "", false, &out); err != nil || !strings.Contains(out.String(), `"changes": []`) {
+		t.Fatalf("%v %s", err, out.String())
+	}
+}
