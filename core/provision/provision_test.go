@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -58,7 +60,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	db := e.proxy.DynamoDB(func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
-	e.prov = provision.New(db, e.tbl.Name, provision.Options{Clock: e.clk.Now})
+	e.prov = provision.New(db, e.tbl.Name, provision.Options{Clock: e.clk.Now, Logger: quietLogger()})
 	return e
 }
 
@@ -495,3 +497,5 @@ func TestFailedConfigWriteRollsBack(t *testing.T) {
 		t.Fatalf("state %+v", st)
 	}
 }
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -184,3 +184,40 @@ func TestRunShowsOperatorControls(t *testing.T) {
 		}
 	}
 }
+
+// TestRunShowsTheProvisioner: the last step applies a manifest through the
+// provisioner's -event path as CloudFormation would, and acquires show it.
+func TestRunShowsTheProvisioner(t *testing.T) {
+	var out bytes.Buffer
+	err := showcase.Run(context.Background(), &out, showcase.Options{
+		Endpoint: ddbtest.Endpoint(t),
+		Table:    ddbtest.TableName(t.Name()),
+		Now:      func() time.Time { return time.Date(2028, 2, 29, 0, 10, 0, 0, time.UTC) },
+	})
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	text := out.String()
+	step := text[strings.Index(text, "== 10. Declarative limits"):]
+	for _, want := range []string{
+		"provisioner -event cfn-create.json (Create",
+		"/{ns}/limits-provisioner",
+		"Data: Status applied, Created 5, Updated 0, Deleted 0, ErrorCount 0",
+		"    api-key-1  on gpt-3.5  admitted\n",
+		"    api-key-3  on gpt-3.5  403 disabled\n",
+		"    api-key-2  on gpt-3.5  admitted (bypassed)\n",
+		"    api-key-3  on gpt-4    429\n",
+		"Data: Status applied, Created 0, Updated 1, Deleted 2, ErrorCount 0",
+		"    api-key-3  on gpt-3.5  admitted\n",
+		"Data: Status unchanged, Created 0, Updated 0, Deleted 0, ErrorCount 0",
+		"Data: Status applied, Created 0, Updated 0, Deleted 3, ErrorCount 0",
+		"gpt-4 has 0 limits of its own",
+	} {
+		if !strings.Contains(step, want) {
+			t.Errorf("step 10 lacks %q\n%s", want, step)
+		}
+	}
+	if strings.Count(step, "api-key-3  on gpt-4    admitted") != 3 {
+		t.Errorf("gpt-4 should admit 3 a minute\n%s", step)
+	}
+}
