@@ -20,6 +20,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/internal/clock"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
 	"github.com/zae-limiter/zae-limiter-go/internal/faultproxy"
+	"github.com/zae-limiter/zae-limiter-go/internal/verdict"
 )
 
 func TestMain(m *testing.M) { ddbtest.Main(m) }
@@ -65,20 +66,11 @@ func newEnv(t *testing.T) *env {
 func (e *env) acquire(entity, resource string) string {
 	e.t.Helper()
 	lease, err := e.lim.Acquire(e.ctx, entity, resource, limiter.Consume{"rpm": 1})
-	var dis *limiter.ResourceDisabled
-	var rle *limiter.RateLimitExceeded
-	switch {
-	case err == nil && lease.Bypassed():
-		return "bypass"
-	case err == nil:
-		return "ok"
-	case errors.As(err, &dis):
-		return "403"
-	case errors.As(err, &rle):
-		return "429"
+	v := verdict.Of(lease, err)
+	if v == "" {
+		e.t.Fatalf("acquire %s on %s: %v", entity, resource, err)
 	}
-	e.t.Fatalf("acquire %s on %s: %v", entity, resource, err)
-	return ""
+	return v
 }
 
 func (e *env) bucket(entity, resource string, shard int) map[string]types.AttributeValue {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,6 +21,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
 	"github.com/zae-limiter/zae-limiter-go/functions/provisioner/handler"
 	"github.com/zae-limiter/zae-limiter-go/internal/clock"
+	"github.com/zae-limiter/zae-limiter-go/internal/verdict"
 )
 
 // provNamespace is the namespace the provisioner step manages.
@@ -129,16 +129,14 @@ func (d *demo) provisioner(ctx context.Context) error {
 	}
 	try := func(entity, resource string) string {
 		lease, err := lim.Acquire(ctx, entity, resource, limiter.Consume{"rpm": 1})
-		var dis *limiter.ResourceDisabled
-		var rle *limiter.RateLimitExceeded
-		switch {
-		case err == nil && lease.Bypassed():
+		switch verdict.Of(lease, err) {
+		case verdict.Bypass:
 			return "admitted (bypassed)"
-		case err == nil:
+		case verdict.OK:
 			return "admitted"
-		case errors.As(err, &dis):
+		case verdict.Disabled:
 			return "403 disabled"
-		case errors.As(err, &rle):
+		case verdict.Limited:
 			return "429"
 		}
 		return "error: " + err.Error()

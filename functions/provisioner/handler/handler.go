@@ -134,11 +134,9 @@ func (h *Handler) applyLimits(ctx context.Context, ev cfn.Event) (string, map[st
 		table = m.TableName
 	}
 	p := h.provisioner(table)
-	ns := m.NamespaceID
-	if ns == "" {
-		if ns, err = p.Store().ResolveNamespace(ctx, m.Namespace); err != nil {
-			return "", nil, fmt.Errorf("provisioner: namespace %q: %w", m.Namespace, err)
-		}
+	ns, err := namespaceID(ctx, p, m.NamespaceID, m.Namespace)
+	if err != nil {
+		return "", nil, err
 	}
 	res, err := p.Apply(ctx, ns, m, principal(ev))
 	if err != nil {
@@ -280,11 +278,9 @@ func (h *Handler) invoke(ctx context.Context, inv invocation) (*invocationResult
 		table = inv.TableName
 	}
 	p := h.provisioner(table)
-	ns := inv.NamespaceID
-	if ns == "" {
-		if ns, err = p.Store().ResolveNamespace(ctx, m.Namespace); err != nil {
-			return nil, err
-		}
+	ns, err := namespaceID(ctx, p, inv.NamespaceID, m.Namespace)
+	if err != nil {
+		return nil, err
 	}
 	if inv.Action == "plan" {
 		pl, err := p.Plan(ctx, ns, m)
@@ -307,6 +303,18 @@ func reports(cs []provision.Change) []changeReport {
 		out[i] = changeReport{Action: string(c.Action), Level: string(c.Target.Kind), Target: c.Target.String(), What: strings.Join(c.What, ", ")}
 	}
 	return out
+}
+
+// namespaceID is id when given, else the id of the live namespace name.
+func namespaceID(ctx context.Context, p *provision.Provisioner, id, name string) (string, error) {
+	if id != "" {
+		return id, nil
+	}
+	id, err := p.Store().ResolveNamespace(ctx, name)
+	if err != nil {
+		return "", fmt.Errorf("provisioner: namespace %q: %w", name, err)
+	}
+	return id, nil
 }
 
 func (h *Handler) provisioner(table string) *provision.Provisioner {
