@@ -14,6 +14,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
+	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
 	"github.com/zae-limiter/zae-limiter-go/internal/faultproxy"
 )
 
@@ -407,5 +408,32 @@ func TestDeleteRespectsDisabledWrittenMeanwhile(t *testing.T) {
 	}
 	if c := nAttr(e.get(t, schema.EntityConfigRegistryKey(e.ns)), "r"); c != "1" {
 		t.Fatalf("R9 r = %s, want 1 (the item still exists)", c)
+	}
+}
+
+func TestSetOnUnavailable(t *testing.T) {
+	tbl := ddbtest.NewBareTable(t)
+	st := config.NewStore(tbl.DB, tbl.Name)
+	ctx := context.Background()
+	const ns = "Ab3dEf6hIjk"
+	// On a missing item: created with the setting alone.
+	if err := st.SetOnUnavailable(ctx, ns, config.OnUnavailableAllow); err != nil {
+		t.Fatal(err)
+	}
+	if l, ou, err := st.GetSystemLimits(ctx, ns); err != nil || len(l) != 0 || ou != config.OnUnavailableAllow {
+		t.Fatalf("%v %q %v", l, ou, err)
+	}
+	// Limits and the setting live side by side; removing the setting keeps the limits.
+	if err := st.SetSystemLimits(ctx, ns, []limit.Limit{limit.PerMinute("rpm", 5)}, config.SystemOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SetOnUnavailable(ctx, ns, ""); err != nil {
+		t.Fatal(err)
+	}
+	if l, ou, err := st.GetSystemLimits(ctx, ns); err != nil || len(l) != 1 || ou != "" {
+		t.Fatalf("%v %q %v", l, ou, err)
+	}
+	if err := st.SetOnUnavailable(ctx, ns, "maybe"); !schema.IsValidationError(err) {
+		t.Fatalf("bad value: %v", err)
 	}
 }

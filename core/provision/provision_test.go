@@ -491,3 +491,36 @@ func TestFailedConfigWriteRollsBack(t *testing.T) {
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// A cascade policy in the manifest reaches the existing buckets of the
+// entities it concerns (the owner stamp), resource level and entity level.
+func TestCascadeReachesBuckets(t *testing.T) {
+	e := newEnv(t)
+	e.apply("namespace: tenant-alpha\nsystem: {limits: {rpm: {capacity: 100}}}")
+	for _, c := range []struct{ id, parent string }{{"org", ""}, {"k1", "org"}, {"k2", "org"}} {
+		if _, err := e.store.CreateEntity(e.ctx, e.ns, c.id, config.EntityOptions{ParentID: c.parent}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.acquire("k1", "r")
+	e.acquire("k2", "r")
+	cascade := func(u string) bool {
+		v, ok := e.bucket(u, "r")[schema.AttrCascade].(*types.AttributeValueMemberBOOL)
+		return ok && v.Value
+	}
+	if cascade("k1") || cascade("k2") {
+		t.Fatal("cascading before the manifest says so")
+	}
+	e.apply(`
+namespace: tenant-alpha
+system: {limits: {rpm: {capacity: 100}}}
+resources: {r: {cascade: true}}
+entities: {k2: {resources: {r: {cascade: false}}}}
+`)
+	if !cascade("k1") || cascade("k2") {
+		t.Fatalf("k1 %v (want true), k2 %v (want false: its own policy)", cascade("k1"), cascade("k2"))
+	}
+	if p, ok := e.bucket("k1", "r")[schema.AttrParentID].(*types.AttributeValueMemberS); !ok || p.Value != "org" {
+		t.Fatalf("parent stamp %v", e.bucket("k1", "r")[schema.AttrParentID])
+	}
+}
