@@ -33,7 +33,7 @@ type Limiter struct {
 	// AcquireOnlyPolicy, FullAccessPolicy and ReadOnlyPolicy are the
 	// table-wide managed policies; the Namespace* ones are scoped to the
 	// caller's zael_namespace_id principal tag.
-	AcquireOnlyPolicy, FullAccessPolicy, ReadOnlyPolicy                            *string
+	AcquireOnlyPolicy, FullAccessPolicy, ReadOnlyPolicy                        *string
 	NamespaceAcquirePolicy, NamespaceFullAccessPolicy, NamespaceReadOnlyPolicy *string
 }
 

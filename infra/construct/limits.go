@@ -52,8 +52,8 @@ type field struct {
 }
 
 func strct(fields map[string]field) *shape { return &shape{fields: fields} }
-func names(of *shape) *shape              { return &shape{each: of} }
-func list(of *shape) *shape               { return &shape{each: of, list: true} }
+func names(of *shape) *shape               { return &shape{each: of} }
+func list(of *shape) *shape                { return &shape{each: of, list: true} }
 
 // manifestShape is the manifest's grammar (docs/design.md §13).
 func manifestShape() *shape {

@@ -14,12 +14,12 @@ import (
 // alarmSpec is one CloudWatch alarm and the output that exports its name.
 type alarmSpec struct {
 	id, output, export, suffix, description string
-	namespace, metric, statistic           string
-	comparison                             string
-	threshold                              float64
-	periods                                int
-	dimension                              string
-	value                                  *string
+	namespace, metric, statistic            string
+	comparison                              string
+	threshold                               float64
+	periods                                 int
+	dimension                               string
+	value                                   *string
 }
 
 // createdAlarm is an alarm added to the stack and its name.

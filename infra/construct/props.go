@@ -105,7 +105,7 @@ type Props struct {
 	AggregatorRoleName, ProvisionerRoleName, AppRoleName, AdminRoleName, ReadOnlyRoleName string
 	// Managed policy names ("" = {stack}-acq, -full, -read, -ns-acq,
 	// -ns-full, -ns-read).
-	AcquireOnlyPolicyName, FullAccessPolicyName, ReadOnlyPolicyName                            string
+	AcquireOnlyPolicyName, FullAccessPolicyName, ReadOnlyPolicyName                        string
 	NamespaceAcquirePolicyName, NamespaceFullAccessPolicyName, NamespaceReadOnlyPolicyName string
 
 	// Limits, when set, declares a limits manifest as a Custom::ZaeLimiterLimits
@@ -162,7 +162,7 @@ func ValidateStackName(name string) error {
 // settings are Props with every default filled in and every value checked.
 type settings struct {
 	Props
-	aggregator, iam, externalRole, aggregatorRole, aggregatorLambda bool
+	aggregator, iam, externalRole, aggregatorRole, aggregatorLambda     bool
 	provisioner, iamRoles, alarms, aggregatorAlarms, dashboard, tracing bool
 }
 
