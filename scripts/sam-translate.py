@@ -36,7 +36,7 @@ def translate(source: str, parameters: dict) -> dict:
         # The translator wants a region; nothing it emits here depends on it.
         boto_session=boto3.session.Session(region_name="us-east-1"),
     ).translate(
-        sam_template=template, parameter_values=dict(parameters)
+        sam_template=template, parameter_values=dict(parameters or {})
     )
 
 
