@@ -33,7 +33,7 @@ func main() {
 }
 
 func run() error {
-	app, _, err := newApp()
+	app, _, err := newApp(nil)
 	if err != nil {
 		return err
 	}
@@ -41,14 +41,19 @@ func run() error {
 	return nil
 }
 
-// newApp builds the app and its one stack from the context. The cloud
-// assembly goes where the CDK CLI asks (CDK_OUTDIR), else to cdk.out.
-func newApp() (awscdk.App, awscdk.Stack, error) {
+// newApp builds the app and its one stack from the context: the CLI's
+// (-c key=value, cdk.json) and extra. The cloud assembly goes where the CDK
+// CLI asks (CDK_OUTDIR), else to cdk.out.
+func newApp(extra map[string]any) (awscdk.App, awscdk.Stack, error) {
 	outdir := os.Getenv("CDK_OUTDIR")
 	if outdir == "" {
 		outdir = "cdk.out"
 	}
-	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(outdir), AnalyticsReporting: jsii.Bool(false)})
+	appProps := &awscdk.AppProps{Outdir: jsii.String(outdir), AnalyticsReporting: jsii.Bool(false)}
+	if extra != nil {
+		appProps.Context = &extra
+	}
+	app := awscdk.NewApp(appProps)
 	ctx := func(key, def string) string {
 		if v, ok := app.Node().TryGetContext(jsii.String(key)).(string); ok && v != "" {
 			return v

@@ -278,7 +278,7 @@ func (e *evaluator) call(fn string, arg any) (any, error) {
 			}
 		}
 		if len(parts) != 2 || !e.resources[parts[0]] {
-			return nil, fmt.Errorf("GetAtt %v: no such resource", arg)
+			return nil, fmt.Errorf("Fn::GetAtt %v: no such resource", arg)
 		}
 		return "{" + parts[0] + "." + parts[1] + "}", nil
 	case "Fn::If":
@@ -300,7 +300,7 @@ func (e *evaluator) call(fn string, arg any) (any, error) {
 		for _, p := range list.([]any) {
 			s, ok := p.(string)
 			if !ok {
-				return nil, fmt.Errorf("Join of %T", p)
+				return nil, fmt.Errorf("join of %T", p)
 			}
 			parts = append(parts, s)
 		}
@@ -331,7 +331,7 @@ func (e *evaluator) call(fn string, arg any) (any, error) {
 		}
 		l := list.([]any)
 		if i < 0 || i >= len(l) {
-			return nil, fmt.Errorf("Select %d of %d", i, len(l))
+			return nil, fmt.Errorf("select %d of %d", i, len(l))
 		}
 		return l[i], nil
 	case "Fn::Sub":
@@ -361,7 +361,7 @@ func (e *evaluator) ref(name string) (any, error) {
 	if e.resources[name] {
 		return "{Ref:" + name + "}", nil
 	}
-	return nil, fmt.Errorf("Ref %s: no such parameter or resource", name)
+	return nil, fmt.Errorf("ref %s: no such parameter or resource", name)
 }
 
 // sub evaluates Fn::Sub: "${Name}" is a Ref, "${Name.Attr}" a GetAtt,
@@ -386,7 +386,7 @@ func (e *evaluator) sub(arg any) (any, error) {
 		}
 		j := strings.Index(body[i:], "}")
 		if j < 0 {
-			return nil, errors.New("Sub: unclosed ${")
+			return nil, errors.New("sub: unclosed ${")
 		}
 		b.WriteString(body[:i])
 		name := body[i+2 : i+j]
@@ -405,11 +405,11 @@ func (e *evaluator) sub(arg any) (any, error) {
 			v, err = e.ref(name)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("Sub ${%s}: %w", name, err)
+			return nil, fmt.Errorf("sub ${%s}: %w", name, err)
 		}
 		s, ok := v.(string)
 		if !ok {
-			return nil, fmt.Errorf("Sub ${%s}: not a string", name)
+			return nil, fmt.Errorf("sub ${%s}: not a string", name)
 		}
 		b.WriteString(s)
 	}
