@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,18 +31,6 @@ import (
 type observed struct {
 	limiter, aggregator *iamcalls.Recorder
 	emf                 [][]byte
-}
-
-// emfSink keeps the aggregator's metric documents.
-type emfSink struct {
-	mu   sync.Mutex
-	docs [][]byte
-}
-
-func (s *emfSink) Emit(doc []byte) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.docs = append(s.docs, bytes.Clone(doc))
 }
 
 // runTheCode drives the acquire path through every branch core/limiter has
@@ -180,10 +167,10 @@ func runTheCode(t *testing.T) observed {
 	adb := dynamodb.New(tbl.DB.Options(), out.aggregator.Option())
 	cfg, err := aggregator.ConfigFromEnv(func(k string) string { return map[string]string{"TABLE_NAME": tbl.Name}[k] })
 	check(nil, err)
-	sink := &emfSink{}
+	var emf bytes.Buffer // one document a line; the poller invokes one batch at a time
 	quiet := slog.New(slog.DiscardHandler)
 	agg, err := aggregator.New(adb, cfg, aggregator.Options{
-		Clock: clk.Now, Metrics: sink, Logger: quiet,
+		Clock: clk.Now, Metrics: aggregator.WriterSink(&emf), Logger: quiet,
 		Maintainer: maintenance.New(adb, tbl.Name, maintenance.Options{Clock: clk.Now, Logger: quiet}),
 	})
 	check(nil, err)
@@ -196,7 +183,7 @@ func runTheCode(t *testing.T) observed {
 	if st.Records == 0 {
 		t.Fatal("the aggregator saw no record")
 	}
-	out.emf = sink.docs
+	out.emf = bytes.Split(bytes.TrimSpace(emf.Bytes()), []byte("\n"))
 	return out
 }
 

@@ -188,12 +188,7 @@ func iamDocuments(s *cfneval.Stack) map[string][]map[string]any {
 // names an action with a wildcard, and only the actions that name no
 // resource (ListStreams, the X-Ray writes) are granted on "*".
 func TestNoWildcardAction(t *testing.T) {
-	scs := scenarios()
-	var params []map[string]string
-	for _, sc := range scs {
-		params = append(params, sc.params)
-	}
-	sams := translateSAM(t, params)
+	scs, sams := translatedScenarios(t)
 	resourceless := map[string]bool{"dynamodb:ListStreams": true, "xray:PutTraceSegments": true, "xray:PutTelemetryRecords": true}
 	for i, sc := range scs {
 		_, cdk := synth(t, sc.props)

@@ -48,6 +48,18 @@ func translateSAM(t *testing.T, params []map[string]string) []map[string]any {
 	return tpls
 }
 
+// translatedScenarios returns the scenarios and template.yaml translated
+// with each one's parameters.
+func translatedScenarios(t *testing.T) ([]scenario, []map[string]any) {
+	t.Helper()
+	scs := scenarios()
+	var params []map[string]string
+	for _, sc := range scs {
+		params = append(params, sc.params)
+	}
+	return scs, translateSAM(t, params)
+}
+
 // comparable strips what legitimately differs between the two renderings
 // of one stack: where the Lambda code lives (a CDK asset or a SAM build)
 // and the tag SAM adds to its functions. Dashboard bodies are compared as
@@ -108,12 +120,7 @@ func resourceIDs(s *cfneval.Stack) []string {
 // property: the table, both functions and their environments, the mapping,
 // the stamp, every alarm, the dashboard, every IAM statement and name.
 func TestSAMIsTheCDKStack(t *testing.T) {
-	scs := scenarios()
-	var params []map[string]string
-	for _, sc := range scs {
-		params = append(params, sc.params)
-	}
-	sams := translateSAM(t, params)
+	scs, sams := translatedScenarios(t)
 	for i, sc := range scs {
 		t.Run(sc.name, func(t *testing.T) {
 			_, cdkTpl := synth(t, sc.props)

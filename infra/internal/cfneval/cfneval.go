@@ -82,57 +82,69 @@ func Evaluate(t map[string]any, params map[string]string) (*Stack, error) {
 	}
 	out := &Stack{Resources: map[string]Resource{}, Outputs: map[string]Output{}}
 	for id, raw := range resources {
-		r := raw.(map[string]any)
-		if on, err := e.holds(r["Condition"]); err != nil || !on {
-			if err != nil {
-				return nil, fmt.Errorf("cfneval: %s: %w", id, err)
-			}
-			continue
-		}
-		props, err := e.value(r["Properties"])
+		res, on, err := e.resource(raw.(map[string]any))
 		if err != nil {
 			return nil, fmt.Errorf("cfneval: %s: %w", id, err)
 		}
-		res := Resource{Type: r["Type"].(string)}
-		if m, ok := props.(map[string]any); ok {
-			res.Properties = m
+		if on {
+			out.Resources[id] = res
 		}
-		switch d := r["DependsOn"].(type) {
-		case string:
-			res.DependsOn = []string{d}
-		case []any:
-			for _, x := range d {
-				res.DependsOn = append(res.DependsOn, x.(string))
-			}
-		}
-		sort.Strings(res.DependsOn)
-		res.DeletionPolicy, _ = r["DeletionPolicy"].(string)
-		res.UpdateReplacePolicy, _ = r["UpdateReplacePolicy"].(string)
-		out.Resources[id] = res
 	}
 	outputs, _ := t["Outputs"].(map[string]any)
 	for id, raw := range outputs {
-		o := raw.(map[string]any)
-		if on, err := e.holds(o["Condition"]); err != nil || !on {
-			if err != nil {
-				return nil, fmt.Errorf("cfneval: output %s: %w", id, err)
-			}
-			continue
-		}
-		var got Output
-		var err error
-		if got.Value, err = e.str(o["Value"]); err != nil {
+		o, on, err := e.output(raw.(map[string]any))
+		if err != nil {
 			return nil, fmt.Errorf("cfneval: output %s: %w", id, err)
 		}
-		if ex, ok := o["Export"].(map[string]any); ok {
-			if got.Export, err = e.str(ex["Name"]); err != nil {
-				return nil, fmt.Errorf("cfneval: output %s: %w", id, err)
-			}
+		if on {
+			out.Outputs[id] = o
 		}
-		got.Description, _ = o["Description"].(string)
-		out.Outputs[id] = got
 	}
 	return out, nil
+}
+
+// resource evaluates one resource; on is false when its condition is.
+func (e *evaluator) resource(r map[string]any) (res Resource, on bool, err error) {
+	if on, err = e.holds(r["Condition"]); err != nil || !on {
+		return res, false, err
+	}
+	props, err := e.value(r["Properties"])
+	if err != nil {
+		return res, false, err
+	}
+	res.Type = r["Type"].(string)
+	if m, ok := props.(map[string]any); ok {
+		res.Properties = m
+	}
+	switch d := r["DependsOn"].(type) {
+	case string:
+		res.DependsOn = []string{d}
+	case []any:
+		for _, x := range d {
+			res.DependsOn = append(res.DependsOn, x.(string))
+		}
+	}
+	sort.Strings(res.DependsOn)
+	res.DeletionPolicy, _ = r["DeletionPolicy"].(string)
+	res.UpdateReplacePolicy, _ = r["UpdateReplacePolicy"].(string)
+	return res, true, nil
+}
+
+// output evaluates one output; on is false when its condition is.
+func (e *evaluator) output(o map[string]any) (got Output, on bool, err error) {
+	if on, err = e.holds(o["Condition"]); err != nil || !on {
+		return got, false, err
+	}
+	if got.Value, err = e.str(o["Value"]); err != nil {
+		return got, false, err
+	}
+	if ex, ok := o["Export"].(map[string]any); ok {
+		if got.Export, err = e.str(ex["Name"]); err != nil {
+			return got, false, err
+		}
+	}
+	got.Description, _ = o["Description"].(string)
+	return got, true, nil
 }
 
 // holds evaluates a resource's or output's Condition (nil: always).
