@@ -27,10 +27,11 @@ import (
 )
 
 // observed is what the real code did on DynamoDB Local: the calls of the
-// acquire path and of the aggregator, and the aggregator's EMF documents.
+// operator controls, of the acquire path and of the aggregator, and the
+// aggregator's EMF documents.
 type observed struct {
-	limiter, aggregator *iamcalls.Recorder
-	emf                 [][]byte
+	operator, limiter, aggregator *iamcalls.Recorder
+	emf                           [][]byte
 }
 
 // runTheCode drives the acquire path through every branch core/limiter has
@@ -38,14 +39,16 @@ type observed struct {
 // and rollback, cascade cold and warm with a parent refund, bypass,
 // disabled, soft overdraft, a WithLimits override, a wcu doubling and a
 // second process creating the new shard), then the aggregator with its
-// maintainer over the table's real stream. Each part goes through its own
-// recording client; the setup (operator writes) through an unrecorded one.
-// It fails the test if a branch it means to reach is not reached.
+// maintainer over the table's real stream, then operator calls the setup
+// did not make (audit reads, reset, top-up, entity deletion). Each part
+// goes through its own recording client. It fails the test if a branch it
+// means to reach is not reached.
 func runTheCode(t *testing.T) observed {
 	t.Helper()
 	ctx := context.Background()
 	tbl := ddbtest.NewTable(t)
-	ops := control.New(tbl.DB, tbl.Name, control.Options{})
+	out := observed{operator: iamcalls.New(), limiter: iamcalls.New(), aggregator: iamcalls.New()}
+	ops := control.New(dynamodb.New(tbl.DB.Options(), out.operator.Option()), tbl.Name, control.Options{Logger: slog.New(slog.DiscardHandler)})
 	ns, err := ops.Store().RegisterNamespace(ctx, "iam")
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +69,6 @@ func runTheCode(t *testing.T) observed {
 	check(ops.SetAccess(ctx, ns, "vip", "api", config.AccessBypass, "test"))
 	check(ops.SetAccess(ctx, ns, "banned", "api", config.AccessDisabled, "test"))
 
-	out := observed{limiter: iamcalls.New(), aggregator: iamcalls.New()}
 	db := dynamodb.New(tbl.DB.Options(), out.limiter.Option())
 	clk := clock.NewManual(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
 	lim, err := limiter.Open(ctx, db, tbl.Name, ns, limiter.Options{Clock: clk.Now, Rand: func(int) int { return 0 }, Logger: slog.New(slog.DiscardHandler)})
@@ -184,6 +186,12 @@ func runTheCode(t *testing.T) observed {
 		t.Fatal("the aggregator saw no record")
 	}
 	out.emf = bytes.Split(bytes.TrimSpace(emf.Bytes()), []byte("\n"))
+
+	check(ops.AuditEvents(ctx, ns, "org"))
+	check(ops.Reset(ctx, ns, "u", "api", nil, control.OperationOptions{Principal: "test"}))
+	check(ops.TopUp(ctx, ns, "u", "api", map[string]int64{"rpm": 1}, control.OperationOptions{Principal: "test"}))
+	check(ops.CreateEntity(ctx, ns, "gone", config.EntityOptions{}, "test"))
+	check(nil, ops.DeleteEntity(ctx, ns, "gone", "test"))
 	return out
 }
 

@@ -88,6 +88,31 @@ func TestPoliciesAreWhatTheCodeCalls(t *testing.T) {
 			}
 		}
 	})
+	t.Run("operator", func(t *testing.T) {
+		// The admin role (full access) can make every operator call; the
+		// acquire path needs nothing the full access lacks.
+		full := map[string]bool{}
+		for _, a := range construct.FullAccessActions() {
+			full[a] = true
+		}
+		for _, a := range append(obs.operator.Actions(), obs.limiter.Actions()...) {
+			if !full[a] {
+				t.Errorf("full access lacks %s, which the code calls", a)
+			}
+		}
+		// The provisioner applies manifests with the same operator code
+		// (config and core/control), so its role covers those calls too.
+		prov := map[string]bool{}
+		for _, a := range construct.ProvisionerActions() {
+			prov[a] = true
+		}
+		for _, a := range obs.operator.Actions() {
+			if !prov[a] {
+				t.Errorf("the provisioner's role lacks %s, which the operator code calls", a)
+			}
+		}
+		t.Logf("operator calls: %v", obs.operator.Actions())
+	})
 	t.Run("shared namespace", func(t *testing.T) {
 		want := obs.limiter.SharedActions()
 		if got := sorted(construct.SharedReadActions()); !reflect.DeepEqual(got, want) {

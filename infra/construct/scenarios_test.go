@@ -16,21 +16,6 @@ type scenario struct {
 	want   []string
 }
 
-// Resource groups, by what switches them.
-var (
-	tableIDs       = []string{"RateLimitsTable"}
-	policyIDs      = []string{"AcquireOnlyPolicy", "FullAccessPolicy", "ReadOnlyPolicy", "NamespaceAcquirePolicy", "NamespaceFullAccessPolicy", "NamespaceReadOnlyPolicy"}
-	aggBaseIDs     = []string{"AggregatorDLQ", "AggregatorLogGroup"}
-	aggRoleIDs     = []string{"AggregatorRole"}
-	aggLambdaIDs   = []string{"AggregatorFunction", "AggregatorEventSourceMapping"}
-	provIDs        = []string{"ProvisionerLogGroup", "ProvisionerRole", "ProvisionerFunction", "VersionStamp"}
-	tableAlarmIDs  = []string{"DynamoDBReadThrottleAlarm", "DynamoDBWriteThrottleAlarm"}
-	aggAlarmIDs    = []string{"AggregatorDLQAlarm", "LambdaErrorRateAlarm", "LambdaDurationAlarm", "StreamIteratorAgeAlarm"}
-	provAlarmIDs   = []string{"ProvisionerErrorAlarm"}
-	dashboardIDs   = []string{"Dashboard"}
-	accessRolesIDs = []string{"AppRole", "AdminRole", "ReadOnlyRole"}
-)
-
 func ids(groups ...[]string) []string {
 	var out []string
 	for _, g := range groups {
@@ -61,6 +46,18 @@ const externalRole = "arn:aws:iam::123456789012:role/own-aggregator"
 // scenarios covers every switch of docs/design.md §13 and every parameter
 // with a non-default value in at least one scenario.
 func scenarios() []scenario {
+	// Resource groups, by what switches them.
+	tableIDs := []string{"RateLimitsTable"}
+	policyIDs := []string{"AcquireOnlyPolicy", "FullAccessPolicy", "ReadOnlyPolicy", "NamespaceAcquirePolicy", "NamespaceFullAccessPolicy", "NamespaceReadOnlyPolicy"}
+	aggBaseIDs := []string{"AggregatorDLQ", "AggregatorLogGroup"}
+	aggRoleIDs := []string{"AggregatorRole"}
+	aggLambdaIDs := []string{"AggregatorFunction", "AggregatorEventSourceMapping"}
+	provIDs := []string{"ProvisionerLogGroup", "ProvisionerRole", "ProvisionerFunction", "VersionStamp"}
+	tableAlarmIDs := []string{"DynamoDBReadThrottleAlarm", "DynamoDBWriteThrottleAlarm"}
+	aggAlarmIDs := []string{"AggregatorDLQAlarm", "LambdaErrorRateAlarm", "LambdaDurationAlarm", "StreamIteratorAgeAlarm"}
+	provAlarmIDs := []string{"ProvisionerErrorAlarm"}
+	dashboardIDs := []string{"Dashboard"}
+	accessRolesIDs := []string{"AppRole", "AdminRole", "ReadOnlyRole"}
 	all := ids(tableIDs, policyIDs, aggBaseIDs, aggRoleIDs, aggLambdaIDs, provIDs, tableAlarmIDs, aggAlarmIDs, provAlarmIDs, dashboardIDs)
 	return []scenario{
 		{name: "defaults", want: all},
