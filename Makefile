@@ -1,4 +1,4 @@
-# zae-limiter-go: make run | make test | make bench | make soak | make lambdas
+# zae-limiter-go: make run | make test | make bench | make soak | make lambdas | make synth
 SHELL := /bin/bash
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export GOFLAGS ?=
@@ -8,7 +8,8 @@ BENCHCOUNT ?= 1
 SOAK_DURATION ?= 2m
 SOAK_SEED ?= 0
 
-.PHONY: all run test tidy unit vet lint fuzz infra-test bench soak lambdas ddb-install ddb-start ddb-stop clean
+.PHONY: all run test tidy unit vet lint fuzz infra-test bench soak lambdas ddb-install ddb-start ddb-stop clean \
+	synth cfn-lint cdk-cli pytools build-AggregatorFunction build-ProvisionerFunction
 
 all: test
 
@@ -16,8 +17,8 @@ all: test
 run: ddb-install
 	go run ./cmd/zl-local
 
-## test: tidy modules, vet, lint, every test under -race, a short run of every fuzz target, the infra module's tests
-test: ddb-install tidy vet lint unit fuzz infra-test
+## test: tidy modules, vet, lint, every test under -race, a short run of every fuzz target, the infra module's tests, cfn-lint
+test: ddb-install tidy vet lint unit fuzz infra-test cfn-lint
 
 ddb-install:
 	go run ./scripts/ddblocal install
@@ -32,8 +33,9 @@ vet:
 	cd infra && go vet ./...
 
 lint:
-	@unformatted=$$(gofmt -l . ); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	@unformatted=$$(gofmt -l $$(find . -name node_modules -prune -o -name '*.go' -print)); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	go tool staticcheck ./...
+	cd infra && go tool staticcheck ./...
 
 unit:
 	go test -race -count=1 ./...
@@ -41,8 +43,35 @@ unit:
 fuzz:
 	FUZZTIME=$(FUZZTIME) ./scripts/fuzz-short.sh
 
-infra-test:
+## infra-test: the CDK construct and app, template.yaml's parity with them, the IAM policies against the code's calls
+infra-test: lambdas cdk-cli pytools
 	cd infra && go test -count=1 ./...
+
+## synth: the CDK app's cloud assembly in infra/cdk.out (the template and the Lambda zips)
+synth: lambdas
+	cd infra && go run .
+
+## cfn-lint: template.yaml and the synthesized template pass cfn-lint, warnings included
+cfn-lint: synth pytools
+	cfn-lint template.yaml infra/cdk.out/*.template.json
+
+## cdk-cli: the CDK CLI (`infra/_tools/node_modules/.bin/cdk`), pinned by infra/_tools/package-lock.json
+cdk-cli: infra/_tools/node_modules/.package-lock.json
+
+infra/_tools/node_modules/.package-lock.json: infra/_tools/package-lock.json
+	cd infra/_tools && npm ci --no-audit --no-fund
+
+## pytools: cfn-lint and the SAM translator (Python packages the machine image ships)
+pytools:
+	@python3 -c 'import cfnlint, samtranslator' && command -v cfn-lint >/dev/null || \
+		{ echo "pytools: cfn-lint and aws-sam-translator are needed (pip install cfn-lint)" >&2; exit 1; }
+
+## build-AggregatorFunction, build-ProvisionerFunction: what `sam build` (BuildMethod: makefile) runs
+build-AggregatorFunction:
+	./scripts/build-lambdas.sh --bootstrap aggregator $(or $(ARTIFACTS_DIR),$(error ARTIFACTS_DIR is not set: sam build sets it))
+
+build-ProvisionerFunction:
+	./scripts/build-lambdas.sh --bootstrap provisioner $(or $(ARTIFACTS_DIR),$(error ARTIFACTS_DIR is not set: sam build sets it))
 
 ## bench: benchmarks against DynamoDB Local, floors first, side by side
 bench: ddb-install
@@ -63,4 +92,4 @@ ddb-stop:
 	go run ./scripts/ddblocal stop
 
 clean:
-	rm -rf build bench.txt
+	rm -rf build bench.txt infra/cdk.out

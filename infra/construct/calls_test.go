@@ -1,0 +1,229 @@
+package construct_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/zae-limiter/zae-limiter-go/core/aggregator"
+	"github.com/zae-limiter/zae-limiter-go/core/aggregator/maintenance"
+	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/control"
+	"github.com/zae-limiter/zae-limiter-go/core/limit"
+	"github.com/zae-limiter/zae-limiter-go/core/limiter"
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
+	"github.com/zae-limiter/zae-limiter-go/core/streampoll"
+	"github.com/zae-limiter/zae-limiter-go/internal/clock"
+	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
+	"github.com/zae-limiter/zae-limiter-go/internal/iamcalls"
+)
+
+// observed is what the real code did on DynamoDB Local: the calls of the
+// operator controls, of the acquire path and of the aggregator, and the
+// aggregator's EMF documents.
+type observed struct {
+	operator, limiter, aggregator *iamcalls.Recorder
+	emf                           [][]byte
+}
+
+// runTheCode drives the acquire path through every branch core/limiter has
+// (open, create, fast path, rejection, refill pass, lease adjust, commit
+// and rollback, cascade cold and warm with a parent refund, bypass,
+// disabled, soft overdraft, a WithLimits override, a wcu doubling and a
+// second process creating the new shard), then the aggregator with its
+// maintainer over the table's real stream, then operator calls the setup
+// did not make (audit reads, reset, top-up, entity deletion). Each part
+// goes through its own recording client. It fails the test if a branch it
+// means to reach is not reached.
+func runTheCode(t *testing.T) observed {
+	t.Helper()
+	ctx := context.Background()
+	tbl := ddbtest.NewTable(t)
+	out := observed{operator: iamcalls.New(), limiter: iamcalls.New(), aggregator: iamcalls.New()}
+	ops := control.New(dynamodb.New(tbl.DB.Options(), out.operator.Option()), tbl.Name, control.Options{Logger: slog.New(slog.DiscardHandler)})
+	ns, err := ops.Store().RegisterNamespace(ctx, "iam")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(_ any, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	check(ops.SetResourceLimits(ctx, ns, "api", []limit.Limit{limit.PerMinute("rpm", 10), limit.PerMinute("tpm", 1000)}, "test"))
+	check(ops.SetResourceLimits(ctx, ns, "busy", []limit.Limit{limit.PerMinute("rpm", 1000)}, "test"))
+	check(ops.SetResourceLimits(ctx, ns, "chat", []limit.Limit{limit.PerMinute("rpm", 100), limit.PerMinute("tpm", 10).AsSoft()}, "test"))
+	check(ops.CreateEntity(ctx, ns, "org", config.EntityOptions{}, "test"))
+	check(ops.CreateEntity(ctx, ns, "key", config.EntityOptions{ParentID: "org", Cascade: true}, "test"))
+	check(ops.SetEntityLimits(ctx, ns, "org", "api", []limit.Limit{limit.PerMinute("rpm", 3)}, "test"))
+	check(ops.SetEntityLimits(ctx, ns, "key", "api", []limit.Limit{limit.PerMinute("rpm", 100)}, "test"))
+	check(ops.SetAccess(ctx, ns, "vip", "api", config.AccessBypass, "test"))
+	check(ops.SetAccess(ctx, ns, "banned", "api", config.AccessDisabled, "test"))
+
+	db := dynamodb.New(tbl.DB.Options(), out.limiter.Option())
+	clk := clock.NewManual(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	lim, err := limiter.Open(ctx, db, tbl.Name, ns, limiter.Options{Clock: clk.Now, Rand: func(int) int { return 0 }, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acquire := func(l *limiter.Limiter, entity, resource string, c limiter.Consume, opts ...limiter.AcquireOption) (*limiter.Lease, error) {
+		t.Helper()
+		lease, err := l.Acquire(ctx, entity, resource, c, opts...)
+		if err != nil && !limiter.IsRateLimitError(err) && !errors.As(err, new(*limiter.ResourceDisabled)) {
+			t.Fatalf("acquire %s/%s: %v", entity, resource, err)
+		}
+		return lease, err
+	}
+	commit := func(l *limiter.Lease) {
+		t.Helper()
+		if err := l.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Create, fast path, rejection; a refill pass once the minute is over.
+	rejected := false
+	for range 12 {
+		lease, err := acquire(lim, "u", "api", limiter.Consume{"rpm": 1, "tpm": 50})
+		if err != nil {
+			rejected = true
+			continue
+		}
+		commit(lease)
+	}
+	clk.Advance(61 * time.Second)
+	lease, err := acquire(lim, "u", "api", limiter.Consume{"rpm": 1, "tpm": 100})
+	if err != nil || !rejected {
+		t.Fatalf("after the refill: %v; rejected before: %v", err, rejected)
+	}
+	// A lease adjusted and committed, one rolled back.
+	if err := lease.Adjust("tpm", 50); err != nil {
+		t.Fatal(err)
+	}
+	commit(lease)
+	if lease, err = acquire(lim, "u", "api", limiter.Consume{"rpm": 1, "tpm": 10}); err == nil {
+		if err := lease.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Cascade: cold (one transaction), warm (parallel fast paths), the
+	// parent exhausted (the child refunded).
+	cascaded, parentShort := false, false
+	for range 5 {
+		lease, err := acquire(lim, "key", "api", limiter.Consume{"rpm": 1})
+		if err != nil {
+			parentShort = true
+			continue
+		}
+		cascaded = cascaded || lease.Parent() == "org"
+		commit(lease)
+	}
+	if !cascaded || !parentShort {
+		t.Fatalf("cascade reached: %v, parent short: %v", cascaded, parentShort)
+	}
+
+	// Bypass, disabled, a soft overdraft, an override.
+	if lease, err := acquire(lim, "vip", "api", limiter.Consume{"rpm": 1}); err != nil || !lease.Bypassed() {
+		t.Fatalf("bypass: %v", err)
+	}
+	if _, err := acquire(lim, "banned", "api", limiter.Consume{"rpm": 1}); !errors.As(err, new(*limiter.ResourceDisabled)) {
+		t.Fatalf("disabled: %v", err)
+	}
+	if lease, err := acquire(lim, "s", "chat", limiter.Consume{"rpm": 1, "tpm": 50}); err != nil || len(lease.Overdrawn()) == 0 {
+		t.Fatalf("soft overdraft: %v", err)
+	}
+	if _, err := acquire(lim, "o", "adhoc", limiter.Consume{"rpm": 1}, limiter.WithLimits(limit.PerMinute("rpm", 3))); err != nil {
+		t.Fatal(err)
+	}
+
+	// A wcu doubling: shard 0 runs out of write units, the next acquire
+	// doubles shard_count; a second process draws a new shard and creates it.
+	check(acquire(lim, "hot", "busy", limiter.Consume{"rpm": 1}))
+	_, err = tbl.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(tbl.Name), Key: schema.BucketKey(ns, "hot", "busy", 0).AttributeValues(),
+		UpdateExpression:          aws.String("SET b_wcu_tk = :z"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":z": &types.AttributeValueMemberN{Value: "500"}},
+	})
+	check(nil, err)
+	check(acquire(lim, "hot", "busy", limiter.Consume{"rpm": 1}))
+	other, err := limiter.New(db, tbl.Name, ns, limiter.Options{Clock: clk.Now, Rand: func(n int) int { return n - 1 }})
+	check(nil, err)
+	// The other process meets the short shard 0 too (doubling it again),
+	// then draws its last shard and creates it.
+	check(acquire(other, "hot", "busy", limiter.Consume{"rpm": 1}))
+	if lease, err := acquire(other, "hot", "busy", limiter.Consume{"rpm": 1}); err != nil || lease.Shard() == 0 {
+		t.Fatalf("no new shard: %v", err)
+	}
+
+	// The aggregator and its maintainer, on everything the stream holds.
+	adb := dynamodb.New(tbl.DB.Options(), out.aggregator.Option())
+	cfg, err := aggregator.ConfigFromEnv(func(k string) string { return map[string]string{"TABLE_NAME": tbl.Name}[k] })
+	check(nil, err)
+	var emf bytes.Buffer // one document a line; the poller invokes one batch at a time
+	quiet := slog.New(slog.DiscardHandler)
+	agg, err := aggregator.New(adb, cfg, aggregator.Options{
+		Clock: clk.Now, Metrics: aggregator.WriterSink(&emf), Logger: quiet,
+		Maintainer: maintenance.New(adb, tbl.Name, maintenance.Options{Clock: clk.Now, Logger: quiet}),
+	})
+	check(nil, err)
+	poller, err := streampoll.New(tbl.Streams, tbl.StreamARN, streampoll.Options{
+		Handler: agg.Handle, StartingPosition: streampoll.TrimHorizon, MaxRetries: 3, BisectOnError: true,
+	})
+	check(nil, err)
+	st, err := poller.DrainOnce(ctx)
+	check(nil, err)
+	if st.Records == 0 {
+		t.Fatal("the aggregator saw no record")
+	}
+	out.emf = bytes.Split(bytes.TrimSpace(emf.Bytes()), []byte("\n"))
+
+	check(ops.AuditEvents(ctx, ns, "org"))
+	check(ops.Reset(ctx, ns, "u", "api", nil, control.OperationOptions{Principal: "test"}))
+	check(ops.TopUp(ctx, ns, "u", "api", map[string]int64{"rpm": 1}, control.OperationOptions{Principal: "test"}))
+	check(ops.CreateEntity(ctx, ns, "gone", config.EntityOptions{}, "test"))
+	check(nil, ops.DeleteEntity(ctx, ns, "gone", "test"))
+	return out
+}
+
+// emfTotals sums the aggregator's metrics over its documents.
+func emfTotals(t *testing.T, docs [][]byte) map[string]float64 {
+	t.Helper()
+	totals := map[string]float64{}
+	for _, d := range docs {
+		var doc struct {
+			AWS struct {
+				CloudWatchMetrics []struct {
+					Namespace string
+					Metrics   []struct{ Name string }
+				}
+			} `json:"_aws"`
+		}
+		var values map[string]any
+		if err := json.Unmarshal(d, &doc); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(d, &values); err != nil {
+			t.Fatal(err)
+		}
+		for _, dir := range doc.AWS.CloudWatchMetrics {
+			if dir.Namespace != aggregator.MetricsNamespace {
+				t.Fatalf("EMF namespace %q", dir.Namespace)
+			}
+			for _, m := range dir.Metrics {
+				v, _ := values[m.Name].(float64)
+				totals[m.Name] += v
+			}
+		}
+	}
+	return totals
+}

@@ -1,0 +1,225 @@
+package construct
+
+import (
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// The DynamoDB IAM actions of each principal (docs/design.md §13,
+// docs/decisions.md P37). A TransactWriteItems call is authorised per
+// member (Put → PutItem, Update → UpdateItem, Delete → DeleteItem,
+// ConditionCheck → ConditionCheckItem); dynamodb:TransactWriteItems is not
+// an IAM action and no policy names it.
+
+// AcquireActions are what the acquire path of core/limiter calls: Open,
+// fast path, refill passes, slow path and creates, cascade, doubling and
+// leases. TestAcquirePolicyIsWhatTheLimiterCalls derives the list by running
+// the limiter on DynamoDB Local.
+func AcquireActions() []string {
+	return dynamo("GetItem", "BatchGetItem", "PutItem", "UpdateItem")
+}
+
+// SharedReadActions are the acquire path's calls on the table's own
+// namespace `_` (the version record), the shared statement of the
+// namespace-scoped acquire policy; derived by the same test.
+func SharedReadActions() []string { return dynamo("GetItem") }
+
+// FullAccessActions are every data-plane call of the core: the acquire path,
+// config and entities, the operator controls and namespace purges.
+func FullAccessActions() []string {
+	return dynamo("GetItem", "BatchGetItem", "Query", "Scan", "DescribeTable",
+		"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "ConditionCheckItem")
+}
+
+// ReadOnlyActions read items and describe the table.
+func ReadOnlyActions() []string {
+	return dynamo("GetItem", "BatchGetItem", "Query", "Scan", "DescribeTable")
+}
+
+// NamespaceFullAccessActions are FullAccessActions without the calls that
+// name no key (Scan, DescribeTable): a dynamodb:LeadingKeys condition cannot
+// scope those, so a namespace-scoped policy never grants them.
+func NamespaceFullAccessActions() []string {
+	return dynamo("GetItem", "BatchGetItem", "Query",
+		"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "ConditionCheckItem")
+}
+
+// NamespaceReadOnlyActions are ReadOnlyActions less the keyless ones.
+func NamespaceReadOnlyActions() []string { return dynamo("GetItem", "BatchGetItem", "Query") }
+
+// AggregatorTableActions are what core/aggregator and its maintainer call;
+// TestAggregatorRoleIsWhatTheAggregatorCalls derives them from a run on a
+// real stream.
+func AggregatorTableActions() []string { return dynamo("PutItem", "UpdateItem") }
+
+// ProvisionerActions are the provisioner's calls: config and entity writes
+// and their fan-outs, the state and audit records, the version stamp.
+func ProvisionerActions() []string {
+	return dynamo("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem")
+}
+
+// StreamReadActions are what the event source mapping needs on the stream
+// (DescribeStream, GetRecords, GetShardIterator); ListStreams names no
+// resource, so it is granted on "*".
+func StreamReadActions() []string {
+	return dynamo("DescribeStream", "GetRecords", "GetShardIterator")
+}
+
+// NamespaceTag is the principal tag the namespace-scoped policies read.
+const NamespaceTag = "zael_namespace_id"
+
+func dynamo(ops ...string) []string {
+	out := make([]string, len(ops))
+	for i, op := range ops {
+		out[i] = "dynamodb:" + op
+	}
+	return out
+}
+
+type doc = map[string]any
+
+func policy(statements ...doc) doc {
+	return doc{"Version": "2012-10-17", "Statement": statements}
+}
+
+func allow(sid string, actions []string, resources ...*string) doc {
+	return doc{"Sid": sid, "Effect": "Allow", "Action": actions, "Resource": resources}
+}
+
+// leadingKeys limits a statement to items whose partition key matches one
+// of the patterns.
+func leadingKeys(st doc, patterns ...string) doc {
+	st["Condition"] = doc{"ForAllValues:StringLike": doc{"dynamodb:LeadingKeys": patterns}}
+	return st
+}
+
+// namespaceKeys and sharedKeys are the LeadingKeys patterns of the caller's
+// namespace and of the table's own namespace `_`.
+const (
+	namespaceKeys = "${aws:PrincipalTag/" + NamespaceTag + "}/*"
+	sharedKeys    = "_/*"
+)
+
+func (b *builder) managedPolicy(id, customName, defaultSuffix, description string, d doc) *string {
+	name := named(defaultSuffix)
+	if customName != "" {
+		name = jsii.String(customName)
+	}
+	p := awsiam.NewCfnManagedPolicy(b.scope(), jsii.String(id), &awsiam.CfnManagedPolicyProps{
+		ManagedPolicyName: name,
+		Description:       jsii.String(description),
+		PolicyDocument:    d,
+	})
+	logicalID(p, id)
+	return p.Ref()
+}
+
+// buildPolicies adds the six managed policies (with IAM on) and the app,
+// admin and read-only roles (with IAM roles on).
+func (b *builder) buildPolicies() {
+	if !b.s.iam {
+		return
+	}
+	s := b.s
+	table := []*string{b.tableArn(), b.indexArns()}
+	l := b.l
+	l.AcquireOnlyPolicy = b.managedPolicy("AcquireOnlyPolicy", s.AcquireOnlyPolicyName, "-acq",
+		"Rate limiter: the acquire path on the whole table",
+		policy(allow("AcquireAccess", AcquireActions(), table...)))
+	l.FullAccessPolicy = b.managedPolicy("FullAccessPolicy", s.FullAccessPolicyName, "-full",
+		"Rate limiter: every operation on the whole table",
+		policy(allow("FullAccess", FullAccessActions(), table...)))
+	l.ReadOnlyPolicy = b.managedPolicy("ReadOnlyPolicy", s.ReadOnlyPolicyName, "-read",
+		"Rate limiter: read the whole table",
+		policy(allow("ReadAccess", ReadOnlyActions(), table...)))
+	l.NamespaceAcquirePolicy = b.managedPolicy("NamespaceAcquirePolicy", s.NamespaceAcquirePolicyName, "-ns-acq",
+		"Rate limiter: the acquire path in the namespace of the caller's "+NamespaceTag+" tag",
+		policy(
+			leadingKeys(allow("NamespaceAcquireAccess", AcquireActions(), table...), namespaceKeys),
+			leadingKeys(allow("SharedReadAccess", SharedReadActions(), table...), sharedKeys)))
+	l.NamespaceFullAccessPolicy = b.managedPolicy("NamespaceFullAccessPolicy", s.NamespaceFullAccessPolicyName, "-ns-full",
+		"Rate limiter: every keyed operation in the namespace of the caller's "+NamespaceTag+" tag",
+		policy(leadingKeys(allow("NamespaceFullAccess", NamespaceFullAccessActions(), table...), namespaceKeys, sharedKeys)))
+	l.NamespaceReadOnlyPolicy = b.managedPolicy("NamespaceReadOnlyPolicy", s.NamespaceReadOnlyPolicyName, "-ns-read",
+		"Rate limiter: read the namespace of the caller's "+NamespaceTag+" tag",
+		policy(leadingKeys(allow("NamespaceReadAccess", NamespaceReadOnlyActions(), table...), namespaceKeys, sharedKeys)))
+
+	if !s.iamRoles {
+		return
+	}
+	account := doc{"AWS": jsii.String("arn:" + *awscdk.Aws_PARTITION() + ":iam::" + *awscdk.Aws_ACCOUNT_ID() + ":root")}
+	for _, r := range []struct {
+		id, custom, suffix, tag string
+		policy                  *string
+	}{
+		{"AppRole", s.AppRoleName, "-app", "app", l.AcquireOnlyPolicy},
+		{"AdminRole", s.AdminRoleName, "-admin", "admin", l.FullAccessPolicy},
+		{"ReadOnlyRole", s.ReadOnlyRoleName, "-read", "readonly", l.ReadOnlyPolicy},
+	} {
+		b.role(r.id, r.custom, r.suffix, account, []any{r.policy}, nil,
+			&awscdk.CfnTag{Key: jsii.String(TableTagKey), Value: jsii.String(TableTagValue)},
+			&awscdk.CfnTag{Key: jsii.String("Role"), Value: jsii.String(r.tag)})
+	}
+}
+
+// lambdaTrust lets Lambda assume a role.
+func lambdaTrust() doc { return doc{"Service": "lambda.amazonaws.com"} }
+
+// basicExecution is the AWS managed policy that lets a function write its logs.
+func basicExecution() *string {
+	return jsii.String("arn:" + *awscdk.Aws_PARTITION() + ":iam::aws:policy/service-role/AWSLambdaBasicExecutionRole")
+}
+
+// role adds an IAM role named customName, or RoleNameFormat applied to
+// "{stack}{suffix}", with the permission boundary when one is set.
+func (b *builder) role(id, customName, suffix string, principal doc, managed []any, inline []any, tags ...*awscdk.CfnTag) awsiam.CfnRole {
+	name := named(suffix)
+	if f := b.s.RoleNameFormat; f != "" {
+		name = jsii.String(strings.ReplaceAll(f, "{}", *name))
+	}
+	if customName != "" {
+		name = jsii.String(customName)
+	}
+	props := &awsiam.CfnRoleProps{
+		RoleName: name,
+		AssumeRolePolicyDocument: policy(doc{
+			"Effect": "Allow", "Principal": principal, "Action": "sts:AssumeRole",
+		}),
+		ManagedPolicyArns: &managed,
+	}
+	if pb := b.permissionBoundary(); pb != nil {
+		props.PermissionsBoundary = pb
+	}
+	if len(inline) > 0 {
+		props.Policies = inline
+	}
+	if len(tags) > 0 {
+		props.Tags = &tags
+	}
+	r := awsiam.NewCfnRole(b.scope(), jsii.String(id), props)
+	logicalID(r, id)
+	b.roles = append(b.roles, namedRole{id, r})
+	return r
+}
+
+// permissionBoundary is the boundary's ARN (a bare name is a managed policy
+// of the account), or nil.
+func (b *builder) permissionBoundary() *string {
+	pb := b.s.PermissionBoundary
+	switch {
+	case pb == "":
+		return nil
+	case strings.Split(pb, ":")[0] == "arn": // template.yaml's PermissionBoundaryIsArn
+		return jsii.String(pb)
+	default:
+		return jsii.String("arn:" + *awscdk.Aws_PARTITION() + ":iam::" + *awscdk.Aws_ACCOUNT_ID() + ":policy/" + pb)
+	}
+}
+
+// inlinePolicy is one entry of a role's Policies.
+func inlinePolicy(name string, d doc) any {
+	return &awsiam.CfnRole_PolicyProperty{PolicyName: jsii.String(name), PolicyDocument: d}
+}
