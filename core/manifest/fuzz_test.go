@@ -3,6 +3,7 @@ package manifest_test
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/zae-limiter/zae-limiter-go/core/manifest"
@@ -31,6 +32,13 @@ func FuzzParse(f *testing.F) {
 		}
 		if again.Hash() != m.Hash() {
 			t.Fatal("hash changed through the canonical form")
+		}
+		props, err := manifest.FromProperties(m.Properties())
+		if err != nil {
+			t.Fatalf("Properties does not decode: %v", err)
+		}
+		if !reflect.DeepEqual(props, m) {
+			t.Fatalf("through Properties: %+v\nwant %+v", props, m)
 		}
 	})
 }

@@ -100,6 +100,17 @@ func TestPropertiesAndFileAgree(t *testing.T) {
 	if fromProps.Hash() != fromFile.Hash() {
 		t.Fatal("hashes differ")
 	}
+	// Properties writes the CloudFormation form back: every scalar a string,
+	// defaults filled in, and it decodes to the same manifest.
+	props2 := fromFile.Properties()
+	if got := props2["Resources"].(map[string]any)["gpt-4"].(map[string]any)["Limits"].(map[string]any)["tpm"]; !reflect.DeepEqual(got,
+		map[string]any{"Capacity": "20000", "RefillAmount": "10000", "RefillPeriod": "60", "Soft": "true"}) {
+		t.Fatalf("tpm properties %v", got)
+	}
+	back, err := manifest.FromProperties(props2)
+	if err != nil || !reflect.DeepEqual(back, fromFile) {
+		t.Fatalf("round trip %+v %v", back, err)
+	}
 }
 
 // Every bad field is reported at once, each with its path.

@@ -6,9 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/cfn"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -21,7 +25,9 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 	"github.com/zae-limiter/zae-limiter-go/core/streampoll"
+	"github.com/zae-limiter/zae-limiter-go/functions/provisioner/handler"
 	"github.com/zae-limiter/zae-limiter-go/internal/clock"
+	"github.com/zae-limiter/zae-limiter-go/internal/customresource"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
 	"github.com/zae-limiter/zae-limiter-go/internal/iamcalls"
 )
@@ -30,8 +36,8 @@ import (
 // operator controls, of the acquire path and of the aggregator, and the
 // aggregator's EMF documents.
 type observed struct {
-	operator, limiter, aggregator *iamcalls.Recorder
-	emf                           [][]byte
+	operator, limiter, aggregator, provisioner *iamcalls.Recorder
+	emf                                        [][]byte
 }
 
 // runTheCode drives the acquire path through every branch core/limiter has
@@ -47,7 +53,7 @@ func runTheCode(t *testing.T) observed {
 	t.Helper()
 	ctx := context.Background()
 	tbl := ddbtest.NewTable(t)
-	out := observed{operator: iamcalls.New(), limiter: iamcalls.New(), aggregator: iamcalls.New()}
+	out := observed{operator: iamcalls.New(), limiter: iamcalls.New(), aggregator: iamcalls.New(), provisioner: iamcalls.New()}
 	ops := control.New(dynamodb.New(tbl.DB.Options(), out.operator.Option()), tbl.Name, control.Options{Logger: slog.New(slog.DiscardHandler)})
 	ns, err := ops.Store().RegisterNamespace(ctx, "iam")
 	if err != nil {
@@ -192,7 +198,72 @@ func runTheCode(t *testing.T) observed {
 	check(ops.TopUp(ctx, ns, "u", "api", map[string]int64{"rpm": 1}, control.OperationOptions{Principal: "test"}))
 	check(ops.CreateEntity(ctx, ns, "gone", config.EntityOptions{}, "test"))
 	check(nil, ops.DeleteEntity(ctx, ns, "gone", "test"))
+
+	runTheProvisioner(t, dynamodb.New(tbl.DB.Options(), out.provisioner.Option()), tbl.Name)
 	return out
+}
+
+// runTheProvisioner drives the provisioner function's handler as
+// CloudFormation would, on the buckets runTheCode left: the version stamp,
+// then a limits resource created (resource access, cascade, soft limits,
+// an entity carve-out, an entity `_default_` with limits: every fan-out and
+// the parameter sync reach existing buckets), updated (levels removed),
+// updated again unchanged, and deleted.
+func runTheProvisioner(t *testing.T, db *dynamodb.Client, table string) {
+	t.Helper()
+	ctx := context.Background()
+	var mu sync.Mutex
+	var answers []cfn.Response
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var resp cfn.Response
+		_ = json.NewDecoder(r.Body).Decode(&resp)
+		mu.Lock()
+		answers = append(answers, resp)
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	quiet := slog.New(slog.DiscardHandler)
+	h := handler.New(db, handler.Settings{Table: table, Respond: customresource.Options{Logger: quiet}}, quiet)
+	physical := ""
+	send := func(kind cfn.RequestType, resourceType string, props map[string]any) {
+		t.Helper()
+		raw, err := json.Marshal(cfn.Event{RequestType: kind, RequestID: "r", ResponseURL: srv.URL, ResourceType: resourceType,
+			LogicalResourceID: "L", PhysicalResourceID: physical, StackID: "arn:aws:cloudformation:us-east-1:123456789012:stack/s/1",
+			ResourceProperties: props})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.Invoke(ctx, raw); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		last := answers[len(answers)-1]
+		mu.Unlock()
+		if last.Status != cfn.StatusSuccess || last.Data["ErrorCount"] != nil && last.Data["ErrorCount"] != "0" {
+			t.Fatalf("%s %s: %+v", kind, resourceType, last)
+		}
+		physical = last.PhysicalResourceID
+	}
+	send(cfn.RequestCreate, "Custom::ZaeLimiterVersion", map[string]any{"TableName": table, "LambdaVersion": config.BuildVersion})
+	physical = ""
+	manifest := map[string]any{
+		"Namespace": "iam",
+		"System":    map[string]any{"OnUnavailable": "allow", "Limits": map[string]any{"rpm": map[string]any{"Capacity": "1000"}}},
+		"Resources": map[string]any{
+			"api":  map[string]any{"Cascade": "true", "Limits": map[string]any{"rpm": map[string]any{"Capacity": "20"}, "tpm": map[string]any{"Capacity": "2000", "Soft": "true"}}},
+			"chat": map[string]any{"Disabled": "true"},
+		},
+		"Entities": map[string]any{
+			"u":   map[string]any{"Resources": map[string]any{"api": map[string]any{"Disabled": "false"}}},
+			"key": map[string]any{"Resources": map[string]any{"_default_": map[string]any{"Disabled": "bypass", "Limits": map[string]any{"rpm": map[string]any{"Capacity": "5"}}}}},
+		},
+	}
+	send(cfn.RequestCreate, "Custom::ZaeLimiterLimits", manifest)
+	delete(manifest["Resources"].(map[string]any), "chat")
+	manifest["Entities"] = map[string]any{}
+	send(cfn.RequestUpdate, "Custom::ZaeLimiterLimits", manifest)
+	send(cfn.RequestUpdate, "Custom::ZaeLimiterLimits", manifest)
+	send(cfn.RequestDelete, "Custom::ZaeLimiterLimits", manifest)
 }
 
 // emfTotals sums the aggregator's metrics over its documents.

@@ -100,18 +100,20 @@ func TestPoliciesAreWhatTheCodeCalls(t *testing.T) {
 				t.Errorf("full access lacks %s, which the code calls", a)
 			}
 		}
-		// The provisioner applies manifests with the same operator code
-		// (config and core/control), so its role covers those calls too.
-		prov := map[string]bool{}
-		for _, a := range construct.ProvisionerActions() {
-			prov[a] = true
-		}
-		for _, a := range obs.operator.Actions() {
-			if !prov[a] {
-				t.Errorf("the provisioner's role lacks %s, which the operator code calls", a)
-			}
-		}
 		t.Logf("operator calls: %v", obs.operator.Actions())
+	})
+	t.Run("provisioner", func(t *testing.T) {
+		// The provisioner's role is exactly what its handler called:
+		// version stamp, manifest create, update, unchanged update, delete,
+		// every fan-out on existing buckets.
+		want := obs.provisioner.Actions()
+		t.Logf("provisioner: %v; operations %v", want, obs.provisioner.Operations())
+		if got := sorted(construct.ProvisionerActions()); !reflect.DeepEqual(got, want) {
+			t.Errorf("ProvisionerActions %v, the provisioner calls %v", got, want)
+		}
+		if got := sorted(strs(statements(t, stack, "ProvisionerRole")["Table"]["Action"])); !reflect.DeepEqual(got, want) {
+			t.Errorf("ProvisionerRole/Table grants %v, the provisioner calls %v", got, want)
+		}
 	})
 	t.Run("shared namespace", func(t *testing.T) {
 		want := obs.limiter.SharedActions()

@@ -30,7 +30,7 @@ entities:
     resources:
       _default_:
         limits:
-          rpm: {capacity: 2.5, reset_schedule: [{cron: "0 0 * * *", tz: UTC, scale: 1.5}]}
+          rpm: {capacity: 3}
         disabled: false
 `))
 	if err != nil {
@@ -39,31 +39,32 @@ entities:
 	want := map[string]any{
 		"Namespace": "tenant-alpha",
 		"System": map[string]any{"OnUnavailable": "allow", "Limits": map[string]any{
-			"rpm": map[string]any{"Capacity": "100", "RefillPeriod": "60"}}},
+			"rpm": map[string]any{"Capacity": "100", "RefillAmount": "100", "RefillPeriod": "60"}}},
 		"Resources": map[string]any{"gpt-4": map[string]any{
-			"Limits":   map[string]any{"tpm": map[string]any{"Capacity": "1000", "RefillAmount": "500", "Soft": "true"}},
+			"Limits":   map[string]any{"tpm": map[string]any{"Capacity": "1000", "RefillAmount": "500", "RefillPeriod": "60", "Soft": "true"}},
 			"Disabled": "bypass", "Cascade": "false"}},
 		"Entities": map[string]any{"key-1": map[string]any{"Resources": map[string]any{"_default_": map[string]any{
-			"Limits": map[string]any{"rpm": map[string]any{"Capacity": "2.5", "ResetSchedule": []any{
-				map[string]any{"Cron": "0 0 * * *", "Tz": "UTC", "Scale": "1.5"}}}},
+			"Limits":   map[string]any{"rpm": map[string]any{"Capacity": "3", "RefillAmount": "3", "RefillPeriod": "60"}},
 			"Disabled": "false"}}}},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got  %v\nwant %v", got, want)
 	}
-	for manifest, errWant := range map[string]string{
+	// A bad manifest fails the synth, every bad field named.
+	for file, errWant := range map[string]string{
 		"":                                       "empty",
-		"system: {}":                             "namespace is required",
-		"namespace: a\nnamspace: b":              `unknown key "namspace"`,
-		"namespace: a\nsystem: {disabled: true}": `unknown key "disabled"`,
-		"namespace: a\nresources: {r: {limits: {x: {capacity: 1, burst: 2}}}}":     "both capacity and burst",
-		"namespace: a\nresources: {r: {limits: {x: {capacity: [1]}}}}":             "want a scalar",
-		"namespace: a\nresources: [r]":                                             "want a mapping",
-		"namespace: a\nresources: {r: {limits: {x: {reset_schedule: {cron: x}}}}}": "want a list",
-		"namespace: a\nnamespace: b":                                               "already defined",
+		"system: {}":                             "namespace: is required",
+		"namespace: a\nnamspace: b":              "namspace: unknown field",
+		"namespace: a\nsystem: {disabled: true}": "system.disabled: is not allowed at system level",
+		"namespace: a\nresources: {r: {limits: {x: {capacity: 1, burst: 2}}}}":             "burst: is an alias of capacity and disagrees",
+		"namespace: a\nresources: {r: {limits: {x: {capacity: 2.5}}}}":                     "2.5 is not an integer",
+		"namespace: a\nresources: [r]":                                                     "must be a mapping",
+		"namespace: a\nresources: {r: {limits: {x: {capacity: 1, reset_schedule: [{}]}}}}": "not supported by this version",
+		"namespace: a\nnamespace: b":                                                       "already defined",
+		"namespace: a\nresources: {r: {limits: {x: {capacity: lots}}, disabled: maybe}}":   `2 problems`,
 	} {
-		if _, err := construct.LimitsProperties([]byte(manifest)); err == nil || !strings.Contains(err.Error(), errWant) {
-			t.Errorf("%q: error %v, want %q", manifest, err, errWant)
+		if _, err := construct.LimitsProperties([]byte(file)); err == nil || !strings.Contains(err.Error(), errWant) {
+			t.Errorf("%q: error %v, want %q", file, err, errWant)
 		}
 	}
 }
