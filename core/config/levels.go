@@ -622,9 +622,5 @@ func (s *Store) ReadItems(ctx context.Context, keys []schema.Key) (map[schema.Ke
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[schema.Key]map[string]types.AttributeValue, len(found))
-	for k, it := range found {
-		out[k] = it
-	}
-	return out, nil
+	return found, nil
 }

@@ -6,9 +6,6 @@ import (
 	"sort"
 	"strconv"
 	"unicode/utf8"
-
-	"github.com/zae-limiter/zae-limiter-go/core/config"
-	"github.com/zae-limiter/zae-limiter-go/core/limit"
 )
 
 // Canonical is the manifest as the apply records it: the snake_case
@@ -16,70 +13,7 @@ import (
 // `refill_period` on every limit; `soft`, `disabled`, `cascade` and
 // `on_unavailable` only when set; `resources` and `entities` only when not
 // empty). Values are string, int64, bool or nested maps.
-func (m *Manifest) Canonical() map[string]any {
-	out := map[string]any{"namespace": m.Namespace}
-	if m.System != nil {
-		sys := map[string]any{"limits": canonicalLimits(m.System.Limits)}
-		if m.System.OnUnavailable != "" {
-			sys["on_unavailable"] = string(m.System.OnUnavailable)
-		}
-		out["system"] = sys
-	}
-	if len(m.Resources) > 0 {
-		res := make(map[string]any, len(m.Resources))
-		for r, l := range m.Resources {
-			res[r] = canonicalLevel(l)
-		}
-		out["resources"] = res
-	}
-	if len(m.Entities) > 0 {
-		ents := make(map[string]any, len(m.Entities))
-		for id, e := range m.Entities {
-			res := make(map[string]any, len(e.Resources))
-			for r, l := range e.Resources {
-				res[r] = canonicalLevel(l)
-			}
-			ents[id] = map[string]any{"resources": res}
-		}
-		out["entities"] = ents
-	}
-	return out
-}
-
-func canonicalLevel(l Level) map[string]any {
-	out := map[string]any{"limits": canonicalLimits(l.Limits)}
-	switch l.Disabled {
-	case config.AccessDisabled:
-		out["disabled"] = true
-	case config.AccessEnforce:
-		out["disabled"] = false
-	case config.AccessBypass:
-		out["disabled"] = "bypass"
-	}
-	switch l.Cascade {
-	case config.CascadeOn:
-		out["cascade"] = true
-	case config.CascadeOff:
-		out["cascade"] = false
-	}
-	return out
-}
-
-func canonicalLimits(ls []limit.Limit) map[string]any {
-	out := make(map[string]any, len(ls))
-	for _, l := range ls {
-		d := map[string]any{
-			"capacity":      l.Capacity,
-			"refill_amount": l.RefillAmount,
-			"refill_period": l.RefillPeriodSeconds(),
-		}
-		if l.Soft {
-			d["soft"] = true
-		}
-		out[l.Name] = d
-	}
-	return out
-}
+func (m *Manifest) Canonical() map[string]any { return m.document(SnakeCase) }
 
 // Hash is `sha256:` and the hex SHA-256 of the canonical document written as
 // Python's json.dumps(sort_keys=True) writes it (keys sorted, separators

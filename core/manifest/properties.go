@@ -11,82 +11,112 @@ import (
 // PascalCase names, every scalar a string, as CloudFormation delivers them
 // (FromProperties reads it back to m). Defaults are written out; `Soft`,
 // `Disabled`, `Cascade`, `OnUnavailable`, `NamespaceId` and `TableName`
-// appear only when set. A CDK app builds its limits resource from a
-// manifest file with Parse and Properties, so a bad manifest fails the
-// synth, not the deployment.
-func (m *Manifest) Properties() map[string]any {
-	out := map[string]any{"Namespace": m.Namespace}
-	if m.NamespaceID != "" {
-		out["NamespaceId"] = m.NamespaceID
+// appear only when set, `Limits` only when not empty. A CDK app builds its
+// limits resource from a manifest file with Parse and Properties, so a bad
+// manifest fails the synth, not the deployment.
+func (m *Manifest) Properties() map[string]any { return m.document(PascalCase) }
+
+// document writes m in style: the snake_case form is the canonical
+// document (native values, `limits` always present, as the hash needs);
+// the PascalCase form is the CloudFormation one (every scalar a string,
+// empty `Limits` left out, `NamespaceId` and `TableName` when set). Field
+// names come from the decoder's table, so both forms read back.
+func (m *Manifest) document(s Style) map[string]any {
+	w := writer{style: s, cfn: s == PascalCase}
+	out := map[string]any{w.name(fNamespace): m.Namespace}
+	if w.cfn && m.NamespaceID != "" {
+		out[w.name(fNamespaceID)] = m.NamespaceID
 	}
-	if m.TableName != "" {
-		out["TableName"] = m.TableName
+	if w.cfn && m.TableName != "" {
+		out[w.name(fTableName)] = m.TableName
 	}
 	if m.System != nil {
 		sys := map[string]any{}
-		if len(m.System.Limits) > 0 {
-			sys["Limits"] = limitProperties(m.System.Limits)
-		}
+		w.limits(sys, m.System.Limits)
 		if m.System.OnUnavailable != "" {
-			sys["OnUnavailable"] = string(m.System.OnUnavailable)
+			sys[w.name(fOnUnavailable)] = string(m.System.OnUnavailable)
 		}
-		out["System"] = sys
+		out[w.name(fSystem)] = sys
 	}
 	if len(m.Resources) > 0 {
 		res := make(map[string]any, len(m.Resources))
 		for r, l := range m.Resources {
-			res[r] = levelProperties(l)
+			res[r] = w.level(l)
 		}
-		out["Resources"] = res
+		out[w.name(fResources)] = res
 	}
 	if len(m.Entities) > 0 {
 		ents := make(map[string]any, len(m.Entities))
 		for id, e := range m.Entities {
 			res := make(map[string]any, len(e.Resources))
 			for r, l := range e.Resources {
-				res[r] = levelProperties(l)
+				res[r] = w.level(l)
 			}
-			ents[id] = map[string]any{"Resources": res}
+			ents[id] = map[string]any{w.name(fResources): res}
 		}
-		out["Entities"] = ents
+		out[w.name(fEntities)] = ents
 	}
 	return out
 }
 
-func levelProperties(l Level) map[string]any {
-	out := map[string]any{}
-	if len(l.Limits) > 0 {
-		out["Limits"] = limitProperties(l.Limits)
+// writer writes the scalars and names of one form.
+type writer struct {
+	style Style
+	cfn   bool // every scalar a string, empty limits left out
+}
+
+func (w writer) name(f field) string { return f.in(w.style) }
+
+func (w writer) int(n int64) any {
+	if w.cfn {
+		return strconv.FormatInt(n, 10)
 	}
+	return n
+}
+
+func (w writer) bool(b bool) any {
+	if w.cfn {
+		return strconv.FormatBool(b)
+	}
+	return b
+}
+
+func (w writer) level(l Level) map[string]any {
+	out := map[string]any{}
+	w.limits(out, l.Limits)
 	switch l.Disabled {
 	case config.AccessDisabled:
-		out["Disabled"] = "true"
+		out[w.name(fDisabled)] = w.bool(true)
 	case config.AccessEnforce:
-		out["Disabled"] = "false"
+		out[w.name(fDisabled)] = w.bool(false)
 	case config.AccessBypass:
-		out["Disabled"] = "bypass"
+		out[w.name(fDisabled)] = "bypass"
 	}
 	switch l.Cascade {
 	case config.CascadeOn:
-		out["Cascade"] = "true"
+		out[w.name(fCascade)] = w.bool(true)
 	case config.CascadeOff:
-		out["Cascade"] = "false"
+		out[w.name(fCascade)] = w.bool(false)
 	}
 	return out
 }
 
-func limitProperties(ls []limit.Limit) map[string]any {
-	out := make(map[string]any, len(ls))
+// limits adds the limits of a level to out under `limits`.
+func (w writer) limits(out map[string]any, ls []limit.Limit) {
+	if w.cfn && len(ls) == 0 {
+		return
+	}
+	m := make(map[string]any, len(ls))
 	for _, l := range ls {
-		p := map[string]any{
-			"Capacity":     strconv.FormatInt(l.Capacity, 10),
-			"RefillAmount": strconv.FormatInt(l.RefillAmount, 10),
-			"RefillPeriod": strconv.FormatInt(l.RefillPeriodSeconds(), 10),
+		d := map[string]any{
+			w.name(fCapacity):     w.int(l.Capacity),
+			w.name(fRefillAmount): w.int(l.RefillAmount),
+			w.name(fRefillPeriod): w.int(l.RefillPeriodSeconds()),
 		}
 		if l.Soft {
-			p["Soft"] = "true"
+			d[w.name(fSoft)] = w.bool(true)
 		}
-		out[l.Name] = p
+		m[l.Name] = d
 	}
-	return out
+	out[w.name(fLimits)] = m
 }

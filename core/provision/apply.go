@@ -131,7 +131,7 @@ func (p *Provisioner) ApplyPlan(ctx context.Context, pl *Plan, principal string)
 		failed[t] = true
 		res.Errors = append(res.Errors, fmt.Sprintf("%s %s %s: %v", what, t.Kind, t, err))
 	}
-	work := p.postCommit(pl, owed)
+	work := p.postCommit(pl)
 	for _, phase := range work {
 		p.each(ctx, phase.changes, func(ctx context.Context, c Change) {
 			if err := phase.run(ctx, c); err != nil {
@@ -285,7 +285,7 @@ type phase struct {
 // postCommit lays out steps 3–6 of docs/design.md §12: access stamps
 // (resources, then entities), cascade stamps (resources, then entities),
 // entity parameter sync, the soft fan-outs of resources and the system.
-func (p *Provisioner) postCommit(pl *Plan, owed map[manifest.Target]bool) []phase {
+func (p *Provisioner) postCommit(pl *Plan) []phase {
 	ns := pl.Namespace
 	var changes []Change
 	changes = append(changes, pl.Changes...)
@@ -296,7 +296,7 @@ func (p *Provisioner) postCommit(pl *Plan, owed map[manifest.Target]bool) []phas
 	pick := func(kind manifest.Kind, f func(Change) bool) []Change {
 		var out []Change
 		for _, c := range changes {
-			if c.Target.Kind == kind && (f(c) || (c.pending && owed[c.Target])) {
+			if c.Target.Kind == kind && (f(c) || c.pending) {
 				out = append(out, c)
 			}
 		}

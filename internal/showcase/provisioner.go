@@ -1,7 +1,6 @@
 package showcase
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -143,11 +142,9 @@ func (d *demo) provisioner(ctx context.Context) error {
 	}
 	show := func(label string, calls [][2]string) {
 		fmt.Fprintf(d.out, "  %s\n", label)
-		var b bytes.Buffer
 		for _, c := range calls {
-			fmt.Fprintf(&b, "    %-10s on %-8s %s\n", c[0], c[1], try(c[0], c[1]))
+			fmt.Fprintf(d.out, "    %-10s on %-8s %s\n", c[0], c[1], try(c[0], c[1]))
 		}
-		fmt.Fprint(d.out, b.String())
 	}
 
 	if err := request(cfn.RequestCreate, props); err != nil {
