@@ -146,20 +146,33 @@ func call(ctx context.Context, ev cfn.Event, h Handler, o Options) (string, map[
 		id, data, err := h(hctx, ev)
 		done <- outcome{id, data, err}
 	}()
+	// A handler that fails once its margin deadline has come failed
+	// because of it: the answer is ErrDeadline, whichever of the two the
+	// select saw first. A handler that succeeded in that instant keeps its
+	// success.
+	deadline := func(r outcome) (string, map[string]string, error) {
+		switch {
+		case r.err == nil:
+			return r.id, r.data, nil
+		case ctx.Err() != nil:
+			return r.id, nil, ctx.Err()
+		default:
+			return r.id, nil, ErrDeadline
+		}
+	}
 	select {
 	case r := <-done:
+		if r.err != nil && hctx.Err() != nil {
+			return deadline(r)
+		}
 		return r.id, r.data, r.err
 	case <-hctx.Done():
-		// The handler may still return in the instant the deadline came.
 		select {
 		case r := <-done:
-			return r.id, r.data, r.err
+			return deadline(r)
 		default:
+			return deadline(outcome{err: hctx.Err()})
 		}
-		if ctx.Err() != nil {
-			return "", nil, ctx.Err()
-		}
-		return "", nil, ErrDeadline
 	}
 }
 

@@ -173,8 +173,13 @@ func TestDeadlineAnswersFailedInTime(t *testing.T) {
 	deadline := time.Now().Add(3 * time.Second)
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	h := func(ctx context.Context, _ cfn.Event) (string, map[string]string, error) {
-		<-ctx.Done() // a handler that would run past the deadline
+	// A handler that runs past the deadline, its context notwithstanding.
+	// (One that returned at the margin would race the answer; this one
+	// cannot.)
+	release := make(chan struct{})
+	defer close(release)
+	h := func(context.Context, cfn.Event) (string, map[string]string, error) {
+		<-release
 		return "", nil, nil
 	}
 	resp, err := customresource.Run(ctx, ev, h, opts(customresource.Options{Margin: 2 * time.Second}))
