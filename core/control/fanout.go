@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -103,7 +104,7 @@ func (c *Controls) fanout(ctx context.Context, ns string, sc Scope, stamp stampe
 			go func() {
 				defer wg.Done()
 				for id := range jobs {
-					out, err := c.stampOne(ctx, id, stamp)
+					out, err := c.stampOneSafely(ctx, id, stamp)
 					if err != nil {
 						fail(fmt.Errorf("%s: %w", id.PK(), err))
 						continue
@@ -150,6 +151,18 @@ const (
 	outUnchanged
 	outVanished
 )
+
+// stampOneSafely is stampOne on a fan-out worker: a panic is recovered on
+// the worker's goroutine and counted as that bucket's failure, so no panic
+// escapes the request that started the fan-out.
+func (c *Controls) stampOneSafely(ctx context.Context, id schema.BucketID, stamp stamper) (out outcome, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("panic: %v\n%s", v, debug.Stack())
+		}
+	}()
+	return c.stampOne(ctx, id, stamp)
+}
 
 // stampOne writes one bucket.
 func (c *Controls) stampOne(ctx context.Context, id schema.BucketID, stamp stamper) (outcome, error) {

@@ -2,14 +2,21 @@ package provision
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"runtime/debug"
 	"strings"
 	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/control"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/manifest"
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
 // Result is what an apply did.
@@ -19,20 +26,26 @@ type Result struct {
 	Changes []Change
 	// Created, Updated and Deleted count the changes by action.
 	Created, Updated, Deleted int
+	// TakenOver counts the targets taken from other owners.
+	TakenOver int
 	// Errors are problems after the config was written (fan-outs, audit):
 	// the config is in place, and the next apply finishes the owed work.
 	Errors []string
-	// AppliedHash is the manifest hash recorded in the state record.
+	// AppliedHash is the manifest hash recorded in the owner record.
 	AppliedHash string
 	// StateWritten is false when the apply wrote nothing at all: the
-	// manifest was already applied.
+	// manifest was already applied (or a Release had nothing to release).
 	StateWritten bool
+	// Skipped is true for a Release of an incarnation that does not hold
+	// what its physical id names (docs/design.md §12): nothing changed.
+	Skipped bool
 }
 
 // ConfigWriteError reports an apply that stopped at a config write. The
-// writes before it stand; the state record now also manages every target
-// of the manifest (so that applying the previous manifest removes what this
-// one created) and owes their fan-outs. Applying again finishes the job.
+// writes before it stand; the owner's claims, recorded before the first
+// write, cover every target it may have touched, so a rollback (the
+// previous manifest applied again, or a Release) restores the namespace,
+// and applying the same manifest again finishes the job.
 type ConfigWriteError struct {
 	Target manifest.Target
 	Err    error
@@ -46,24 +59,42 @@ func (e *ConfigWriteError) Error() string {
 // Unwrap returns the write's error.
 func (e *ConfigWriteError) Unwrap() error { return e.Err }
 
-// Apply plans and applies m to namespace ns; principal is recorded in the
-// audit trail. Errors before any write (a refused item, the version gate)
-// and a failed config or state write are returned; problems after the
-// config is written are in Result.Errors.
-func (p *Provisioner) Apply(ctx context.Context, ns string, m *manifest.Manifest, principal string) (*Result, error) {
-	if m == nil {
-		return nil, errNoManifest
-	}
-	pl, err := p.Plan(ctx, ns, m)
+// Apply plans and applies m to namespace ns for req.Owner. Errors before
+// any write (an OwnershipError, a refused item, the version gate) leave the
+// table as it was. Any later error leaves the intent recorded: a rollback
+// or a retry converges (docs/design.md §12). Problems after the config is
+// written are in Result.Errors, their fan-outs owed.
+func (p *Provisioner) Apply(ctx context.Context, ns string, m *manifest.Manifest, req Request) (*Result, error) {
+	pl, err := p.Plan(ctx, ns, m, req)
 	if err != nil {
 		return nil, err
 	}
-	return p.ApplyPlan(ctx, pl, principal)
+	return p.ApplyPlan(ctx, pl)
+}
+
+// Release lets go of everything req.Owner holds in namespace ns (a
+// CloudFormation Delete): targets it created are deleted, targets it took
+// from another owner go back to that owner as they were, handovers from it
+// are confirmed, and its owner record is deleted. A Release whose
+// req.PhysicalID is not the incarnation the owner record names, or of an
+// owner with no record, changes nothing (Result.Skipped).
+func (p *Provisioner) Release(ctx context.Context, ns string, req Request) (*Result, error) {
+	pl, err := p.plan(ctx, ns, manifest.Empty(""), req, true)
+	if err != nil {
+		return nil, err
+	}
+	legacy := req.AdoptLegacy && pl.legacy.found
+	if !legacy && (!pl.Previous.Found || (req.PhysicalID != "" && pl.Previous.PhysicalID != req.PhysicalID)) {
+		p.log.Info("provision: release of an incarnation that holds nothing here: nothing to do", "namespace", ns,
+			"owner", req.Owner.Key(), "physical_id", req.PhysicalID, "recorded", pl.Previous.PhysicalID)
+		return &Result{Namespace: ns, Skipped: true}, nil
+	}
+	return p.ApplyPlan(ctx, pl)
 }
 
 // ApplyPlan applies a plan made by Plan (docs/design.md §12 gives the order).
-func (p *Provisioner) ApplyPlan(ctx context.Context, pl *Plan, principal string) (*Result, error) {
-	res := &Result{Namespace: pl.Namespace, Changes: pl.Changes, AppliedHash: pl.Hash}
+func (p *Provisioner) ApplyPlan(ctx context.Context, pl *Plan) (*Result, error) {
+	res := &Result{Namespace: pl.Namespace, Changes: pl.Changes, AppliedHash: pl.Hash, TakenOver: len(pl.TakenOver)}
 	for _, c := range pl.Changes {
 		switch c.Action {
 		case ActionCreate:
@@ -93,21 +124,16 @@ func (p *Provisioner) ApplyPlan(ctx context.Context, pl *Plan, principal string)
 		}
 	}
 
-	// 2. Config writes: system, resources, entities; within a kind the
+	// 2. The intent: the owner record (applying), then a claim on every
+	// target this apply may touch that the owner does not hold yet.
+	if err := p.recordIntent(ctx, pl); err != nil {
+		return nil, err
+	}
+
+	// 3. Config writes: system, resources, entities; within a kind the
 	// creates and updates, then the deletes.
-	owed := map[manifest.Target]bool{}
-	for _, t := range pl.reconcile {
-		owed[t] = true
-	}
-	for _, c := range pl.Changes {
-		if c.pending {
-			owed[c.Target] = true
-		}
-	}
 	for _, c := range writeOrder(writes) {
-		owed[c.Target] = true
 		if err := p.writeTarget(ctx, ns, c); err != nil {
-			p.recordFailure(ctx, pl, owed)
 			return nil, &ConfigWriteError{Target: c.Target, Err: err}
 		}
 	}
@@ -117,12 +143,12 @@ func (p *Provisioner) ApplyPlan(ctx context.Context, pl *Plan, principal string)
 		}
 	}
 	for _, c := range writes {
-		if err := p.audit(ctx, ns, c, principal); err != nil {
+		if err := p.audit(ctx, ns, c, pl.Request.Principal); err != nil {
 			res.Errors = append(res.Errors, fmt.Sprintf("audit %s %s: %v", c.Target.Kind, c.Target, err))
 		}
 	}
 
-	// 3–6. Fan-outs. A target whose work fails stays owed.
+	// 4. Fan-outs. A target whose work fails stays owed.
 	failed := map[manifest.Target]bool{}
 	var mu sync.Mutex
 	fail := func(what string, t manifest.Target, err error) {
@@ -131,43 +157,152 @@ func (p *Provisioner) ApplyPlan(ctx context.Context, pl *Plan, principal string)
 		failed[t] = true
 		res.Errors = append(res.Errors, fmt.Sprintf("%s %s %s: %v", what, t.Kind, t, err))
 	}
-	work := p.postCommit(pl)
-	for _, phase := range work {
-		p.each(ctx, phase.changes, func(ctx context.Context, c Change) {
+	for _, phase := range p.postCommit(pl) {
+		err := p.each(ctx, phase.changes, func(ctx context.Context, c Change) {
 			if err := phase.run(ctx, c); err != nil {
 				fail(phase.name, c.Target, err)
 			}
 		})
+		if err != nil {
+			return nil, err
+		}
 	}
 
-	// 7. The state record, last.
-	st := stateOf(m.Targets())
-	st.AppliedHash = pl.Hash
-	for t := range failed {
-		st.Pending = append(st.Pending, t)
-	}
-	if err := p.writeState(ctx, ns, st); err != nil {
+	// 5. The commit, last.
+	if err := p.commit(ctx, pl, failed); err != nil {
 		return nil, err
 	}
 	res.StateWritten = true
-	p.log.Info("provision: applied", "namespace", ns, "created", res.Created, "updated", res.Updated,
-		"deleted", res.Deleted, "errors", len(res.Errors), "hash", pl.Hash)
+	p.log.Info("provision: applied", "namespace", ns, "owner", pl.Request.Owner.Key(), "created", res.Created,
+		"updated", res.Updated, "deleted", res.Deleted, "taken_over", res.TakenOver, "errors", len(res.Errors), "hash", pl.Hash)
 	return res, nil
 }
 
-// recordFailure writes the state record after a failed config write: it
-// manages the previous targets and the manifest's, keeps the previous hash,
-// and owes every fan-out not yet run.
-func (p *Provisioner) recordFailure(ctx context.Context, pl *Plan, owed map[manifest.Target]bool) {
-	ts := append(pl.Previous.Targets(), pl.Manifest.Targets()...)
-	st := stateOf(ts)
-	st.AppliedHash = pl.Previous.AppliedHash
-	for t := range owed {
-		st.Pending = append(st.Pending, t)
+// recordIntent writes the owner record as applying and claims every target
+// of the manifest the owner does not hold yet (docs/design.md §12): from
+// then on the owner's claims cover everything the apply may write, so a
+// failure at any later point is undone by a rollback.
+func (p *Provisioner) recordIntent(ctx context.Context, pl *Plan) error {
+	ns, req, me := pl.Namespace, pl.Request, pl.Request.Owner.Key()
+	prev := pl.Previous
+	if err := p.putOwner(ctx, p.ownerItem(ns, req, statusApplying, pl.Hash, prev.LastApplied, prev.MovingTo)); err != nil {
+		return err
 	}
-	if err := p.writeState(ctx, pl.Namespace, st); err != nil {
-		p.log.Error("provision: state record after a failed write", "namespace", pl.Namespace, "error", err)
+	var ws []claimWrite
+	for _, t := range pl.Manifest.Targets() {
+		c, held := pl.claims[t]
+		prior := pl.items[targetKey(ns, t)]
+		switch {
+		case !held:
+			// Nobody held it: an item already there is adopted, and
+			// kept as it was until this apply commits.
+			ws = append(ws, putClaim(ns, t, me, "", false, prior, true))
+		case c.owner == me && !c.stored:
+			ws = append(ws, putClaim(ns, t, me, "", false, nil, true)) // adopted from R10
+		case c.owner != me:
+			ws = append(ws, putClaim(ns, t, me, c.owner, true, prior, true))
+		}
 	}
+	// Targets of an adopted R10 that the manifest no longer names.
+	for t, c := range pl.claims {
+		if _, named := pl.Manifest.Desired(t); c.owner == me && !c.stored && !named {
+			ws = append(ws, putClaim(ns, t, me, "", false, nil, true))
+		}
+	}
+	err := p.writeClaims(ctx, p.withTable(ws), true)
+	var race *claimRaceError
+	if errors.As(err, &race) {
+		claims, rerr := p.readClaims(ctx, ns)
+		if rerr != nil {
+			return err
+		}
+		oe := &OwnershipError{Namespace: ns}
+		for _, t := range race.targets {
+			owner := claims[t].owner
+			oe.Conflicts = append(oe.Conflicts, Conflict{Target: t, Owner: owner, Holder: describeOwner(owner, "")})
+		}
+		return oe
+	}
+	return err
+}
+
+// commit records what the apply achieved: claims of released targets are
+// deleted (or given back to the owner they were taken from), adoptions are
+// confirmed, owed fan-outs marked, a Release confirms the handovers from
+// its owner, an adopted R10 is deleted, and the owner record says applied
+// (or, for a Release, is deleted).
+func (p *Provisioner) commit(ctx context.Context, pl *Plan, failed map[manifest.Target]bool) error {
+	ns, me := pl.Namespace, pl.Request.Owner.Key()
+	owed := &types.AttributeValueMemberBOOL{Value: true}
+	var ws []claimWrite
+	for _, c := range pl.Changes {
+		if c.Action != ActionDelete {
+			continue
+		}
+		cl := pl.claims[c.Target]
+		switch {
+		case failed[c.Target]:
+			ws = append(ws, updateClaim(ns, c.Target, attrOwner, me, map[string]types.AttributeValue{attrFanoutOwed: owed}))
+		case cl.from != "":
+			ws = append(ws, updateClaim(ns, c.Target, attrOwner, me,
+				map[string]types.AttributeValue{attrOwner: schema.Str(cl.from)}, attrFrom, attrPrior, attrFanoutOwed))
+		default:
+			ws = append(ws, deleteClaim(ns, c.Target, me))
+		}
+	}
+	for _, t := range pl.Manifest.Targets() {
+		cl, held := pl.claims[t]
+		// The claim as recordIntent left it.
+		wrote := !held || !cl.stored || cl.owner != me
+		owedNow, from, hasPrior := cl.pending, cl.from, cl.prior != nil
+		if wrote {
+			owedNow, from = true, ""
+			if held && cl.owner != me {
+				from = cl.owner
+			}
+			hasPrior = (!held || cl.owner != me) && pl.items[targetKey(ns, t)] != nil
+		}
+		var set map[string]types.AttributeValue
+		var remove []string
+		switch {
+		case failed[t] && !owedNow:
+			set = map[string]types.AttributeValue{attrFanoutOwed: owed}
+		case !failed[t] && owedNow:
+			remove = append(remove, attrFanoutOwed)
+		}
+		if hasPrior && from == "" {
+			remove = append(remove, attrPrior) // the adoption is confirmed
+		}
+		if set != nil || remove != nil {
+			ws = append(ws, updateClaim(ns, t, attrOwner, me, set, remove...))
+		}
+	}
+	if pl.release {
+		for t, cl := range pl.claims {
+			if cl.from == me {
+				ws = append(ws, updateClaim(ns, t, attrFrom, me, nil, attrFrom, attrPrior))
+			}
+		}
+	}
+	if err := p.writeClaims(ctx, p.withTable(ws), false); err != nil {
+		return err
+	}
+	if pl.legacy.found && pl.Request.AdoptLegacy {
+		if _, err := p.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+			TableName: aws.String(p.table), Key: schema.ProvisionerStateKey(ns).AttributeValues(),
+		}); err != nil {
+			return fmt.Errorf("provision: delete the legacy state record: %w", err)
+		}
+	}
+	if pl.release {
+		if _, err := p.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+			TableName: aws.String(p.table), Key: schema.ProvisionerOwnerKey(ns, me).AttributeValues(),
+		}); err != nil {
+			return fmt.Errorf("provision: delete the owner record: %w", err)
+		}
+		return nil
+	}
+	return p.putOwner(ctx, p.ownerItem(ns, pl.Request, statusApplied, pl.Hash, p.nowString(), ""))
 }
 
 // writeOrder orders config writes: system first, then resources, then
@@ -204,7 +339,13 @@ func (p *Provisioner) writeTarget(ctx context.Context, ns string, c Change) erro
 			return s.SetEntityLimits(ctx, ns, t.Entity, t.Resource, c.want.Limits)
 		}
 	}
-	if c.Action != ActionDelete && c.limits {
+	if c.rawPrior != nil {
+		// A prior item this code cannot decode goes back byte for byte.
+		_, err := p.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(p.table), Item: c.rawPrior})
+		return err
+	}
+	deleting := c.Action == ActionDelete && !c.restore
+	if !deleting && c.limits {
 		if err := setLimits(); err != nil {
 			return err
 		}
@@ -224,7 +365,7 @@ func (p *Provisioner) writeTarget(ctx context.Context, ns string, c Change) erro
 			return err
 		}
 	}
-	if c.Action == ActionDelete || emptyConfig(c.want) {
+	if deleting || emptyConfig(c.want) {
 		// Last, so that an item left with nothing but its identity is
 		// deleted with its registry entry.
 		return p.deleteLimits(ctx, ns, t)
@@ -318,10 +459,10 @@ func (p *Provisioner) postCommit(pl *Plan) []phase {
 		return err
 	}
 	systemAfter := pl.systemBefore
-	if pl.Manifest.System != nil {
-		systemAfter = pl.Manifest.System.Limits
-	} else if pl.Previous.ManagedSystem {
-		systemAfter = nil
+	for _, c := range pl.Changes {
+		if c.Target.Kind == manifest.KindSystem {
+			systemAfter = c.want.Limits
+		}
 	}
 	effective := func(own, system []limit.Limit) ([]limit.Limit, config.Level) {
 		if len(own) > 0 {
@@ -363,17 +504,43 @@ func (p *Provisioner) postCommit(pl *Plan) []phase {
 	}
 }
 
-// each runs f over cs with at most p.workers at once.
-func (p *Provisioner) each(ctx context.Context, cs []Change, f func(context.Context, Change)) {
+// each runs f over cs with at most p.workers at once. A panic in f is
+// recovered on its goroutine and returned, after every f has finished, as
+// a *PanicError: no panic escapes a request (docs/design.md §12).
+func (p *Provisioner) each(ctx context.Context, cs []Change, f func(context.Context, Change)) error {
 	sem := make(chan struct{}, p.workers)
-	var wg sync.WaitGroup
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		panicked error
+	)
 	for _, c := range cs {
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
-			defer func() { <-sem; wg.Done() }()
+			defer func() {
+				if v := recover(); v != nil {
+					mu.Lock()
+					if panicked == nil {
+						panicked = &PanicError{Value: v, Stack: debug.Stack()}
+					}
+					mu.Unlock()
+				}
+				<-sem
+				wg.Done()
+			}()
 			f(ctx, c)
 		}()
 	}
 	wg.Wait()
+	return panicked
 }
+
+// PanicError is a panic recovered on a goroutine an apply started.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+// Error implements error.
+func (e *PanicError) Error() string { return fmt.Sprintf("provision: panic: %v", e.Value) }

@@ -66,6 +66,7 @@ func BenchmarkApply(b *testing.B) {
 		b.ReportMetric(float64(writes)/float64(b.N), "writes/op")
 		b.ReportMetric(float64(elapsed.Milliseconds())/float64(b.N)/benchEntities, "ms/entity")
 	}
+	req := provision.Request{Owner: provision.Owner{Name: "bench"}, Principal: "bench"}
 	rpm := []limit.Limit{limit.PerMinute("rpm", 10)}
 
 	b.Run("baseline-setters", func(b *testing.B) {
@@ -99,7 +100,7 @@ func BenchmarkApply(b *testing.B) {
 			proxy.ResetStats()
 			start := time.Now()
 			b.StartTimer()
-			res, err := prov.Apply(ctx, ns, m, "bench")
+			res, err := prov.Apply(ctx, ns, m, req)
 			if err != nil || len(res.Errors) > 0 || res.Created != benchEntities+2 {
 				b.Fatalf("%v %+v", err, res)
 			}
@@ -109,14 +110,14 @@ func BenchmarkApply(b *testing.B) {
 	})
 	b.Run("reapply-unchanged", func(b *testing.B) {
 		ns := namespace(b, 0, "reapply")
-		if _, err := prov.Apply(ctx, ns, m, "bench"); err != nil {
+		if _, err := prov.Apply(ctx, ns, m, req); err != nil {
 			b.Fatal(err)
 		}
 		proxy.ResetStats()
 		b.ResetTimer()
 		start := time.Now()
 		for i := 0; i < b.N; i++ {
-			res, err := prov.Apply(ctx, ns, m, "bench")
+			res, err := prov.Apply(ctx, ns, m, req)
 			if err != nil || res.StateWritten {
 				b.Fatalf("%v %+v", err, res)
 			}

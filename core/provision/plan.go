@@ -41,6 +41,11 @@ type Change struct {
 	limits, access, cascade, onUnavailable bool
 	// pending is a fan-out an earlier apply owes.
 	pending bool
+	// restore: the target goes back to the config it had before this
+	// owner took it (want is that config; rawPrior the item, when it does
+	// not decode), and its claim to the owner it was taken from.
+	restore  bool
+	rawPrior map[string]types.AttributeValue
 }
 
 // String is the change as a plan prints it.
@@ -56,24 +61,48 @@ func (c Change) String() string {
 type Plan struct {
 	Namespace string
 	Manifest  *manifest.Manifest
+	Request   Request
 	// Changes are in apply order: system, resources, entities, by name.
 	Changes []Change
-	// Unchanged counts managed targets whose config already matches.
+	// Unchanged counts held targets whose config already matches.
 	Unchanged int
-	// Previous is the state record the plan was made against.
+	// Previous is what the owner held when the plan was made.
 	Previous State
 	// Hash is the manifest's hash.
 	Hash string
+	// TakenOver are the targets this apply takes from other owners (a
+	// resource of the same stack, or one TakeOverFrom names).
+	TakenOver []Conflict
 
 	systemBefore []limit.Limit
-	reconcile    []manifest.Target // pending fan-outs with no change
+	reconcile    []manifest.Target // owed fan-outs with no change
+	claims       map[manifest.Target]claim
+	items        map[schema.Key]map[string]types.AttributeValue
+	legacy       legacyState
+	release      bool
 }
 
-// Empty reports a plan with nothing to write: no change and the state
-// record already describing the manifest.
+// Empty reports a plan with nothing to write: no change, no owed work, no
+// claim to take, and the owner record already describing the manifest.
 func (pl *Plan) Empty() bool {
-	return len(pl.Changes) == 0 && len(pl.reconcile) == 0 && pl.Previous.Found &&
-		pl.Previous.AppliedHash == pl.Hash && sameManaged(pl.Previous, stateOf(pl.Manifest.Targets()))
+	if len(pl.Changes) > 0 || len(pl.reconcile) > 0 || len(pl.TakenOver) > 0 || pl.release {
+		return false
+	}
+	prev := pl.Previous
+	if !prev.Found || prev.Applying || prev.AppliedHash != pl.Hash || prev.MovingTo != "" || prev.PhysicalID != pl.Request.PhysicalID {
+		return false
+	}
+	if pl.legacy.found && pl.Request.AdoptLegacy {
+		return false
+	}
+	me := pl.Request.Owner.Key()
+	for _, t := range pl.Manifest.Targets() {
+		c, ok := pl.claims[t]
+		if !ok || c.owner != me || !c.stored || (c.prior != nil && c.from == "") {
+			return false
+		}
+	}
+	return true
 }
 
 // RefusedItemError reports a managed config item an apply must not
@@ -92,44 +121,91 @@ func (e *RefusedItemError) Error() string {
 // Unwrap returns the reason.
 func (e *RefusedItemError) Unwrap() error { return e.Err }
 
-// Plan computes the changes applying m to namespace ns would make, reading
-// the state record and every target's config item strongly consistently. It
-// writes nothing.
-func (p *Provisioner) Plan(ctx context.Context, ns string, m *manifest.Manifest) (*Plan, error) {
+// Plan computes the changes applying m to namespace ns for req.Owner would
+// make, reading the owner's record, the namespace's claims, an earlier
+// provisioner's state record and every target's config item strongly
+// consistently. It writes nothing. A target another owner holds is an
+// OwnershipError unless req may take it over.
+func (p *Provisioner) Plan(ctx context.Context, ns string, m *manifest.Manifest, req Request) (*Plan, error) {
+	if m == nil {
+		return nil, errNoManifest
+	}
+	return p.plan(ctx, ns, m, req, false)
+}
+
+func (p *Provisioner) plan(ctx context.Context, ns string, m *manifest.Manifest, req Request, release bool) (*Plan, error) {
 	if err := schema.ValidateNamespaceID(ns); err != nil {
 		return nil, err
 	}
-	prev, err := p.ReadState(ctx, ns)
+	if err := req.validate(); err != nil {
+		return nil, err
+	}
+	me := req.Owner.Key()
+	prev, err := p.readOwner(ctx, ns, me)
 	if err != nil {
 		return nil, err
 	}
-	pl := &Plan{Namespace: ns, Manifest: m, Previous: prev, Hash: m.Hash()}
+	claims, err := p.readClaims(ctx, ns)
+	if err != nil {
+		return nil, err
+	}
+	legacy, err := p.readLegacy(ctx, ns)
+	if err != nil {
+		return nil, err
+	}
+	// An earlier provisioner's targets that no claim holds are held by the
+	// legacy owner, or by this one when it adopts them.
+	legacyPending := map[manifest.Target]bool{}
+	for _, t := range legacy.pending {
+		legacyPending[t] = true
+	}
+	for _, t := range legacy.targets {
+		if _, held := claims[t]; held {
+			continue
+		}
+		if req.AdoptLegacy {
+			claims[t] = claim{owner: me, pending: legacyPending[t]}
+		} else {
+			claims[t] = claim{owner: LegacyOwnerKey}
+		}
+	}
+	pl := &Plan{Namespace: ns, Manifest: m, Request: req, Hash: m.Hash(), claims: claims, legacy: legacy, release: release}
 
-	managed := map[manifest.Target]bool{}
-	for _, t := range prev.Targets() {
-		managed[t] = true
-	}
-	pending := map[manifest.Target]bool{}
-	for _, t := range prev.Pending {
-		pending[t] = true
-	}
+	// What the owner holds, and what the manifest names that others hold.
+	var conflicts []Conflict
 	wanted := m.Targets()
-	all := slices.Clone(wanted)
 	inManifest := map[manifest.Target]bool{}
 	for _, t := range wanted {
 		inManifest[t] = true
+		c, held := claims[t]
+		switch {
+		case !held || c.owner == me:
+		case req.mayTakeOver(c.owner):
+			pl.TakenOver = append(pl.TakenOver, Conflict{Target: t, Owner: c.owner, Holder: describeOwner(c.owner, "")})
+		default:
+			conflicts = append(conflicts, Conflict{Target: t, Owner: c.owner, Holder: describeOwner(c.owner, "")})
+		}
 	}
-	for _, t := range prev.Targets() {
+	if len(conflicts) > 0 {
+		return nil, &OwnershipError{Namespace: ns, Conflicts: conflicts}
+	}
+	all := slices.Clone(wanted)
+	for t, c := range claims {
+		if c.owner != me {
+			continue
+		}
+		prev.Targets = append(prev.Targets, t)
+		if c.pending {
+			prev.Pending = append(prev.Pending, t)
+		}
 		if !inManifest[t] {
 			all = append(all, t)
 		}
 	}
-	for _, t := range prev.Pending {
-		if !inManifest[t] && !managed[t] {
-			all = append(all, t)
-		}
-	}
+	sortTargets(prev.Targets)
+	sortTargets(prev.Pending)
 	sortTargets(all)
+	pl.Previous = prev
 
 	keys := make([]schema.Key, 0, len(all)+1)
 	keys = append(keys, schema.SystemConfigKey(ns))
@@ -140,38 +216,52 @@ func (p *Provisioner) Plan(ctx context.Context, ns string, m *manifest.Manifest)
 	if err != nil {
 		return nil, fmt.Errorf("provision: read config: %w", err)
 	}
+	pl.items = items
 	sys, err := decode(config.LevelSystem, items[schema.SystemConfigKey(ns)])
 	if err == nil {
 		pl.systemBefore = sys.Limits
 	}
 
 	for _, t := range all {
-		cur, derr := decode(levelOf(t), items[targetKey(ns, t)])
-		if derr != nil && hasMergeAttrs(items[targetKey(ns, t)]) {
+		item := items[targetKey(ns, t)]
+		cur, derr := decode(levelOf(t), item)
+		if derr != nil && hasMergeAttrs(item) {
 			return nil, &RefusedItemError{Target: t, Err: derr}
 		}
-		unsupported := derr != nil
+		cl := claims[t]
+		held := cl.owner == me
+		// An apply that did not commit owes every fan-out of what it held
+		// and named.
+		owed := (held && cl.pending) || (prev.Applying && (held || inManifest[t]))
 		want, inM := m.Desired(t)
-		c := Change{Target: t, cur: cur, want: want, pending: pending[t]}
-		if inM {
-			c.limits = unsupported || !slices.Equal(cur.Limits, want.Limits)
-			c.access = cur.Disabled != want.Disabled
-			c.cascade = cur.Cascade != want.Cascade
-			c.onUnavailable = want.OnUnavailable != "" && cur.OnUnavailable != want.OnUnavailable
-			c.write = c.limits || c.access || c.cascade || c.onUnavailable
+		c := Change{Target: t, cur: cur, pending: owed}
+		switch {
+		case inM:
+			c.want = want
+			diffConfig(&c, derr != nil)
 			switch {
-			case !managed[t]:
+			case !held:
 				c.Action = ActionCreate
 			case c.write:
 				c.Action = ActionUpdate
 			}
-		} else if managed[t] {
+		case held:
 			c.Action = ActionDelete
-			c.want = config.Config{}
-			c.limits = unsupported || len(cur.Limits) > 0
-			c.access = cur.Disabled != config.AccessInherit
-			c.cascade = cur.Cascade != config.CascadeUnset
-			c.write = c.limits || c.access || c.cascade
+			if cl.from != "" || cl.prior != nil {
+				// Back to what it was before this owner took it.
+				c.restore = true
+				if cl.prior != nil {
+					prior, perr := decode(levelOf(t), cl.prior)
+					if perr != nil {
+						c.rawPrior = cl.prior
+					}
+					c.want = prior
+				}
+			}
+			diffConfig(&c, derr != nil)
+			if c.rawPrior != nil {
+				c.write = true
+			}
 		}
 		c.What = describeChange(c)
 		switch {
@@ -179,14 +269,23 @@ func (p *Provisioner) Plan(ctx context.Context, ns string, m *manifest.Manifest)
 			pl.Changes = append(pl.Changes, c)
 		case c.pending:
 			pl.reconcile = append(pl.reconcile, t)
-			if inM {
-				pl.Unchanged++
-			}
-		case inM:
+			pl.Unchanged++
+		default:
 			pl.Unchanged++
 		}
 	}
 	return pl, nil
+}
+
+// diffConfig sets which parts of c's config change from cur to want. An
+// unsupported current item (unsupported) is rewritten whole.
+func diffConfig(c *Change, unsupported bool) {
+	cur, want := c.cur, c.want
+	c.limits = unsupported || !slices.Equal(cur.Limits, want.Limits)
+	c.access = cur.Disabled != want.Disabled
+	c.cascade = cur.Cascade != want.Cascade
+	c.onUnavailable = want.OnUnavailable != "" && cur.OnUnavailable != want.OnUnavailable
+	c.write = c.limits || c.access || c.cascade || c.onUnavailable
 }
 
 // decode decodes a config item (nil: absent). An unsupported item decodes
@@ -258,6 +357,9 @@ func describeChange(c Change) []string {
 	}
 	if c.onUnavailable {
 		w = append(w, "on_unavailable: "+orUnset(string(c.cur.OnUnavailable))+" → "+string(c.want.OnUnavailable))
+	}
+	if c.restore {
+		w = append(w, "restored as it was before this owner took it")
 	}
 	if c.pending {
 		w = append(w, "owed fan-out")

@@ -46,6 +46,7 @@ type env struct {
 	store *config.Store
 	lim   *limiter.Limiter
 	prov  *provision.Provisioner
+	req   provision.Request
 }
 
 func newEnv(t *testing.T) *env {
@@ -62,6 +63,7 @@ func newEnv(t *testing.T) *env {
 	}
 	db := e.proxy.DynamoDB(func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
 	e.prov = provision.New(db, e.tbl.Name, provision.Options{Clock: e.clk.Now, Logger: quietLogger()})
+	e.req = provision.Request{Owner: provision.Owner{Name: "test"}, Principal: "test"}
 	return e
 }
 
@@ -76,7 +78,7 @@ func (e *env) parse(doc string) *manifest.Manifest {
 
 func (e *env) apply(doc string) *provision.Result {
 	e.t.Helper()
-	res, err := e.prov.Apply(e.ctx, e.ns, e.parse(doc), "test")
+	res, err := e.prov.Apply(e.ctx, e.ns, e.parse(doc), e.req)
 	if err != nil {
 		e.t.Fatalf("apply: %v", err)
 	}
@@ -182,16 +184,16 @@ func TestApplyThenReapplyWritesNothing(t *testing.T) {
 	if it := e.item(schema.EntityConfigKey(e.ns, "api-key-2", "_default_")); it[schema.AttrDisabled].(*types.AttributeValueMemberS).Value != "bypass" {
 		t.Fatalf("api-key-2 %v", it)
 	}
-	st := e.item(schema.ProvisionerStateKey(e.ns))
-	if st["GSI4PK"].(*types.AttributeValueMemberS).Value != e.ns || st["GSI4SK"].(*types.AttributeValueMemberS).Value != e.ns+"/SYSTEM#" {
-		t.Fatalf("state GSI4 keys %v", st)
+	st := e.item(schema.ProvisionerOwnerKey(e.ns, e.req.Owner.Key()))
+	if st["GSI4PK"].(*types.AttributeValueMemberS).Value != e.ns || st["GSI4SK"].(*types.AttributeValueMemberS).Value != e.ns+"/PROVISIONER#" {
+		t.Fatalf("owner record GSI4 keys %v", st)
 	}
 	if st["applied_hash"].(*types.AttributeValueMemberS).Value != e.parse(tenant).Hash() {
 		t.Fatal("applied_hash")
 	}
-	state, err := e.prov.ReadState(e.ctx, e.ns)
-	if err != nil || !state.ManagedSystem || !slices.Equal(state.ManagedResources, []string{"gpt-3.5", "gpt-4"}) ||
-		!slices.Equal(state.ManagedEntities["api-key-1"], []string{"gpt-3.5", "gpt-4"}) || len(state.Pending) != 0 {
+	state, err := e.prov.ReadState(e.ctx, e.ns, e.req.Owner)
+	if err != nil || targets(state.Targets) != "system; gpt-3.5; gpt-4; api-key-1/gpt-3.5; api-key-1/gpt-4; api-key-2/_default_" ||
+		len(state.Pending) != 0 || state.Applying {
 		t.Fatalf("state %+v %v", state, err)
 	}
 
@@ -205,7 +207,7 @@ func TestApplyThenReapplyWritesNothing(t *testing.T) {
 	}
 
 	e.proxy.ResetStats()
-	pl, err := e.prov.Plan(e.ctx, e.ns, e.parse(strings.Replace(tenant, "capacity: 5}", "capacity: 6}", 1)))
+	pl, err := e.prov.Plan(e.ctx, e.ns, e.parse(strings.Replace(tenant, "capacity: 5}", "capacity: 6}", 1)), e.req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +336,7 @@ resources: {r1: {limits: {rpm: {capacity: 10}}}}
 		t.Errorf("y/r1 capacity %s", v)
 	}
 
-	if _, err := e.prov.Apply(e.ctx, e.ns, manifest.Empty("tenant-alpha"), "test"); err != nil {
+	if _, err := e.prov.Release(e.ctx, e.ns, e.req); err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range []schema.Key{schema.SystemConfigKey(e.ns), schema.ResourceConfigKey(e.ns, "r1")} {
@@ -349,9 +351,9 @@ resources: {r1: {limits: {rpm: {capacity: 10}}}}
 		t.Error("unmanaged entity config lost")
 	}
 	e.bucket("y", "r1") // balances stay
-	st, _ := e.prov.ReadState(e.ctx, e.ns)
-	if !st.Found || st.ManagedSystem || len(st.ManagedResources) != 0 || len(st.ManagedEntities) != 0 {
-		t.Fatalf("state after delete %+v", st)
+	st, _ := e.prov.ReadState(e.ctx, e.ns, e.req.Owner)
+	if st.Found || len(st.Targets) != 0 {
+		t.Fatalf("state after the release %+v", st)
 	}
 }
 
@@ -383,7 +385,7 @@ func TestVersionGateBeforeAnyWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.proxy.ResetStats()
-	_, err := e.prov.Apply(e.ctx, e.ns, e.parse("namespace: tenant-alpha\nresources: {r: {limits: {rpm: {capacity: 1}}}}\nentities: {u: {resources: {r: {disabled: bypass}}}}"), "")
+	_, err := e.prov.Apply(e.ctx, e.ns, e.parse("namespace: tenant-alpha\nresources: {r: {limits: {rpm: {capacity: 1}}}}\nentities: {u: {resources: {r: {disabled: bypass}}}}"), e.req)
 	var vm *config.VersionMismatchError
 	if !errors.As(err, &vm) || !vm.Gate {
 		t.Fatalf("err %v", err)
@@ -411,7 +413,7 @@ func TestMergeItemRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.proxy.ResetStats()
-	_, err = e.prov.Apply(e.ctx, e.ns, e.parse("namespace: tenant-alpha\nresources: {r: {limits: {rpm: {capacity: 1}}}}"), "")
+	_, err = e.prov.Apply(e.ctx, e.ns, e.parse("namespace: tenant-alpha\nresources: {r: {limits: {rpm: {capacity: 1}}}}"), e.req)
 	var ref *provision.RefusedItemError
 	if !errors.As(err, &ref) || ref.Target.Resource != "r" {
 		t.Fatalf("err %v", err)
@@ -431,14 +433,14 @@ func TestFailedFanoutIsOwedAndFinished(t *testing.T) {
 	id := e.proxy.Add(faultproxy.Rule{Operation: "UpdateItem", Fault: faultproxy.InternalServerError(),
 		Match: func(_ string, body []byte) bool { return strings.Contains(string(body), bucketPK) }})
 	doc := "namespace: tenant-alpha\nsystem: {limits: {rpm: {capacity: 100}}}\nresources: {r: {disabled: true}}"
-	res, err := e.prov.Apply(e.ctx, e.ns, e.parse(doc), "")
+	res, err := e.prov.Apply(e.ctx, e.ns, e.parse(doc), e.req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(res.Errors) != 1 || !strings.Contains(res.Errors[0], "access fan-out resource r") {
 		t.Fatalf("errors %v", res.Errors)
 	}
-	st, _ := e.prov.ReadState(e.ctx, e.ns)
+	st, _ := e.prov.ReadState(e.ctx, e.ns, e.req.Owner)
 	if len(st.Pending) != 1 || st.Pending[0].Resource != "r" {
 		t.Fatalf("pending %+v", st.Pending)
 	}
@@ -453,7 +455,7 @@ func TestFailedFanoutIsOwedAndFinished(t *testing.T) {
 	if _, stamped := e.bucket("u", "r")[schema.AttrDisabled]; !stamped {
 		t.Fatal("not stamped after the re-apply")
 	}
-	if st, _ := e.prov.ReadState(e.ctx, e.ns); len(st.Pending) != 0 {
+	if st, _ := e.prov.ReadState(e.ctx, e.ns, e.req.Owner); len(st.Pending) != 0 {
 		t.Fatalf("still owed %+v", st.Pending)
 	}
 	e.proxy.ResetStats()
@@ -472,7 +474,7 @@ func TestFailedConfigWriteRollsBack(t *testing.T) {
 	e.apply(old)
 	e.proxy.Add(faultproxy.Rule{Operation: "TransactWriteItems", Fault: faultproxy.InternalServerError(), Count: 1,
 		Match: func(_ string, body []byte) bool { return strings.Contains(string(body), "ENTITY#u2") }})
-	_, err := e.prov.Apply(e.ctx, e.ns, e.parse(old+"\nentities: {u1: {resources: {r1: {limits: {rpm: {capacity: 1}}}}}, u2: {resources: {r1: {limits: {rpm: {capacity: 2}}}}}}"), "")
+	_, err := e.prov.Apply(e.ctx, e.ns, e.parse(old+"\nentities: {u1: {resources: {r1: {limits: {rpm: {capacity: 1}}}}}, u2: {resources: {r1: {limits: {rpm: {capacity: 2}}}}}}"), e.req)
 	var cw *provision.ConfigWriteError
 	if !errors.As(err, &cw) || cw.Target.Entity != "u2" {
 		t.Fatalf("err %v", err)
@@ -484,10 +486,19 @@ func TestFailedConfigWriteRollsBack(t *testing.T) {
 	if it := e.item(schema.EntityConfigKey(e.ns, "u1", "r1")); it != nil {
 		t.Fatal("rollback left u1")
 	}
-	st, _ := e.prov.ReadState(e.ctx, e.ns)
-	if len(st.ManagedEntities) != 0 || len(st.Pending) != 0 {
+	st, _ := e.prov.ReadState(e.ctx, e.ns, e.req.Owner)
+	if targets(st.Targets) != "r1" || len(st.Pending) != 0 {
 		t.Fatalf("state %+v", st)
 	}
+}
+
+// targets names targets as a plan prints them, `; `-separated.
+func targets(ts []manifest.Target) string {
+	parts := make([]string, len(ts))
+	for i, t := range ts {
+		parts[i] = t.String()
+	}
+	return strings.Join(parts, "; ")
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -15,90 +14,61 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
-// Attribute names of the state record R10 (docs/design.md §12).
+// Attribute names of an earlier provisioner's state record R10
+// (docs/design.md §12, "Legacy state").
 const (
 	attrManagedSystem    = "managed_system"
 	attrManagedResources = "managed_resources"
 	attrManagedEntities  = "managed_entities"
-	attrLastApplied      = "last_applied"
-	attrAppliedHash      = "applied_hash"
-	// attrPending lists the targets whose bucket fan-outs did not finish;
-	// the next apply runs them again even when their config is unchanged
-	// (docs/decisions.md P32). Readers that do not know it ignore it.
-	attrPending = "pending_fanouts"
+	attrPending          = "pending_fanouts"
 )
 
-// State is the state record (R10): what the last apply managed.
+// State is what one owner manages in a namespace: its owner record and the
+// claims it holds.
 type State struct {
-	// Found is false for a namespace no apply has reached.
-	Found            bool
-	ManagedSystem    bool
-	ManagedResources []string
-	// ManagedEntities maps an entity id to its managed resources (or
-	// `_default_`).
-	ManagedEntities map[string][]string
-	// LastApplied is the ISO-8601 UTC time of the last apply that wrote.
+	// Found is false for an owner with no record in the namespace.
+	Found bool
+	// Owner is the owner's key.
+	Owner string
+	// PhysicalID is the CloudFormation incarnation that last applied.
+	PhysicalID string
+	// Applying is true while an apply has recorded its intent and not
+	// committed: every fan-out of the owner's targets is owed.
+	Applying bool
+	// MovingTo is the physical id of a move to another namespace or table
+	// that has started (an Update that changed the namespace).
+	MovingTo string
+	// LastApplied is the RFC 3339 UTC time of the last commit.
 	LastApplied string
-	// AppliedHash is the manifest hash of that apply (`sha256:…`).
+	// AppliedHash is the manifest hash of the last commit (`sha256:…`), or
+	// of the apply in flight while Applying.
 	AppliedHash string
-	// Pending are targets whose fan-outs are owed.
+	// Targets are the targets the owner holds, in apply order.
+	Targets []manifest.Target
+	// Pending are held targets whose fan-outs are owed.
 	Pending []manifest.Target
 }
 
-// Targets lists what the state manages, in apply order.
-func (s State) Targets() []manifest.Target {
-	var ts []manifest.Target
-	if s.ManagedSystem {
-		ts = append(ts, manifest.Target{Kind: manifest.KindSystem})
-	}
-	for _, r := range s.ManagedResources {
-		ts = append(ts, manifest.Target{Kind: manifest.KindResource, Resource: r})
-	}
-	for e, rs := range s.ManagedEntities {
-		for _, r := range rs {
-			ts = append(ts, manifest.Target{Kind: manifest.KindEntity, Entity: e, Resource: r})
+// Manages reports whether the state holds t.
+func (s State) Manages(t manifest.Target) bool {
+	for _, x := range s.Targets {
+		if x == t {
+			return true
 		}
 	}
-	sortTargets(ts)
-	return ts
+	return false
+}
+
+// legacyState is an earlier provisioner's state record (R10): the targets
+// it manages and the fan-outs it owes.
+type legacyState struct {
+	found   bool
+	targets []manifest.Target
+	pending []manifest.Target
 }
 
 func sortTargets(ts []manifest.Target) {
 	sort.Slice(ts, func(i, j int) bool { return ts[i].Less(ts[j]) })
-}
-
-// stateOf is the state that manages ts.
-func stateOf(ts []manifest.Target) State {
-	s := State{ManagedResources: []string{}, ManagedEntities: map[string][]string{}}
-	for _, t := range ts {
-		switch t.Kind {
-		case manifest.KindSystem:
-			s.ManagedSystem = true
-		case manifest.KindResource:
-			s.ManagedResources = append(s.ManagedResources, t.Resource)
-		case manifest.KindEntity:
-			s.ManagedEntities[t.Entity] = append(s.ManagedEntities[t.Entity], t.Resource)
-		}
-	}
-	sort.Strings(s.ManagedResources)
-	for _, rs := range s.ManagedEntities {
-		sort.Strings(rs)
-	}
-	return s
-}
-
-// sameManaged reports whether two states manage the same targets.
-func sameManaged(a, b State) bool {
-	at, bt := a.Targets(), b.Targets()
-	if len(at) != len(bt) {
-		return false
-	}
-	for i := range at {
-		if at[i] != bt[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // pendingKey encodes a target for the state record: `system`,
@@ -127,35 +97,39 @@ func parsePendingKey(s string) (manifest.Target, bool) {
 	return manifest.Target{}, false
 }
 
-// ReadState reads namespace ns's state record strongly consistently.
-// Malformed parts (a name that is not valid, a wrong type) are skipped and
-// logged: an item someone edited by hand never stops an apply.
-func (p *Provisioner) ReadState(ctx context.Context, ns string) (State, error) {
+// readLegacy reads namespace ns's R10 strongly consistently. Malformed
+// parts (a name that is not valid, a wrong type) are skipped and logged: an
+// item someone edited by hand never stops an apply.
+func (p *Provisioner) readLegacy(ctx context.Context, ns string) (legacyState, error) {
 	out, err := p.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(p.table), Key: schema.ProvisionerStateKey(ns).AttributeValues(), ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return State{}, fmt.Errorf("provision: read state: %w", err)
+		return legacyState{}, fmt.Errorf("provision: read the legacy state record: %w", err)
 	}
-	return p.decodeState(out.Item), nil
-}
-
-func (p *Provisioner) decodeState(it map[string]types.AttributeValue) State {
-	s := State{ManagedEntities: map[string][]string{}}
+	it := out.Item
+	var s legacyState
 	if len(it) == 0 {
-		return s
+		return s, nil
 	}
-	s.Found = true
-	skip := func(what string) { p.log.Warn("provision: state record: skipped a malformed part", "part", what) }
-	if v, ok := it[attrManagedSystem].(*types.AttributeValueMemberBOOL); ok {
-		s.ManagedSystem = v.Value
+	s.found = true
+	skip := func(what string) { p.log.Warn("provision: legacy state record: skipped a malformed part", "part", what) }
+	seen := map[manifest.Target]bool{}
+	add := func(t manifest.Target) {
+		if !seen[t] {
+			seen[t] = true
+			s.targets = append(s.targets, t)
+		}
+	}
+	if v, ok := it[attrManagedSystem].(*types.AttributeValueMemberBOOL); ok && v.Value {
+		add(manifest.Target{Kind: manifest.KindSystem})
 	}
 	for _, r := range stringList(it[attrManagedResources]) {
 		if schema.ValidateResource(r) != nil {
 			skip(attrManagedResources + ": " + r)
 			continue
 		}
-		s.ManagedResources = append(s.ManagedResources, r)
+		add(manifest.Target{Kind: manifest.KindResource, Resource: r})
 	}
 	if m, ok := it[attrManagedEntities].(*types.AttributeValueMemberM); ok {
 		for e, v := range m.Value {
@@ -168,40 +142,20 @@ func (p *Provisioner) decodeState(it map[string]types.AttributeValue) State {
 					skip(attrManagedEntities + ": " + e + "/" + r)
 					continue
 				}
-				s.ManagedEntities[e] = append(s.ManagedEntities[e], r)
+				add(manifest.Target{Kind: manifest.KindEntity, Entity: e, Resource: r})
 			}
 		}
 	}
-	if v, ok := it[attrLastApplied].(*types.AttributeValueMemberS); ok {
-		s.LastApplied = v.Value
-	}
-	if v, ok := it[attrAppliedHash].(*types.AttributeValueMemberS); ok {
-		s.AppliedHash = v.Value
-	}
 	for _, k := range stringList(it[attrPending]) {
 		if t, ok := parsePendingKey(k); ok {
-			s.Pending = append(s.Pending, t)
+			s.pending = append(s.pending, t)
 		} else {
 			skip(attrPending + ": " + k)
 		}
 	}
-	s = normalizeState(s)
-	return s
-}
-
-// normalizeState sorts and de-duplicates a state's lists.
-func normalizeState(s State) State {
-	n := stateOf(s.Targets())
-	n.Found, n.LastApplied, n.AppliedHash = s.Found, s.LastApplied, s.AppliedHash
-	seen := map[manifest.Target]bool{}
-	for _, t := range s.Pending {
-		if !seen[t] {
-			seen[t] = true
-			n.Pending = append(n.Pending, t)
-		}
-	}
-	sortTargets(n.Pending)
-	return n
+	sortTargets(s.targets)
+	sortTargets(s.pending)
+	return s, nil
 }
 
 // stringList reads an L of S (or an SS) attribute.
@@ -221,36 +175,3 @@ func stringList(v types.AttributeValue) []string {
 	return nil
 }
 
-func listOf(ss []string) *types.AttributeValueMemberL {
-	l := &types.AttributeValueMemberL{Value: make([]types.AttributeValue, 0, len(ss))}
-	for _, s := range ss {
-		l.Value = append(l.Value, schema.Str(s))
-	}
-	return l
-}
-
-// writeState puts the state record (R10) with both GSI4 keys.
-func (p *Provisioner) writeState(ctx context.Context, ns string, s State) error {
-	s = normalizeState(s)
-	it := schema.ProvisionerStateItemKeys(ns).Item()
-	it[attrManagedSystem] = &types.AttributeValueMemberBOOL{Value: s.ManagedSystem}
-	it[attrManagedResources] = listOf(s.ManagedResources)
-	ents := make(map[string]types.AttributeValue, len(s.ManagedEntities))
-	for e, rs := range s.ManagedEntities {
-		ents[e] = listOf(rs)
-	}
-	it[attrManagedEntities] = &types.AttributeValueMemberM{Value: ents}
-	it[attrLastApplied] = schema.Str(p.now().UTC().Format(time.RFC3339Nano))
-	it[attrAppliedHash] = schema.Str(s.AppliedHash)
-	if len(s.Pending) > 0 {
-		keys := make([]string, len(s.Pending))
-		for i, t := range s.Pending {
-			keys[i] = pendingKey(t)
-		}
-		it[attrPending] = listOf(keys)
-	}
-	if _, err := p.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(p.table), Item: it}); err != nil {
-		return fmt.Errorf("provision: write state: %w", err)
-	}
-	return nil
-}

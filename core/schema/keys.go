@@ -17,6 +17,7 @@ const (
 	PrefixEntity       = "ENTITY#"        // {ns}/ENTITY#{id}: R4, R5, R12, R14; GSI3PK of R11
 	PrefixResource     = "RESOURCE#"      // {ns}/RESOURCE#{resource}: R6; GSI2PK of R11, R12
 	PrefixSystem       = "SYSTEM#"        // {ns}/SYSTEM#: R7–R10
+	PrefixProvisioner  = "PROVISIONER#"   // {ns}/PROVISIONER#: the provisioner's owner records and claims
 	PrefixBucket       = "BUCKET#"        // {ns}/BUCKET#{entity}#{resource}#{shard}: R11; GSI2/3/4 SKs of R11
 	PrefixAudit        = "AUDIT#"         // {ns}/AUDIT#{entity}: R13
 	PrefixParent       = "PARENT#"        // GSI1PK {ns}/PARENT#{parent}
@@ -37,6 +38,8 @@ const (
 	SKUsagePrefix           = "#USAGE#"                  // R12: #USAGE#{resource}#{window_key}
 	SKAuditPrefix           = "#AUDIT#"                  // R13: #AUDIT#{event_id}
 	SKOperationPrefix       = "#OP#"                     // R14: #OP#{pinc}#{operation_id}
+	SKOwnerPrefix           = "#OWNER#"                  // provisioner owner record: #OWNER#{owner}
+	SKClaimPrefix           = "#CLAIM#"                  // provisioner claim: #CLAIM#{target}
 )
 
 // Shapes named by KeyError.Shape.
@@ -279,6 +282,30 @@ func EntityConfigRegistryKey(ns string) Key { return Key{SystemPK(ns), SKEntityC
 
 // ProvisionerStateKey is the key of R10, `{ns}/SYSTEM#` / `#PROVISIONER`.
 func ProvisionerStateKey(ns string) Key { return Key{SystemPK(ns), SKProvisioner} }
+
+// ProvisionerPK returns `{ns}/PROVISIONER#`, the partition of the
+// provisioner's owner records and claims (docs/design.md §12). Readers of
+// config and buckets never look there; ClassifyKey reports KindUnknown.
+func ProvisionerPK(ns string) string { return ns + "/" + PrefixProvisioner }
+
+// ProvisionerOwnerKey is the key of a provisioner owner record,
+// `{ns}/PROVISIONER#` / `#OWNER#{owner}`.
+func ProvisionerOwnerKey(ns, owner string) Key {
+	return Key{ProvisionerPK(ns), SKOwnerPrefix + owner}
+}
+
+// ProvisionerClaimKey is the key of a provisioner claim on one config
+// target, `{ns}/PROVISIONER#` / `#CLAIM#{target}`.
+func ProvisionerClaimKey(ns, target string) Key {
+	return Key{ProvisionerPK(ns), SKClaimPrefix + target}
+}
+
+// ProvisionerItemKeys returns the keys of an owner record or a claim: k
+// with GSI4 (`{ns}`, `{ns}/PROVISIONER#`), so a namespace purge removes
+// them.
+func ProvisionerItemKeys(ns string, k Key) ItemKeys {
+	return ItemKeys{Key: k, GSI4: gsi4(ns, k)}
+}
 
 // BucketKey is the key of R11, `{ns}/BUCKET#{entity}#{resource}#{shard}` /
 // `#STATE`. It allocates once (the PK) and panics if shard is negative.
