@@ -40,6 +40,10 @@ type Options struct {
 	AuditRetention time.Duration
 	// Logger receives warnings (default slog.Default()).
 	Logger *slog.Logger
+	// BucketTTLMultiplier scales a bucket's recovery horizon into the TTL
+	// a parameter sync gives a bucket whose limits now come from its
+	// resource or the system (default 7, the limiter's; negative: none).
+	BucketTTLMultiplier int64
 	// Entropy feeds event ids (default crypto/rand).
 	Entropy io.Reader
 	// Caches are this process's limiters (anything with
@@ -69,6 +73,7 @@ type Controls struct {
 	entropy io.Reader
 	ids     ulid.Monotonic // event ids sort in the order events happen
 	caches  []Cache
+	ttlMult int64
 }
 
 // New returns the controls of table through db.
@@ -91,10 +96,13 @@ func New(db DB, table string, o Options) *Controls {
 	if o.Entropy == nil {
 		o.Entropy = rand.Reader
 	}
+	if o.BucketTTLMultiplier == 0 {
+		o.BucketTTLMultiplier = 7
+	}
 	c := &Controls{
 		db: db, table: table,
 		now: o.Clock, ttl: o.StampTTL, workers: o.Workers, audit: o.AuditRetention, log: o.Logger, entropy: o.Entropy,
-		caches: slices.Clone(o.Caches),
+		caches: slices.Clone(o.Caches), ttlMult: max(o.BucketTTLMultiplier, 0),
 	}
 	c.store = config.NewStore(db, table, config.WithClock(o.Clock), config.WithLogger(o.Logger), config.WithCacheTTL(-1),
 		config.WithOnChange(c.invalidate))

@@ -211,7 +211,8 @@ func (c *Controls) stampSoft(ctx context.Context, ns string, sc Scope, level con
 // that now resolve for the bucket's own resource — parameters of the limits
 // it carries, their soft stamps (deadline T after the read), every field
 // of a limit no longer configured removed, no TTL while its limits come
-// from the entity — and vu = 0, so that its next acquire materialises it
+// from the entity, a TTL again when they come from the resource or the
+// system — and vu = 0, so that its next acquire materialises it
 // (trimming a balance above a lowered ceiling, seeding new limits). The
 // balances, rf and the counters of configured limits are untouched.
 func (c *Controls) SyncEntity(ctx context.Context, ns, entity, resource string) (Progress, error) {
@@ -266,8 +267,20 @@ func (c *Controls) SyncEntity(ctx context.Context, ns, entity, resource string) 
 			}
 		}
 		b.Set(schema.AttrVU, schema.Num(0))
-		if (w.Source == config.LevelEntity || w.Source == config.LevelEntityDefault) && img.HasTTL {
+		entityLevel := w.Source == config.LevelEntity || w.Source == config.LevelEntityDefault
+		switch {
+		case entityLevel && img.HasTTL:
 			b.Remove(schema.AttrTTL)
+		case !entityLevel && !img.HasTTL && c.ttlMult > 0:
+			// Back to resource or system limits: the bucket expires when
+			// idle again, as the limiter writes it (docs/design.md §2).
+			var horizon int64
+			for _, l := range w.Limits {
+				if p := l.Params(); p.RefillAmount > 0 && p.RefillPeriod > 0 && p.Capacity > 0 {
+					horizon = max(horizon, bucket.CeilDiv(bucket.CeilMulDiv(p.Capacity, p.RefillPeriod, p.RefillAmount), 1000))
+				}
+			}
+			b.Set(schema.AttrTTL, schema.Num(w.ReadAt.Unix()+horizon*c.ttlMult))
 		}
 		in := b.UpdateInput(c.table, id.Key())
 		in.ReturnValues = types.ReturnValueNone

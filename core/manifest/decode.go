@@ -40,6 +40,7 @@ var (
 	fNamespaceID   = field{"namespace_id", "NamespaceId"}
 	fTableName     = field{"table_name", "TableName"}
 	fServiceToken  = field{"service_token", "ServiceToken"}
+	fTakeOverFrom  = field{"take_over_from", "TakeOverFrom"}
 	fSystem        = field{"system", "System"}
 	fResources     = field{"resources", "Resources"}
 	fEntities      = field{"entities", "Entities"}
@@ -79,6 +80,31 @@ func FromProperties(props map[string]any) (*Manifest, error) {
 // the manifest of a CLI invocation). `namespace` is required.
 func FromDocument(doc map[string]any) (*Manifest, error) {
 	return decode(doc, SnakeCase, false)
+}
+
+// FromPropertiesTolerating is FromProperties that lets problems tolerate
+// accepts pass: they are returned, and the manifest is built without them.
+// Only unknown fields (Problem.Unknown) can be tolerated, since the manifest
+// never reads them; any other problem is an error as in FromProperties. The
+// provisioner tolerates an unknown field an Update's previous properties
+// carried too, so that neither the Update nor CloudFormation's rollback of
+// it fails on a field the stack was already deployed with
+// (docs/decisions.md P40).
+func FromPropertiesTolerating(props map[string]any, tolerate func(Problem) bool) (*Manifest, []Problem, error) {
+	d := &decoder{style: PascalCase}
+	m := d.manifest(props, true)
+	var kept, tolerated []Problem
+	for _, p := range d.problems {
+		if p.Unknown && tolerate(p) {
+			tolerated = append(tolerated, p)
+		} else {
+			kept = append(kept, p)
+		}
+	}
+	if len(kept) > 0 {
+		return nil, nil, &InvalidManifestError{Problems: kept}
+	}
+	return m, tolerated, nil
 }
 
 func decode(in map[string]any, s Style, cfn bool) (*Manifest, error) {
@@ -126,6 +152,7 @@ func (d *decoder) object(path string, v any, allowed []field, refused map[field]
 			continue
 		}
 		d.add(join(path, k), "unknown field%s", d.suggest(k, allowed))
+		d.problems[len(d.problems)-1].Unknown = true
 	}
 	return m, true
 }
@@ -188,7 +215,7 @@ func sortedKeys(m map[string]any) []string {
 func (d *decoder) manifest(in map[string]any, cfn bool) *Manifest {
 	top := []field{fNamespace, fNamespaceID, fTableName, fSystem, fResources, fEntities}
 	if cfn {
-		top = append(top, fServiceToken)
+		top = append(top, fServiceToken, fTakeOverFrom)
 	}
 	obj, ok := d.object("", in, top, nil)
 	if !ok {

@@ -12,6 +12,9 @@ type Problem struct {
 	Path string
 	// Message says what is wrong with it.
 	Message string
+	// Unknown is true for a field the manifest does not define (a typo, or
+	// a field of another tool).
+	Unknown bool
 }
 
 // String is `path: message`.

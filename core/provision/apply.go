@@ -185,7 +185,8 @@ func (p *Provisioner) ApplyPlan(ctx context.Context, pl *Plan) (*Result, error) 
 func (p *Provisioner) recordIntent(ctx context.Context, pl *Plan) error {
 	ns, req, me := pl.Namespace, pl.Request, pl.Request.Owner.Key()
 	prev := pl.Previous
-	if err := p.putOwner(ctx, p.ownerItem(ns, req, statusApplying, pl.Hash, prev.LastApplied, prev.MovingTo)); err != nil {
+	gen := prev.gen + 1
+	if err := p.putOwner(ctx, p.ownerItem(ns, req, statusApplying, pl.Hash, prev.LastApplied, prev.MovingTo, gen, prev.committed)); err != nil {
 		return err
 	}
 	var ws []claimWrite
@@ -196,17 +197,17 @@ func (p *Provisioner) recordIntent(ctx context.Context, pl *Plan) error {
 		case !held:
 			// Nobody held it: an item already there is adopted, and
 			// kept as it was until this apply commits.
-			ws = append(ws, putClaim(ns, t, me, "", false, prior, true))
+			ws = append(ws, putClaim(ns, t, me, "", false, prior, gen))
 		case c.owner == me && !c.stored:
-			ws = append(ws, putClaim(ns, t, me, "", false, nil, true)) // adopted from R10
+			ws = append(ws, putClaim(ns, t, me, "", false, nil, gen)) // adopted from R10
 		case c.owner != me:
-			ws = append(ws, putClaim(ns, t, me, c.owner, true, prior, true))
+			ws = append(ws, putClaim(ns, t, me, c.owner, true, prior, gen))
 		}
 	}
 	// Targets of an adopted R10 that the manifest no longer names.
 	for t, c := range pl.claims {
 		if _, named := pl.Manifest.Desired(t); c.owner == me && !c.stored && !named {
-			ws = append(ws, putClaim(ns, t, me, "", false, nil, true))
+			ws = append(ws, putClaim(ns, t, me, "", false, nil, gen))
 		}
 	}
 	err := p.writeClaims(ctx, p.withTable(ws), true)
@@ -251,30 +252,13 @@ func (p *Provisioner) commit(ctx context.Context, pl *Plan, failed map[manifest.
 		}
 	}
 	for _, t := range pl.Manifest.Targets() {
-		cl, held := pl.claims[t]
-		// The claim as recordIntent left it.
-		wrote := !held || !cl.stored || cl.owner != me
-		owedNow, from, hasPrior := cl.pending, cl.from, cl.prior != nil
-		if wrote {
-			owedNow, from = true, ""
-			if held && cl.owner != me {
-				from = cl.owner
-			}
-			hasPrior = (!held || cl.owner != me) && pl.items[targetKey(ns, t)] != nil
-		}
-		var set map[string]types.AttributeValue
-		var remove []string
+		cl := pl.claims[t]
+		held := cl.owner == me && cl.stored
 		switch {
-		case failed[t] && !owedNow:
-			set = map[string]types.AttributeValue{attrFanoutOwed: owed}
-		case !failed[t] && owedNow:
-			remove = append(remove, attrFanoutOwed)
-		}
-		if hasPrior && from == "" {
-			remove = append(remove, attrPrior) // the adoption is confirmed
-		}
-		if set != nil || remove != nil {
-			ws = append(ws, updateClaim(ns, t, attrOwner, me, set, remove...))
+		case failed[t] && !(held && cl.pending):
+			ws = append(ws, updateClaim(ns, t, attrOwner, me, map[string]types.AttributeValue{attrFanoutOwed: owed}))
+		case !failed[t] && held && cl.pending:
+			ws = append(ws, updateClaim(ns, t, attrOwner, me, nil, attrFanoutOwed))
 		}
 	}
 	if pl.release {
@@ -302,7 +286,8 @@ func (p *Provisioner) commit(ctx context.Context, pl *Plan, failed map[manifest.
 		}
 		return nil
 	}
-	return p.putOwner(ctx, p.ownerItem(ns, pl.Request, statusApplied, pl.Hash, p.nowString(), ""))
+	gen := pl.Previous.gen + 1
+	return p.putOwner(ctx, p.ownerItem(ns, pl.Request, statusApplied, pl.Hash, p.nowString(), "", gen, gen))
 }
 
 // writeOrder orders config writes: system first, then resources, then

@@ -98,7 +98,7 @@ func (pl *Plan) Empty() bool {
 	me := pl.Request.Owner.Key()
 	for _, t := range pl.Manifest.Targets() {
 		c, ok := pl.claims[t]
-		if !ok || c.owner != me || !c.stored || (c.prior != nil && c.from == "") {
+		if !ok || c.owner != me || !c.stored {
 			return false
 		}
 	}
@@ -247,7 +247,7 @@ func (p *Provisioner) plan(ctx context.Context, ns string, m *manifest.Manifest,
 			}
 		case held:
 			c.Action = ActionDelete
-			if cl.from != "" || cl.prior != nil {
+			if cl.from != "" || (cl.prior != nil && cl.gen > prev.committed) {
 				// Back to what it was before this owner took it.
 				c.restore = true
 				if cl.prior != nil {

@@ -47,6 +47,8 @@ type State struct {
 	Targets []manifest.Target
 	// Pending are held targets whose fan-outs are owed.
 	Pending []manifest.Target
+
+	gen, committed int64
 }
 
 // Manages reports whether the state holds t.
@@ -113,7 +115,9 @@ func (p *Provisioner) readLegacy(ctx context.Context, ns string) (legacyState, e
 		return s, nil
 	}
 	s.found = true
-	skip := func(what string) { p.log.Warn("provision: legacy state record: skipped a malformed part", "part", what) }
+	skip := func(what string) {
+		p.log.Warn("provision: legacy state record: skipped a malformed part", "part", what)
+	}
 	seen := map[manifest.Target]bool{}
 	add := func(t manifest.Target) {
 		if !seen[t] {
@@ -174,4 +178,3 @@ func stringList(v types.AttributeValue) []string {
 	}
 	return nil
 }
-

@@ -1,0 +1,277 @@
+package provision_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/zae-limiter/zae-limiter-go/core/limit"
+	"github.com/zae-limiter/zae-limiter-go/core/provision"
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
+	"github.com/zae-limiter/zae-limiter-go/internal/faultproxy"
+)
+
+// resource is the request of a CloudFormation resource: its stack and
+// logical id, and the physical id of its incarnation.
+func resource(stack, logical string) provision.Request {
+	o := provision.Owner{Stack: stack, Name: logical, StackID: "arn:aws:cloudformation:us-east-1:123456789012:stack/" + stack + "/guid"}
+	return provision.Request{Owner: o, PhysicalID: "T/NS/limits/" + stack + "/" + logical + "/000000000000", Principal: "cfn:" + stack}
+}
+
+func (e *env) applyAs(req provision.Request, doc string) (*provision.Result, error) {
+	e.t.Helper()
+	return e.prov.Apply(e.ctx, e.ns, e.parse(doc), req)
+}
+
+func (e *env) mustApplyAs(req provision.Request, doc string) *provision.Result {
+	e.t.Helper()
+	res, err := e.applyAs(req, doc)
+	if err != nil {
+		e.t.Fatalf("apply as %s: %v", req.Owner.Key(), err)
+	}
+	if len(res.Errors) > 0 {
+		e.t.Fatalf("apply as %s: %v", req.Owner.Key(), res.Errors)
+	}
+	return res
+}
+
+func (e *env) release(req provision.Request) *provision.Result {
+	e.t.Helper()
+	res, err := e.prov.Release(e.ctx, e.ns, req)
+	if err != nil {
+		e.t.Fatalf("release %s: %v", req.Owner.Key(), err)
+	}
+	return res
+}
+
+func (e *env) rpm(k schema.Key) string {
+	e.t.Helper()
+	it := e.item(k)
+	if it == nil {
+		return "absent"
+	}
+	v, ok := it[schema.ConfigAttr("rpm", schema.LimitCapacity)].(*types.AttributeValueMemberN)
+	if !ok {
+		return "none"
+	}
+	return v.Value
+}
+
+func (e *env) held(req provision.Request) string {
+	e.t.Helper()
+	st, err := e.prov.ReadState(e.ctx, e.ns, req.Owner)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return targets(st.Targets)
+}
+
+// Two resources of different stacks naming one namespace hold disjoint
+// targets: an overlap is refused before any write, naming the holder; each
+// one's release removes only its own.
+func TestOwnersHoldDisjointTargets(t *testing.T) {
+	e := newEnv(t)
+	a, b := resource("stack-a", "Limits"), resource("stack-b", "Limits")
+	e.mustApplyAs(a, "namespace: tenant-alpha\nresources: {r1: {limits: {rpm: {capacity: 10}}}}\nentities: {u: {resources: {r1: {limits: {rpm: {capacity: 1}}}}}}")
+
+	e.proxy.ResetStats()
+	_, err := e.applyAs(b, "namespace: tenant-alpha\nresources: {r1: {limits: {rpm: {capacity: 99}}}, r2: {limits: {rpm: {capacity: 20}}}}")
+	var oe *provision.OwnershipError
+	if !errors.As(err, &oe) || len(oe.Conflicts) != 1 || oe.Conflicts[0].Target.String() != "r1" ||
+		!strings.Contains(err.Error(), "stack stack-a, logical id Limits") {
+		t.Fatalf("overlap: %v", err)
+	}
+	if w := e.writes(); w != "" {
+		t.Fatalf("the refused apply wrote %s", w)
+	}
+	if got := e.rpm(schema.ResourceConfigKey(e.ns, "r1")); got != "10" {
+		t.Fatalf("r1 %s", got)
+	}
+	// A refused request's rollback (the release of its incarnation)
+	// changes nothing.
+	e.proxy.ResetStats()
+	if res := e.release(b); !res.Skipped {
+		t.Fatalf("release of a refused create: %+v", res)
+	}
+	if w := e.writes(); w != "" {
+		t.Fatalf("the rollback wrote %s", w)
+	}
+
+	e.mustApplyAs(b, "namespace: tenant-alpha\nresources: {r2: {limits: {rpm: {capacity: 20}}}}")
+	if got := e.held(a) + " | " + e.held(b); got != "r1; u/r1 | r2" {
+		t.Fatalf("held %s", got)
+	}
+	e.release(a)
+	if e.rpm(schema.ResourceConfigKey(e.ns, "r1")) != "absent" || e.rpm(schema.ResourceConfigKey(e.ns, "r2")) != "20" {
+		t.Fatal("a's release touched b's target or left its own")
+	}
+	e.release(b)
+	if e.rpm(schema.ResourceConfigKey(e.ns, "r2")) != "absent" {
+		t.Fatal("b's release left r2")
+	}
+}
+
+// A release of an incarnation the owner record does not name (a
+// replacement's old id, a stale retry) changes nothing.
+func TestStaleReleaseChangesNothing(t *testing.T) {
+	e := newEnv(t)
+	a := resource("stack-a", "Limits")
+	e.mustApplyAs(a, "namespace: tenant-alpha\nresources: {r1: {limits: {rpm: {capacity: 10}}}}")
+	stale := a
+	stale.PhysicalID = "T/NS/limits/stack-a/Limits/111111111111"
+	e.proxy.ResetStats()
+	if res := e.release(stale); !res.Skipped {
+		t.Fatalf("stale release %+v", res)
+	}
+	if w := e.writes(); w != "" {
+		t.Fatalf("wrote %s", w)
+	}
+	if e.rpm(schema.ResourceConfigKey(e.ns, "r1")) != "10" {
+		t.Fatal("r1 lost")
+	}
+}
+
+// A logical id renamed within a stack: CloudFormation creates the new
+// resource, which takes over what the old one held, then deletes the old
+// one, which releases nothing it handed over. If the update rolls back
+// instead (the new resource is deleted first), the targets go back to the
+// old resource as they were.
+func TestRenameWithinAStack(t *testing.T) {
+	const old = "namespace: tenant-alpha\nresources: {r1: {limits: {rpm: {capacity: 10}}}}\nentities: {u: {resources: {r1: {limits: {rpm: {capacity: 1}}}}}}"
+	const renamed = "namespace: tenant-alpha\nresources: {r1: {limits: {rpm: {capacity: 30}}}, r3: {limits: {rpm: {capacity: 3}}}}\nentities: {u: {resources: {r1: {limits: {rpm: {capacity: 1}}}}}}"
+	for _, rollback := range []bool{false, true} {
+		t.Run(fmt.Sprintf("rollback=%v", rollback), func(t *testing.T) {
+			e := newEnv(t)
+			a, b := resource("stack-a", "OldLimits"), resource("stack-a", "NewLimits")
+			e.mustApplyAs(a, old)
+			res := e.mustApplyAs(b, renamed)
+			if res.TakenOver != 2 || e.rpm(schema.ResourceConfigKey(e.ns, "r1")) != "30" {
+				t.Fatalf("takeover %+v", res)
+			}
+			if got := e.held(a) + " | " + e.held(b); got != " | r1; r3; u/r1" {
+				t.Fatalf("held %q", got)
+			}
+			if !rollback {
+				e.release(a) // the old resource's Delete
+				if got := e.rpm(schema.ResourceConfigKey(e.ns, "r1")) + " " + e.rpm(schema.EntityConfigKey(e.ns, "u", "r1")); got != "30 1" {
+					t.Fatalf("after the old resource's delete: %s", got)
+				}
+				// The handover is confirmed: deleting the new resource
+				// now removes everything.
+				e.release(b)
+				for _, k := range []schema.Key{schema.ResourceConfigKey(e.ns, "r1"), schema.ResourceConfigKey(e.ns, "r3"), schema.EntityConfigKey(e.ns, "u", "r1")} {
+					if e.item(k) != nil {
+						t.Fatalf("%v left", k)
+					}
+				}
+				return
+			}
+			e.release(b) // the rollback deletes the new resource
+			if got := e.rpm(schema.ResourceConfigKey(e.ns, "r1")) + " " + e.rpm(schema.ResourceConfigKey(e.ns, "r3")) + " " + e.rpm(schema.EntityConfigKey(e.ns, "u", "r1")); got != "10 absent 1" {
+				t.Fatalf("after the rollback: %s", got)
+			}
+			if got := e.held(a); got != "r1; u/r1" {
+				t.Fatalf("a holds %q after the rollback", got)
+			}
+			// And the old resource, still in force, manages them.
+			e.mustApplyAs(a, strings.Replace(old, "capacity: 10", "capacity: 11", 1))
+			if e.rpm(schema.ResourceConfigKey(e.ns, "r1")) != "11" {
+				t.Fatal("a no longer manages r1")
+			}
+		})
+	}
+}
+
+// Moving limits to another stack: the new stack's resource names the old
+// one in TakeOverFrom; after that, the old stack's Delete removes nothing
+// that moved.
+func TestTakeOverFromAnotherStack(t *testing.T) {
+	e := newEnv(t)
+	a, b := resource("stack-a", "Limits"), resource("stack-b", "Limits")
+	e.mustApplyAs(a, "namespace: tenant-alpha\nresources: {r1: {limits: {rpm: {capacity: 10}}}, r2: {limits: {rpm: {capacity: 20}}}}")
+	b.TakeOverFrom = []provision.Owner{a.Owner}
+	e.mustApplyAs(b, "namespace: tenant-alpha\nresources: {r1: {limits: {rpm: {capacity: 10}}}}")
+	e.release(a)
+	if got := e.rpm(schema.ResourceConfigKey(e.ns, "r1")) + " " + e.rpm(schema.ResourceConfigKey(e.ns, "r2")); got != "10 absent" {
+		t.Fatalf("after the move: %s", got)
+	}
+	if got := e.held(b); got != "r1" {
+		t.Fatalf("b holds %q", got)
+	}
+}
+
+// An item that exists when nobody holds it is adopted: a failed Create's
+// rollback restores it as it was; once an apply commits, it is managed
+// like any other target.
+func TestAdoptedItemIsRestoredOnRollback(t *testing.T) {
+	e := newEnv(t)
+	if err := e.store.SetResourceLimits(e.ctx, e.ns, "r1", []limit.Limit{limit.PerMinute("rpm", 7)}); err != nil {
+		t.Fatal(err)
+	}
+	a := resource("stack-a", "Limits")
+	cut := e.proxy.Add(faultproxy.Rule{Operation: "PutItem", Fault: faultproxy.InternalServerError(),
+		Match: func(_ string, body []byte) bool { return strings.Contains(string(body), "#OWNER#") && strings.Contains(string(body), `"applied"`) }})
+	if _, err := e.applyAs(a, "namespace: tenant-alpha\nresources: {r1: {limits: {rpm: {capacity: 10}}}}"); err == nil {
+		t.Fatal("the commit was cut: the apply must fail")
+	}
+	if e.rpm(schema.ResourceConfigKey(e.ns, "r1")) != "10" {
+		t.Fatal("the apply did not write r1")
+	}
+	e.proxy.Remove(cut)
+	e.release(a)
+	if got := e.rpm(schema.ResourceConfigKey(e.ns, "r1")); got != "7" {
+		t.Fatalf("after the rollback r1 is %s, want the adopted 7", got)
+	}
+	// Committed this time: the release deletes it.
+	e.mustApplyAs(a, "namespace: tenant-alpha\nresources: {r1: {limits: {rpm: {capacity: 10}}}}")
+	e.release(a)
+	if got := e.rpm(schema.ResourceConfigKey(e.ns, "r1")); got != "absent" {
+		t.Fatalf("r1 %s after the release of a committed adoption", got)
+	}
+}
+
+// An earlier provisioner's state record (R10) is legacy state: its targets
+// are held by the legacy owner (an overlap is refused, naming it) until a
+// request adopts it; the adopting apply removes what its manifest no
+// longer names and deletes R10.
+func TestLegacyStateIsAdopted(t *testing.T) {
+	e := newEnv(t)
+	for _, r := range []string{"r1", "r2"} {
+		if err := e.store.SetResourceLimits(e.ctx, e.ns, r, []limit.Limit{limit.PerMinute("rpm", 5)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	it := schema.ProvisionerStateItemKeys(e.ns).Item()
+	it["managed_system"] = &types.AttributeValueMemberBOOL{Value: false}
+	it["managed_resources"] = &types.AttributeValueMemberL{Value: []types.AttributeValue{schema.Str("r1"), schema.Str("r2")}}
+	it["managed_entities"] = &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{}}
+	if _, err := e.tbl.DB.PutItem(e.ctx, &dynamodb.PutItemInput{TableName: aws.String(e.tbl.Name), Item: it}); err != nil {
+		t.Fatal(err)
+	}
+	a := resource("stack-a", "Limits")
+	_, err := e.applyAs(a, "namespace: tenant-alpha\nresources: {r1: {limits: {rpm: {capacity: 10}}}}")
+	var oe *provision.OwnershipError
+	if !errors.As(err, &oe) || !strings.Contains(err.Error(), "R10") {
+		t.Fatalf("legacy overlap: %v", err)
+	}
+	a.AdoptLegacy = true
+	res := e.mustApplyAs(a, "namespace: tenant-alpha\nresources: {r1: {limits: {rpm: {capacity: 10}}}}")
+	if res.Updated != 1 || res.Deleted != 1 {
+		t.Fatalf("adoption %+v", res)
+	}
+	if got := e.rpm(schema.ResourceConfigKey(e.ns, "r1")) + " " + e.rpm(schema.ResourceConfigKey(e.ns, "r2")); got != "10 absent" {
+		t.Fatalf("after the adoption: %s", got)
+	}
+	if e.item(schema.ProvisionerStateKey(e.ns)) != nil {
+		t.Fatal("R10 survived its adoption")
+	}
+	if got := e.held(a); got != "r1" {
+		t.Fatalf("held %q", got)
+	}
+}
+
