@@ -215,7 +215,9 @@ func TestAdoptedItemIsRestoredOnRollback(t *testing.T) {
 	}
 	a := resource("stack-a", "Limits")
 	cut := e.proxy.Add(faultproxy.Rule{Operation: "PutItem", Fault: faultproxy.InternalServerError(),
-		Match: func(_ string, body []byte) bool { return strings.Contains(string(body), "#OWNER#") && strings.Contains(string(body), `"applied"`) }})
+		Match: func(_ string, body []byte) bool {
+			return strings.Contains(string(body), "#OWNER#") && strings.Contains(string(body), `"applied"`)
+		}})
 	if _, err := e.applyAs(a, "namespace: tenant-alpha\nresources: {r1: {limits: {rpm: {capacity: 10}}}}"); err == nil {
 		t.Fatal("the commit was cut: the apply must fail")
 	}
@@ -274,4 +276,3 @@ func TestLegacyStateIsAdopted(t *testing.T) {
 		t.Fatalf("held %q", got)
 	}
 }
-

@@ -21,12 +21,15 @@ type event struct {
 }
 
 // invocation is the direct form: {action, manifest, table_name,
-// namespace_id}.
+// namespace_id, owner, take_over_from}. owner names the manifest owner
+// (default "default", docs/design.md §12).
 type invocation struct {
-	Action      string         `json:"action"`
-	Manifest    map[string]any `json:"manifest"`
-	TableName   string         `json:"table_name"`
-	NamespaceID string         `json:"namespace_id"`
+	Action       string         `json:"action"`
+	Manifest     map[string]any `json:"manifest"`
+	TableName    string         `json:"table_name"`
+	NamespaceID  string         `json:"namespace_id"`
+	Owner        string         `json:"owner"`
+	TakeOverFrom []string       `json:"take_over_from"`
 }
 
 // EventError reports an invocation payload that is neither form.

@@ -8,6 +8,8 @@ package handler
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -102,30 +104,65 @@ func (h *Handler) customResource(ctx context.Context, ev cfn.Event) (string, map
 	return h.applyLimits(ctx, ev)
 }
 
-// physicalID is the id of a limits resource: stable per namespace, so an
-// Update is a replacement only when the namespace changes.
-func physicalID(table, ns string) string { return table + "/" + ns + "/limits-provisioner" }
+// A limits resource's physical id names one incarnation of one resource
+// (docs/design.md §12): `{table}/{namespace_id}/limits/{stack}/{logical
+// id}/{token}`, the token drawn from the request that created it. The id of
+// the earlier provisioner, `{table}/{namespace_id}/limits-provisioner`, is
+// still read: it names the namespace's legacy state record (R10).
+const (
+	physicalIDLimits = "limits"
+	legacyIDSuffix   = "/limits-provisioner"
+)
 
-// parsePhysicalID reads a limits resource's id back.
-func parsePhysicalID(id string) (table, ns string, ok bool) {
-	rest, found := strings.CutSuffix(id, "/limits-provisioner")
-	if !found {
-		return "", "", false
-	}
-	i := strings.LastIndexByte(rest, '/')
-	if i < 0 {
-		return "", "", false
-	}
-	table, ns = rest[:i], rest[i+1:]
-	if schema.ValidateStackName(table) != nil || schema.ValidateNamespaceID(ns) != nil {
-		return "", "", false
-	}
-	return table, ns, true
+// resourceID is a parsed physical id.
+type resourceID struct {
+	table, ns string
+	// owner and token are empty for a legacy id.
+	owner  provision.Owner
+	token  string
+	legacy bool
 }
 
-// applyLimits handles Create and Update of a limits resource.
+// physicalID is the id of owner's incarnation created by the request
+// requestID in namespace ns of table.
+func physicalID(table, ns string, owner provision.Owner, requestID string) string {
+	sum := sha256.Sum256([]byte(requestID))
+	return strings.Join([]string{table, ns, physicalIDLimits, owner.Stack, owner.Name, hex.EncodeToString(sum[:6])}, "/")
+}
+
+// parsePhysicalID reads a limits resource's id back.
+func parsePhysicalID(id string) (resourceID, bool) {
+	if rest, ok := strings.CutSuffix(id, legacyIDSuffix); ok {
+		table, ns, ok := strings.Cut(rest, "/")
+		if !ok || schema.ValidateStackName(table) != nil || schema.ValidateNamespaceID(ns) != nil {
+			return resourceID{}, false
+		}
+		return resourceID{table: table, ns: ns, legacy: true}, true
+	}
+	parts := strings.Split(id, "/")
+	if len(parts) != 6 || parts[2] != physicalIDLimits || schema.ValidateStackName(parts[0]) != nil ||
+		schema.ValidateNamespaceID(parts[1]) != nil || len(parts[5]) != 12 {
+		return resourceID{}, false
+	}
+	owner, legacy, err := provision.ParseOwner(parts[3] + "/" + parts[4])
+	if err != nil || legacy {
+		return resourceID{}, false
+	}
+	return resourceID{table: parts[0], ns: parts[1], owner: owner, token: parts[5]}, true
+}
+
+// applyLimits handles Create and Update of a limits resource: the resource
+// (stack, logical id) applies its manifest as the owner of what it names.
 func (h *Handler) applyLimits(ctx context.Context, ev cfn.Event) (string, map[string]string, error) {
-	m, err := manifest.FromProperties(ev.ResourceProperties)
+	m, tolerated, err := manifestOf(ev)
+	if err != nil {
+		return "", nil, err
+	}
+	owner, err := provision.CloudFormationOwner(ev.StackID, ev.LogicalResourceID)
+	if err != nil {
+		return "", nil, err
+	}
+	takeOver, adoptLegacy, err := takeOverFrom(ev.ResourceProperties)
 	if err != nil {
 		return "", nil, err
 	}
@@ -134,53 +171,176 @@ func (h *Handler) applyLimits(ctx context.Context, ev cfn.Event) (string, map[st
 		table = m.TableName
 	}
 	p := h.provisioner(table)
-	ns, err := namespaceID(ctx, p, m.NamespaceID, m.Namespace)
+	_, nameGiven := ev.ResourceProperties["Namespace"]
+	ns, err := namespaceID(ctx, p, m.NamespaceID, m.Namespace, nameGiven)
 	if err != nil {
 		return "", nil, err
 	}
-	res, err := p.Apply(ctx, ns, m, principal(ev))
+
+	// The incarnation: an Update keeps its id while it stays in its table
+	// and namespace; going back to a namespace the resource still has a
+	// record in (the rollback of a move) takes that record's id; anything
+	// else is a new incarnation.
+	prev, hasPrev := parsePhysicalID(ev.PhysicalResourceID)
+	if ev.RequestType != cfn.RequestUpdate {
+		hasPrev = false
+	}
+	rec, err := p.OwnerRecord(ctx, ns, owner)
 	if err != nil {
-		var cw *provision.ConfigWriteError
-		if errors.As(err, &cw) {
-			// Something was written: a Delete of this id must find it.
-			return physicalID(table, ns), nil, err
+		return "", nil, err
+	}
+	var id string
+	switch {
+	case hasPrev && !prev.legacy && prev.table == table && prev.ns == ns && prev.owner.Key() == owner.Key():
+		id = ev.PhysicalResourceID
+	case ev.RequestType == cfn.RequestUpdate && rec.Found && rec.PhysicalID != "":
+		id = rec.PhysicalID
+	default:
+		id = physicalID(table, ns, owner, ev.RequestID)
+	}
+	customresource.SetPhysicalID(ctx, id)
+	req := provision.Request{Owner: owner, PhysicalID: id, TakeOverFrom: takeOver, Principal: principal(ev),
+		AdoptLegacy: adoptLegacy || (hasPrev && prev.legacy && prev.table == table && prev.ns == ns)}
+
+	// A move to another table or namespace: the old incarnation's record
+	// says where it went before the first write there, so that a rollback
+	// releases it.
+	if hasPrev && !prev.legacy && prev.owner.Key() == owner.Key() && (prev.table != table || prev.ns != ns) {
+		if err := h.provisioner(prev.table).MarkMoving(ctx, prev.ns, owner, ev.PhysicalResourceID, id); err != nil {
+			return "", nil, err
 		}
+	}
+	// Back from a move that did not finish (the rollback of a failed
+	// Update): release what the move wrote first.
+	if rec.MovingTo != "" && rec.MovingTo != id {
+		if to, ok := parsePhysicalID(rec.MovingTo); ok && !to.legacy {
+			res, err := h.provisioner(to.table).Release(ctx, to.ns, provision.Request{Owner: owner, PhysicalID: rec.MovingTo, Principal: principal(ev)})
+			if err != nil {
+				return "", nil, fmt.Errorf("provisioner: release the unfinished move to %s: %w", rec.MovingTo, err)
+			}
+			h.log.Info("provisioner: released an unfinished move", "physical_id", rec.MovingTo, "skipped", res.Skipped)
+		}
+	}
+
+	res, err := p.Apply(ctx, ns, m, req)
+	if err != nil {
 		return "", nil, err
 	}
-	return physicalID(table, ns), h.report(res), nil
+	data := h.report(res)
+	if len(tolerated) > 0 {
+		for _, pr := range tolerated {
+			h.log.Warn("provisioner: ignored a field the resource was already deployed with (fix it in the template)", "field", pr.Path)
+		}
+		data["IgnoredFields"] = strconv.Itoa(len(tolerated))
+	}
+	return id, data, nil
 }
 
-// deleteLimits applies the empty manifest. A Delete never wedges a stack:
-// an id this provisioner never gave (`failed` after a failed Create, or
-// anything else) and a namespace that no longer resolves answer SUCCESS
-// with no changes.
-func (h *Handler) deleteLimits(ctx context.Context, ev cfn.Event) (string, map[string]string, error) {
-	table, ns, ok := parsePhysicalID(ev.PhysicalResourceID)
-	if !ok {
-		h.log.Info("provisioner: delete of an id never provisioned: nothing to do", "physical_id", ev.PhysicalResourceID)
-		return ev.PhysicalResourceID, map[string]string{"Status": "skipped"}, nil
+// manifestOf decodes a Create's or an Update's properties. Unknown fields
+// are errors, except in an Update whose previous properties carried the
+// same field at the same path: the stack already runs with it, and refusing
+// it would fail the rollback too (docs/decisions.md P40).
+func manifestOf(ev cfn.Event) (*manifest.Manifest, []manifest.Problem, error) {
+	if ev.RequestType != cfn.RequestUpdate || len(ev.OldResourceProperties) == 0 {
+		m, err := manifest.FromProperties(ev.ResourceProperties)
+		return m, nil, err
 	}
-	p := h.provisioner(table)
-	name, err := p.Store().NamespaceName(ctx, ns)
+	old := map[string]bool{}
+	if _, err := manifest.FromProperties(ev.OldResourceProperties); err != nil {
+		var ime *manifest.InvalidManifestError
+		if errors.As(err, &ime) {
+			for _, p := range ime.Problems {
+				if p.Unknown {
+					old[p.Path] = true
+				}
+			}
+		}
+	}
+	return manifest.FromPropertiesTolerating(ev.ResourceProperties, func(p manifest.Problem) bool { return old[p.Path] })
+}
+
+// takeOverFrom reads the TakeOverFrom property: one owner or a list
+// (`{stack}/{logical id}`, `manifest:{name}`, `legacy`).
+func takeOverFrom(props map[string]any) (owners []provision.Owner, legacy bool, err error) {
+	var names []string
+	switch v := props["TakeOverFrom"].(type) {
+	case nil:
+		return nil, false, nil
+	case string:
+		if v != "" {
+			names = strings.Split(v, ",")
+		}
+	case []any:
+		for _, x := range v {
+			s, ok := x.(string)
+			if !ok {
+				return nil, false, fmt.Errorf("provisioner: TakeOverFrom: %v is not a string", x)
+			}
+			names = append(names, s)
+		}
+	default:
+		return nil, false, fmt.Errorf("provisioner: TakeOverFrom: %v is neither a string nor a list of strings", v)
+	}
+	for _, n := range names {
+		o, isLegacy, err := provision.ParseOwner(strings.TrimSpace(n))
+		if err != nil {
+			return nil, false, fmt.Errorf("provisioner: TakeOverFrom: %w", err)
+		}
+		if isLegacy {
+			legacy = true
+		} else {
+			owners = append(owners, o)
+		}
+	}
+	return owners, legacy, nil
+}
+
+// deleteLimits releases what the resource holds. A Delete never wedges a
+// stack: an id this provisioner never gave (`failed` after a failed
+// Create, or anything else), a namespace that no longer resolves, and an id
+// that names another resource or an incarnation the namespace no longer
+// records answer SUCCESS with no changes.
+func (h *Handler) deleteLimits(ctx context.Context, ev cfn.Event) (string, map[string]string, error) {
+	skipped := func(why string, args ...any) (string, map[string]string, error) {
+		h.log.Info("provisioner: delete with nothing to do: "+why, append([]any{"physical_id", ev.PhysicalResourceID}, args...)...)
+		return ev.PhysicalResourceID, map[string]string{"Status": "skipped", "status": "skipped"}, nil
+	}
+	rid, ok := parsePhysicalID(ev.PhysicalResourceID)
+	if !ok {
+		return skipped("an id never provisioned")
+	}
+	owner, err := provision.CloudFormationOwner(ev.StackID, ev.LogicalResourceID)
+	if err != nil {
+		return skipped("the request names no resource", "reason", err.Error())
+	}
+	if !rid.legacy && rid.owner.Key() != owner.Key() {
+		return skipped("the id names another resource", "owner", owner.Key())
+	}
+	p := h.provisioner(rid.table)
+	_, err = p.Store().NamespaceName(ctx, rid.ns)
 	var nf *config.NamespaceNotFoundError
 	var st *config.NamespaceStateError
 	switch {
 	case errors.As(err, &nf), errors.As(err, &st):
-		h.log.Info("provisioner: delete of a namespace that no longer resolves: nothing to do", "namespace", ns, "reason", err.Error())
-		return ev.PhysicalResourceID, map[string]string{"Status": "skipped"}, nil
+		return skipped("a namespace that no longer resolves", "namespace", rid.ns, "reason", err.Error())
 	case err != nil:
 		return "", nil, err
 	}
-	res, err := p.Apply(ctx, ns, manifest.Empty(name), principal(ev))
+	res, err := p.Release(ctx, rid.ns, provision.Request{Owner: owner, PhysicalID: ev.PhysicalResourceID,
+		AdoptLegacy: rid.legacy, Principal: principal(ev)})
 	if err != nil {
 		return "", nil, err
+	}
+	if res.Skipped {
+		return skipped("the namespace records another incarnation of this resource")
 	}
 	return ev.PhysicalResourceID, h.report(res), nil
 }
 
 // report is the response Data of an apply: string scalars only, so the
 // body stays small whatever the manifest; the full error list goes to the
-// log.
+// log. The lower-case keys are the Python provisioner's, so a template's
+// `!GetAtt Limits.created` keeps resolving.
 func (h *Handler) report(res *provision.Result) map[string]string {
 	for _, e := range res.Errors {
 		h.log.Warn("provisioner: post-commit problem (the config is applied; the next apply finishes it)", "error", e)
@@ -189,9 +349,11 @@ func (h *Handler) report(res *provision.Result) map[string]string {
 	if !res.StateWritten {
 		status = "unchanged"
 	}
+	created, updated, deleted := strconv.Itoa(res.Created), strconv.Itoa(res.Updated), strconv.Itoa(res.Deleted)
 	return map[string]string{
-		"Status": status, "Created": strconv.Itoa(res.Created), "Updated": strconv.Itoa(res.Updated),
-		"Deleted": strconv.Itoa(res.Deleted), "ErrorCount": strconv.Itoa(len(res.Errors)), "AppliedHash": res.AppliedHash,
+		"Status": status, "Created": created, "Updated": updated, "Deleted": deleted,
+		"TakenOver": strconv.Itoa(res.TakenOver), "ErrorCount": strconv.Itoa(len(res.Errors)), "AppliedHash": res.AppliedHash,
+		"status": status, "created": created, "updated": updated, "deleted": deleted,
 	}
 }
 
@@ -278,18 +440,34 @@ func (h *Handler) invoke(ctx context.Context, inv invocation) (*invocationResult
 		table = inv.TableName
 	}
 	p := h.provisioner(table)
-	ns, err := namespaceID(ctx, p, inv.NamespaceID, m.Namespace)
+	ns, err := namespaceID(ctx, p, inv.NamespaceID, m.Namespace, true)
 	if err != nil {
 		return nil, err
 	}
+	owner, err := provision.ManifestOwner(inv.Owner)
+	if err != nil {
+		return nil, err
+	}
+	req := provision.Request{Owner: owner, Principal: "invoke"}
+	for _, n := range inv.TakeOverFrom {
+		o, legacy, err := provision.ParseOwner(n)
+		if err != nil {
+			return nil, err
+		}
+		if legacy {
+			req.AdoptLegacy = true
+		} else {
+			req.TakeOverFrom = append(req.TakeOverFrom, o)
+		}
+	}
 	if inv.Action == "plan" {
-		pl, err := p.Plan(ctx, ns, m)
+		pl, err := p.Plan(ctx, ns, m, req)
 		if err != nil {
 			return nil, err
 		}
 		return &invocationResult{Status: "planned", Changes: reports(pl.Changes)}, nil
 	}
-	res, err := p.Apply(ctx, ns, m, "invoke")
+	res, err := p.Apply(ctx, ns, m, req)
 	if err != nil {
 		return nil, err
 	}
@@ -305,16 +483,38 @@ func reports(cs []provision.Change) []changeReport {
 	return out
 }
 
-// namespaceID is id when given, else the id of the live namespace name.
-func namespaceID(ctx context.Context, p *provision.Provisioner, id, name string) (string, error) {
-	if id != "" {
+// namespaceID is the id of the live namespace name, or id when given: then
+// it must be a registered namespace's id, and that namespace's name must be
+// name when nameGiven. A manifest never writes to a namespace it does not
+// name.
+func namespaceID(ctx context.Context, p *provision.Provisioner, id, name string, nameGiven bool) (string, error) {
+	if id == "" {
+		id, err := p.Store().ResolveNamespace(ctx, name)
+		if err != nil {
+			return "", fmt.Errorf("provisioner: namespace %q: %w", name, err)
+		}
 		return id, nil
 	}
-	id, err := p.Store().ResolveNamespace(ctx, name)
+	registered, err := p.Store().NamespaceName(ctx, id)
 	if err != nil {
-		return "", fmt.Errorf("provisioner: namespace %q: %w", name, err)
+		return "", fmt.Errorf("provisioner: NamespaceId %q is not a live namespace: %w", id, err)
+	}
+	if nameGiven && registered != name {
+		return "", &NamespaceMismatchError{NamespaceID: id, Registered: registered, Namespace: name}
 	}
 	return id, nil
+}
+
+// NamespaceMismatchError refuses a manifest whose NamespaceId is the id of
+// another namespace than the one it names.
+type NamespaceMismatchError struct {
+	NamespaceID, Registered, Namespace string
+}
+
+// Error implements error, naming both.
+func (e *NamespaceMismatchError) Error() string {
+	return fmt.Sprintf("provisioner: NamespaceId %s is the id of namespace %q, not of %q (Namespace): refusing to apply one namespace's manifest to another",
+		e.NamespaceID, e.Registered, e.Namespace)
 }
 
 func (h *Handler) provisioner(table string) *provision.Provisioner {
