@@ -284,3 +284,83 @@ func FuzzBody(f *testing.F) {
 		}
 	})
 }
+
+// transport is a client's network: it records each request and answers
+// 200 without connecting anywhere.
+type transport struct {
+	mu   sync.Mutex
+	urls []string
+}
+
+func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	tr.mu.Lock()
+	tr.urls = append(tr.urls, req.URL.String())
+	tr.mu.Unlock()
+	return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Body: http.NoBody, Request: req}, nil
+}
+
+func (tr *transport) requests() int {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return len(tr.urls)
+}
+
+// secret stands for a pre-signed URL's signature: no log line or error may
+// show it.
+const secret = "5ecre7519na7ure0fthe9re5i9nedur1"
+
+// Only https is sent to, and http to a loopback host for local runs; any
+// other ResponseURL is refused with a *URLError before a request is made,
+// and the refusal shows no query.
+func TestResponseURLSchemes(t *testing.T) {
+	h := func(context.Context, cfn.Event) (string, map[string]string, error) { return "id", nil, nil }
+	q := "?X-Amz-Signature=" + secret
+	for _, c := range []struct {
+		url string
+		ok  bool
+	}{
+		{"https://cloudformation-custom-resource-response-useast1.s3.amazonaws.com/arn%3Aaws%3Acloudformation/r" + q, true},
+		{"HTTPS://example.com/r" + q, true},
+		{"http://127.0.0.1:8080/r" + q, true},
+		{"http://127.255.3.4/r" + q, true},
+		{"http://[::1]:8080/r" + q, true},
+		{"http://localhost/r" + q, true},
+		{"http://LocalHost:9/r" + q, true},
+		{"http://example.com/r" + q, false},
+		{"http://10.0.0.1/r" + q, false},
+		{"http://128.0.0.1/r" + q, false},
+		{"http://[::2]/r" + q, false},
+		{"http://localhost.example.com/r" + q, false},
+		{"http://user:" + secret + "@example.com/r", false},
+		{"file:///etc/passwd" + q, false},
+		{"ftp://127.0.0.1/r" + q, false},
+		{"ws://127.0.0.1/r" + q, false},
+		{"https:///r" + q, false},
+		{"https:opaque" + q, false},
+		{"127.0.0.1:8080/r" + q, false},
+		{"http://[::1/r" + q, false},
+		{"", false},
+	} {
+		tr := &transport{}
+		var logs bytes.Buffer
+		o := opts(customresource.Options{Client: &http.Client{Transport: tr}, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+		_, err := customresource.Run(context.Background(), fixture(t, "create.json", c.url), h, o)
+		if c.ok {
+			if err != nil || tr.requests() != 1 {
+				t.Errorf("%s: %v after %d requests", c.url, err, tr.requests())
+			}
+			continue
+		}
+		var ue *customresource.URLError
+		if !errors.As(err, &ue) || tr.requests() != 0 {
+			t.Errorf("%s: %v after %d requests", c.url, err, tr.requests())
+			continue
+		}
+		if strings.Contains(err.Error(), secret) || strings.Contains(logs.String(), secret) {
+			t.Errorf("%s: the refusal shows the secret: %v\n%s", c.url, err, logs.String())
+		}
+		if !strings.Contains(logs.String(), "response not sent") {
+			t.Errorf("%s: not logged: %s", c.url, logs.String())
+		}
+	}
+}

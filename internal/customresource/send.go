@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -51,10 +54,80 @@ func Body(r cfn.Response) ([]byte, error) {
 	return b, nil
 }
 
-// send PUTs the response to url, retrying network errors and 5xx answers.
-func send(ctx context.Context, url string, r cfn.Response, o Options) error {
-	if url == "" {
-		return errors.New("customresource: the request has no ResponseURL")
+// URLError reports a ResponseURL that send refuses before any request:
+// missing, unparseable, or neither https nor http to a loopback host.
+type URLError struct {
+	// URL is the address as far as its path: never its query, which holds
+	// the pre-signed URL's signature.
+	URL    string
+	Reason string
+}
+
+// Error implements error.
+func (e *URLError) Error() string {
+	return fmt.Sprintf("customresource: ResponseURL %q refused: %s", e.URL, e.Reason)
+}
+
+// checkURL admits https, and http to a loopback host (127.0.0.0/8, ::1,
+// localhost) for local runs.
+func checkURL(raw string) (*url.URL, error) {
+	if raw == "" {
+		return nil, &URLError{Reason: "the request has no ResponseURL"}
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		reason := "it does not parse"
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			reason += ": " + ue.Err.Error()
+		}
+		return nil, &URLError{URL: shownRaw(raw), Reason: reason}
+	}
+	bad := func(reason string) (*url.URL, error) { return nil, &URLError{URL: shown(u), Reason: reason} }
+	switch {
+	case u.Opaque != "" || u.Host == "":
+		return bad("it has no host")
+	case u.Scheme == "https":
+		return u, nil
+	case u.Scheme == "http" && loopback(u.Hostname()):
+		return u, nil
+	case u.Scheme == "http":
+		return bad("http is allowed only to a loopback host (127.0.0.0/8, ::1, localhost); use https")
+	default:
+		return bad(fmt.Sprintf("scheme %q is not https", u.Scheme))
+	}
+}
+
+func loopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// shown is u as far as its path: scheme://host/path, without user
+// information, query or fragment.
+func shown(u *url.URL) string {
+	if u.Opaque != "" {
+		return u.Scheme + ":…"
+	}
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}).String()
+}
+
+// shownRaw is an unparseable address cut before its query and fragment.
+func shownRaw(raw string) string {
+	if i := strings.IndexAny(raw, "?#"); i >= 0 {
+		return raw[:i]
+	}
+	return raw
+}
+
+// send PUTs the response to rawURL, retrying network errors and 5xx
+// answers. A ResponseURL checkURL refuses is never requested.
+func send(ctx context.Context, rawURL string, r cfn.Response, o Options) error {
+	if _, err := checkURL(rawURL); err != nil {
+		return err
 	}
 	body, err := Body(r)
 	if err != nil {
@@ -71,7 +144,7 @@ func send(ctx context.Context, url string, r cfn.Response, o Options) error {
 			}
 			wait *= 2
 		}
-		retry, err := put(ctx, url, body, o.Client)
+		retry, err := put(ctx, rawURL, body, o.Client)
 		if err == nil {
 			return nil
 		}
