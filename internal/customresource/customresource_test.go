@@ -364,3 +364,35 @@ func TestResponseURLSchemes(t *testing.T) {
 		}
 	}
 }
+
+// A redirect is never followed: a 3xx is a failed send, not retried, and
+// the client the caller supplied is not changed.
+func TestRedirectIsNotFollowed(t *testing.T) {
+	h := func(context.Context, cfn.Event) (string, map[string]string, error) { return "id", nil, nil }
+	for _, status := range []int{301, 302, 303, 307, 308} {
+		elsewhere := newReceiver(t)
+		var mu sync.Mutex
+		asked := 0
+		redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			asked++
+			mu.Unlock()
+			http.Redirect(w, r, elsewhere.srv.URL+"/elsewhere", status)
+		}))
+		t.Cleanup(redirector.Close)
+		client := &http.Client{Timeout: time.Minute}
+		_, err := customresource.Run(context.Background(), fixture(t, "create.json", redirector.URL+"/r"), h, opts(customresource.Options{Client: client}))
+		if err == nil {
+			t.Errorf("%d: a redirect was taken for success", status)
+		}
+		mu.Lock()
+		n := asked
+		mu.Unlock()
+		if n != 1 || len(elsewhere.got()) != 0 {
+			t.Errorf("%d: %d PUTs to the URL, %d to the redirect's target", status, n, len(elsewhere.got()))
+		}
+		if client.CheckRedirect != nil || client.Timeout != time.Minute {
+			t.Errorf("%d: the caller's client was changed", status)
+		}
+	}
+}

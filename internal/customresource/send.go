@@ -133,6 +133,10 @@ func send(ctx context.Context, rawURL string, r cfn.Response, o Options) error {
 	if err != nil {
 		return err
 	}
+	// A copy of the client that never follows a redirect: the answer goes
+	// to the pre-signed URL or nowhere, and a 3xx is a failed send.
+	client := *o.Client
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	wait := o.Backoff
 	var last error
 	for attempt := 1; attempt <= o.Attempts; attempt++ {
@@ -144,7 +148,7 @@ func send(ctx context.Context, rawURL string, r cfn.Response, o Options) error {
 			}
 			wait *= 2
 		}
-		retry, err := put(ctx, rawURL, body, o.Client)
+		retry, err := put(ctx, rawURL, body, &client)
 		if err == nil {
 			return nil
 		}
