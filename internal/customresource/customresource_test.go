@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -333,6 +335,7 @@ func TestResponseURLSchemes(t *testing.T) {
 		{"http://localhost.example.com/r" + q, false},
 		{"http://user:" + secret + "@example.com/r", false},
 		{"file:///etc/passwd" + q, false},
+		{"file://localhost/etc/passwd" + q, false},
 		{"ftp://127.0.0.1/r" + q, false},
 		{"ws://127.0.0.1/r" + q, false},
 		{"https:///r" + q, false},
@@ -393,6 +396,65 @@ func TestRedirectIsNotFollowed(t *testing.T) {
 		}
 		if client.CheckRedirect != nil || client.Timeout != time.Minute {
 			t.Errorf("%d: the caller's client was changed", status)
+		}
+	}
+}
+
+// No failed send shows the URL's query, in its log lines or its error:
+// not a refused connection (whose *url.Error embeds the URL), not an
+// answer whose body quotes the request, not a redirect, not a refused
+// scheme.
+func TestSendFailuresHideTheQuery(t *testing.T) {
+	h := func(context.Context, cfn.Event) (string, map[string]string, error) { return "id", nil, nil }
+	// echo answers status with a body quoting the request, as S3's
+	// SignatureDoesNotMatch does.
+	echo := func(status int) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(status)
+			sig := r.URL.Query().Get("X-Amz-Signature")
+			fmt.Fprintf(w, "<Error><Code>SignatureDoesNotMatch</Code><SignatureProvided>%s</SignatureProvided><CanonicalRequest>PUT %s</CanonicalRequest><Escaped>%s</Escaped></Error>",
+				sig, r.URL.RequestURI(), url.QueryEscape(sig))
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://127.0.0.1:1"+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(redirect.Close)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + l.Addr().String()
+	l.Close()
+
+	q := "/r?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIA" + secret[:16] + "%2F20261231%2Fus-east-1&X-Amz-Signature=" + secret + "#frag-" + secret
+	for name, u := range map[string]string{
+		"refused connection": closed + q,
+		"403":                echo(403) + q,
+		"500 retried":        echo(500) + q,
+		"503 retried":        echo(503) + q,
+		"redirect":           redirect.URL + q,
+		"bad scheme":         "ftp://127.0.0.1" + q,
+		"http elsewhere":     "http://example.com" + q,
+		"file":               "file://" + q,
+		"does not parse":     "http://[::1" + q,
+	} {
+		var logs bytes.Buffer
+		o := opts(customresource.Options{Attempts: 2, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+		_, err := customresource.Run(context.Background(), fixture(t, "create.json", u), h, o)
+		if err == nil {
+			t.Errorf("%s: sent", name)
+			continue
+		}
+		for _, leak := range []string{secret, secret[:16], "X-Amz-Credential"} {
+			if strings.Contains(err.Error(), leak) || strings.Contains(logs.String(), leak) {
+				t.Errorf("%s: %q shown:\nerror: %v\nlogs: %s", name, leak, err, logs.String())
+			}
+		}
+		if !strings.Contains(logs.String(), "response not sent") {
+			t.Errorf("%s: not logged: %s", name, logs.String())
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -85,16 +86,16 @@ func checkURL(raw string) (*url.URL, error) {
 	}
 	bad := func(reason string) (*url.URL, error) { return nil, &URLError{URL: shown(u), Reason: reason} }
 	switch {
+	case u.Scheme != "https" && u.Scheme != "http":
+		return bad(fmt.Sprintf("scheme %q is not https", u.Scheme))
 	case u.Opaque != "" || u.Host == "":
 		return bad("it has no host")
 	case u.Scheme == "https":
 		return u, nil
 	case u.Scheme == "http" && loopback(u.Hostname()):
 		return u, nil
-	case u.Scheme == "http":
-		return bad("http is allowed only to a loopback host (127.0.0.0/8, ::1, localhost); use https")
 	default:
-		return bad(fmt.Sprintf("scheme %q is not https", u.Scheme))
+		return bad("http is allowed only to a loopback host (127.0.0.0/8, ::1, localhost); use https")
 	}
 }
 
@@ -124,9 +125,11 @@ func shownRaw(raw string) string {
 }
 
 // send PUTs the response to rawURL, retrying network errors and 5xx
-// answers. A ResponseURL checkURL refuses is never requested.
+// answers. A ResponseURL checkURL refuses is never requested. No error it
+// returns or logs shows the URL's query (the signature): see redactor.
 func send(ctx context.Context, rawURL string, r cfn.Response, o Options) error {
-	if _, err := checkURL(rawURL); err != nil {
+	u, err := checkURL(rawURL)
+	if err != nil {
 		return err
 	}
 	body, err := Body(r)
@@ -137,6 +140,7 @@ func send(ctx context.Context, rawURL string, r cfn.Response, o Options) error {
 	// to the pre-signed URL or nowhere, and a 3xx is a failed send.
 	client := *o.Client
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	red := newRedactor(u)
 	wait := o.Backoff
 	var last error
 	for attempt := 1; attempt <= o.Attempts; attempt++ {
@@ -148,7 +152,7 @@ func send(ctx context.Context, rawURL string, r cfn.Response, o Options) error {
 			}
 			wait *= 2
 		}
-		retry, err := put(ctx, rawURL, body, &client)
+		retry, err := put(ctx, rawURL, body, &client, red)
 		if err == nil {
 			return nil
 		}
@@ -162,25 +166,104 @@ func send(ctx context.Context, rawURL string, r cfn.Response, o Options) error {
 }
 
 // put sends one PUT; retry reports whether another attempt may succeed.
-func put(ctx context.Context, url string, body []byte, c *http.Client) (retry bool, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, url, bytes.NewReader(body))
+// Its error is redacted.
+func put(ctx context.Context, rawURL string, body []byte, c *http.Client, red redactor) (retry bool, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, rawURL, bytes.NewReader(body))
 	if err != nil {
-		return false, err
+		return false, red.err(err)
 	}
 	// The pre-signed URL's signature covers an empty content type.
 	req.Header["Content-Type"] = []string{""}
 	resp, err := c.Do(req)
 	if err != nil {
-		return ctx.Err() == nil, err
+		return ctx.Err() == nil, red.err(err)
 	}
 	defer resp.Body.Close()
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	// An error body may quote the request (S3's SignatureDoesNotMatch
+	// quotes the signature provided): read enough to redact whole values,
+	// then keep the start.
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	msg := cut(strings.TrimSpace(red.text(string(raw))), 512)
 	switch {
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		return false, nil
 	case resp.StatusCode >= 500:
-		return true, fmt.Errorf("PUT answered %s: %s", resp.Status, msg)
+		return true, fmt.Errorf("PUT to %s answered %s: %s", red.shown, resp.Status, msg)
+	case resp.StatusCode >= 300 && resp.StatusCode < 400:
+		return false, fmt.Errorf("PUT to %s answered %s, a redirect, which is not followed: %s", red.shown, resp.Status, msg)
 	default:
-		return false, fmt.Errorf("PUT answered %s: %s", resp.Status, msg)
+		return false, fmt.Errorf("PUT to %s answered %s: %s", red.shown, resp.Status, msg)
 	}
+}
+
+// cut is s cut to at most n bytes on a rune boundary.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// redactor keeps a ResponseURL's query out of errors and logs: the query
+// of a pre-signed URL holds its signature (and the credential and session
+// token it was made with).
+type redactor struct {
+	// shown is the URL as far as its path.
+	shown string
+	// secrets are the raw query and fragment, and each query value of 8
+	// bytes or more, raw and unescaped.
+	secrets []string
+}
+
+// redacted replaces a secret in text.
+const redacted = "[redacted]"
+
+func newRedactor(u *url.URL) redactor {
+	r := redactor{shown: shown(u)}
+	add := func(s string) {
+		if len(s) >= 8 {
+			r.secrets = append(r.secrets, s)
+		}
+	}
+	add(u.RawQuery)
+	add(u.EscapedFragment())
+	add(u.Fragment)
+	for _, kv := range strings.Split(u.RawQuery, "&") {
+		_, v, _ := strings.Cut(kv, "=")
+		add(v)
+		if uv, err := url.QueryUnescape(v); err == nil {
+			add(uv)
+		}
+		if uv, err := url.PathUnescape(v); err == nil {
+			add(uv)
+		}
+	}
+	// Longest first, so that a value inside the raw query does not break
+	// the query's own replacement.
+	slices.SortFunc(r.secrets, func(a, b string) int { return len(b) - len(a) })
+	return r
+}
+
+// text is s with every secret replaced.
+func (r redactor) text(s string) string {
+	for _, sec := range r.secrets {
+		s = strings.ReplaceAll(s, sec, redacted)
+	}
+	return s
+}
+
+// err is e with the URL a *url.Error embeds (client.Do's errors) cut to
+// the path; an error whose text still holds a secret is replaced by its
+// redacted text.
+func (r redactor) err(e error) error {
+	if ue, ok := e.(*url.Error); ok {
+		e = &url.Error{Op: ue.Op, URL: r.shown, Err: ue.Err}
+	}
+	if msg := e.Error(); r.text(msg) != msg {
+		return errors.New(r.text(msg))
+	}
+	return e
 }
