@@ -17,6 +17,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/cfn"
 
@@ -272,9 +273,58 @@ func TestBodyFits(t *testing.T) {
 	}
 }
 
+// A cut Reason keeps the longest start of the message that fits with the
+// marker, however much JSON escaping adds: problems full of `"` and `<`
+// (`<` is six bytes escaped), control characters, U+2028.
+func TestBodyCutKeepsTheStart(t *testing.T) {
+	var problems strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&problems, "Entities.key-%04d.Resources.gpt-4.Limits.rpm.Capacity: \"<lots>\" is not an integer; ", i)
+	}
+	var controls strings.Builder
+	for i := range 3000 {
+		controls.WriteByte(byte(i%31 + 1))
+	}
+	for name, reason := range map[string]string{
+		"quotes and angles": problems.String(),
+		"control":           controls.String(),
+		"line separators":   strings.Repeat("\u2028\u2029<&>", 2000),
+	} {
+		for _, data := range []map[string]any{nil, {"Status": strings.Repeat("x", 1000)}} {
+			r := cfn.Response{Status: cfn.StatusFailed, RequestID: "r", LogicalResourceID: "L", StackID: "s", PhysicalResourceID: "p", Reason: reason, Data: data}
+			b, err := customresource.Body(r)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			var back cfn.Response
+			if len(b) > customresource.MaxBody || json.Unmarshal(b, &back) != nil {
+				t.Fatalf("%s: %d bytes", name, len(b))
+			}
+			kept, ok := strings.CutSuffix(back.Reason, " …[truncated]")
+			if !ok || !strings.HasPrefix(kept, reason[:100]) || !strings.HasPrefix(reason, kept) {
+				t.Fatalf("%s: reason %q", name, back.Reason)
+			}
+			if back.Data["Status"] != data["Status"] {
+				t.Fatalf("%s: data %v", name, back.Data)
+			}
+			// The longest: one more rune does not fit.
+			_, size := utf8.DecodeRuneInString(reason[len(kept):])
+			r.Reason = reason[:len(kept)+size] + " …[truncated]"
+			if longer, _ := json.Marshal(r); len(longer) <= customresource.MaxBody {
+				t.Fatalf("%s: kept %d bytes, %d fit", name, len(kept), len(kept)+size)
+			}
+		}
+	}
+}
+
+// FuzzBody: a body fits, is JSON, and its Reason is the reason (as JSON
+// carries it: invalid UTF-8 becomes U+FFFD) or a prefix of it with the
+// marker.
 func FuzzBody(f *testing.F) {
 	f.Add("reason", "key", "value")
 	f.Add(strings.Repeat("\u00e9<", 3000), "k", strings.Repeat("v", 100))
+	f.Add(strings.Repeat("\x01\"\\", 2000), "k", "v")
+	f.Add(strings.Repeat("a\xffb\xe2\x82", 1500), "k", strings.Repeat("\x00", 700))
 	f.Fuzz(func(t *testing.T, reason, k, v string) {
 		r := cfn.Response{Status: cfn.StatusFailed, Reason: reason, Data: map[string]any{k: v}}
 		b, err := customresource.Body(r)
@@ -283,6 +333,20 @@ func FuzzBody(f *testing.F) {
 		}
 		if len(b) > customresource.MaxBody || !json.Valid(b) {
 			t.Fatalf("%d bytes, valid %v", len(b), json.Valid(b))
+		}
+		var back cfn.Response
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		var want string
+		j, _ := json.Marshal(reason)
+		_ = json.Unmarshal(j, &want)
+		if back.Reason == want {
+			return
+		}
+		kept, ok := strings.CutSuffix(back.Reason, " …[truncated]")
+		if !ok || !strings.HasPrefix(want, kept) {
+			t.Fatalf("reason %q is not a prefix of %q with the marker", back.Reason, want)
 		}
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -24,35 +25,70 @@ const MaxBody = 4096
 // truncated marks a shortened reason.
 const truncated = " …[truncated]"
 
-// Body is the JSON response body, at most MaxBody bytes: Reason is cut
-// (on a rune boundary) until it fits, then Data values if it still does
-// not.
+// Body is the JSON response body, at most MaxBody bytes. A Reason too
+// long is cut to its longest prefix (on a rune boundary) that fits with
+// the " …[truncated]" marker, however much JSON escaping adds to it; if
+// even the marker alone does not fit, Data is replaced by
+// {"Truncated": "true"} and the Reason cut again.
 func Body(r cfn.Response) ([]byte, error) {
 	b, err := json.Marshal(r)
+	if err != nil || len(b) <= MaxBody {
+		return b, err
+	}
+	if b, ok := cutReason(r); ok {
+		return b, nil
+	}
+	r.Data = map[string]any{"Truncated": "true"}
+	if b, err = json.Marshal(r); err == nil && len(b) <= MaxBody {
+		return b, nil
+	}
+	if b, ok := cutReason(r); ok {
+		return b, nil
+	}
+	return nil, fmt.Errorf("customresource: response of %d bytes does not fit %d", len(b), MaxBody)
+}
+
+// cutReason is r's body with the longest prefix of its Reason that fits,
+// marked; ok is false when there is no Reason to cut, or when even the
+// marker alone does not fit. The body's size grows with the prefix's
+// length, so a binary search over the prefix's rune boundaries finds it
+// whatever the escaping (`<` is six bytes escaped, a control character
+// six); each probe encodes only the Reason, the rest of the body being
+// the same.
+func cutReason(r cfn.Response) (body []byte, ok bool) {
 	reason := r.Reason
-	for err == nil && len(b) > MaxBody && reason != "" {
-		cut := len(reason) - (len(b) - MaxBody) - len(truncated)
-		if cut < 0 {
-			cut = 0
+	if reason == "" {
+		return nil, false
+	}
+	r.Reason = truncated
+	b, err := json.Marshal(r)
+	if err != nil || len(b) > MaxBody {
+		return nil, false
+	}
+	marker, _ := json.Marshal(truncated)
+	room := MaxBody - (len(b) - len(marker)) // for the encoded Reason
+	fits := func(n int) bool {
+		enc, _ := json.Marshal(reason[:n] + truncated)
+		return len(enc) <= room
+	}
+	// No prefix longer than MaxBody bytes fits.
+	var cuts []int
+	for n := 1; n <= len(reason) && n <= MaxBody; n++ {
+		if n == len(reason) || utf8.RuneStart(reason[n]) {
+			cuts = append(cuts, n)
 		}
-		for cut > 0 && !utf8.RuneStart(reason[cut]) {
-			cut--
-		}
-		reason = reason[:cut]
-		r.Reason = reason + truncated
-		b, err = json.Marshal(r)
 	}
-	if err == nil && len(b) > MaxBody {
-		r.Data = map[string]any{"Truncated": "true"}
-		b, err = json.Marshal(r)
+	// The first cut that does not fit; the one before it is the longest
+	// that does (none: the bare marker).
+	keep := 0
+	if i := sort.Search(len(cuts), func(i int) bool { return !fits(cuts[i]) }); i > 0 {
+		keep = cuts[i-1]
 	}
-	if err != nil {
-		return nil, err
+	r.Reason = reason[:keep] + truncated
+	if b, err = json.Marshal(r); err != nil || len(b) > MaxBody {
+		return nil, false // cannot happen: the Reason is encoded alone as in the body
 	}
-	if len(b) > MaxBody {
-		return nil, fmt.Errorf("customresource: response of %d bytes does not fit %d", len(b), MaxBody)
-	}
-	return b, nil
+	return b, true
 }
 
 // URLError reports a ResponseURL that send refuses before any request:
