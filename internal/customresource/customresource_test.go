@@ -522,3 +522,89 @@ func TestSendFailuresHideTheQuery(t *testing.T) {
 		}
 	}
 }
+
+// A handler that announced its physical id and then failed (an error, a
+// panic, the deadline margin) is answered FAILED with that id; an id it
+// returns wins, and a successful handler that returns "" is answered with
+// the announced one.
+func TestAnnouncedPhysicalID(t *testing.T) {
+	rc := newReceiver(t)
+	const announced = "tbl/Ab3dEf6hIjk/limits-provisioner"
+	announce := func(ctx context.Context) { customresource.SetPhysicalID(ctx, announced) }
+	cases := []struct {
+		name, file string
+		h          customresource.Handler
+		status     cfn.StatusType
+		want       string
+	}{
+		{"error", "create.json", func(ctx context.Context, _ cfn.Event) (string, map[string]string, error) {
+			announce(ctx)
+			return "", nil, errors.New("the second write failed")
+		}, cfn.StatusFailed, announced},
+		{"error on an update", "update.json", func(ctx context.Context, _ cfn.Event) (string, map[string]string, error) {
+			announce(ctx)
+			return "", nil, errors.New("the second write failed")
+		}, cfn.StatusFailed, announced},
+		{"panic", "create.json", func(ctx context.Context, _ cfn.Event) (string, map[string]string, error) {
+			announce(ctx)
+			panic("after the first write")
+		}, cfn.StatusFailed, announced},
+		{"returned id wins", "create.json", func(ctx context.Context, _ cfn.Event) (string, map[string]string, error) {
+			announce(ctx)
+			return "other/id", nil, errors.New("failed")
+		}, cfn.StatusFailed, "other/id"},
+		{"announced again", "create.json", func(ctx context.Context, _ cfn.Event) (string, map[string]string, error) {
+			customresource.SetPhysicalID(ctx, "first")
+			announce(ctx)
+			return "", nil, errors.New("failed")
+		}, cfn.StatusFailed, announced},
+		{"success without an id", "update.json", func(ctx context.Context, _ cfn.Event) (string, map[string]string, error) {
+			announce(ctx)
+			return "", nil, nil
+		}, cfn.StatusSuccess, announced},
+		{"success with its id", "create.json", func(ctx context.Context, _ cfn.Event) (string, map[string]string, error) {
+			announce(ctx)
+			return "returned", nil, nil
+		}, cfn.StatusSuccess, "returned"},
+	}
+	for _, c := range cases {
+		resp, err := customresource.Run(context.Background(), fixture(t, c.file, rc.srv.URL), c.h, opts(customresource.Options{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Status != c.status || resp.PhysicalResourceID != c.want {
+			t.Errorf("%s: %s %q, want %s %q", c.name, resp.Status, resp.PhysicalResourceID, c.status, c.want)
+		}
+		if got := rc.got(); got[len(got)-1].resp.PhysicalResourceID != c.want {
+			t.Errorf("%s: sent %q", c.name, got[len(got)-1].resp.PhysicalResourceID)
+		}
+	}
+	// Outside Run, SetPhysicalID does nothing.
+	customresource.SetPhysicalID(context.Background(), "nowhere")
+}
+
+// A handler that announced its id and then hangs past the deadline margin
+// is answered FAILED with that id.
+func TestAnnouncedPhysicalIDAtTheDeadline(t *testing.T) {
+	rc := newReceiver(t)
+	const margin = time.Second
+	// The handler's context ends half a second after the start; it has
+	// announced long before.
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(margin+500*time.Millisecond))
+	defer cancel()
+	release := make(chan struct{})
+	defer close(release)
+	h := func(ctx context.Context, _ cfn.Event) (string, map[string]string, error) {
+		customresource.SetPhysicalID(ctx, "tbl/Ab3dEf6hIjk/limits-provisioner")
+		<-ctx.Done()
+		<-release // past the margin, its context notwithstanding
+		return "", nil, ctx.Err()
+	}
+	resp, err := customresource.Run(ctx, fixture(t, "create.json", rc.srv.URL), h, opts(customresource.Options{Margin: margin}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Status != cfn.StatusFailed || resp.Reason != customresource.ErrDeadline.Error() || resp.PhysicalResourceID != "tbl/Ab3dEf6hIjk/limits-provisioner" {
+		t.Fatalf("%+v", resp)
+	}
+}
