@@ -131,8 +131,7 @@ func Wrap(h Handler, o Options) func(context.Context, cfn.Event) error {
 // response.
 func Run(ctx context.Context, ev cfn.Event, h Handler, o Options) (cfn.Response, error) {
 	o = o.withDefaults()
-	log := o.Logger.With("request_id", ev.RequestID, "request_type", string(ev.RequestType),
-		"resource_type", ev.ResourceType, "logical_id", ev.LogicalResourceID)
+	log := requestLog(o.Logger, ev)
 	log.Info("custom resource request")
 
 	slot := &idSlot{}
@@ -141,6 +140,32 @@ func Run(ctx context.Context, ev cfn.Event, h Handler, o Options) (cfn.Response,
 		id = slot.get()
 	}
 	resp := response(ctx, ev, id, data, err)
+	return resp, answer(ctx, ev, resp, err, log, o)
+}
+
+// Fail answers ev FAILED with cause as the reason, without a handler: for
+// a request that cannot be handled at all, such as one whose event did not
+// decode (ev then holds what could be read: ResponseURL, StackID,
+// RequestID, LogicalResourceID, and PhysicalResourceID when there is one).
+// The physical id is ev's, else FailedPhysicalID. The response is sent
+// under the same rules as Run's, and the error is the send's.
+func Fail(ctx context.Context, ev cfn.Event, cause error, o Options) (cfn.Response, error) {
+	o = o.withDefaults()
+	if cause == nil {
+		cause = errors.New("customresource: the request could not be handled")
+	}
+	resp := response(ctx, ev, "", nil, cause)
+	return resp, answer(ctx, ev, resp, cause, requestLog(o.Logger, ev), o)
+}
+
+func requestLog(l *slog.Logger, ev cfn.Event) *slog.Logger {
+	return l.With("request_id", ev.RequestID, "request_type", string(ev.RequestType),
+		"resource_type", ev.ResourceType, "logical_id", ev.LogicalResourceID)
+}
+
+// answer logs the outcome (err is the handler's) and sends resp; the error
+// is the send's.
+func answer(ctx context.Context, ev cfn.Event, resp cfn.Response, err error, log *slog.Logger, o Options) error {
 	if err != nil {
 		var pe *PanicError
 		if errors.As(err, &pe) {
@@ -152,9 +177,9 @@ func Run(ctx context.Context, ev cfn.Event, h Handler, o Options) (cfn.Response,
 	}
 	if err := send(ctx, ev.ResponseURL, resp, o); err != nil {
 		log.Error("custom resource response not sent", "error", err, "status", string(resp.Status))
-		return resp, err
+		return err
 	}
-	return resp, nil
+	return nil
 }
 
 // call runs h under a deadline Margin before ctx's, turning a panic into an

@@ -608,3 +608,25 @@ func TestAnnouncedPhysicalIDAtTheDeadline(t *testing.T) {
 		t.Fatalf("%+v", resp)
 	}
 }
+
+// Fail answers a request no handler could take FAILED, with the incoming
+// physical id or `failed`, under the same sending rules.
+func TestFail(t *testing.T) {
+	rc := newReceiver(t)
+	cause := errors.New("the event does not decode")
+	for file, want := range map[string]string{"create.json": customresource.FailedPhysicalID, "update.json": "limits/Ab3dEf6hIjk/limits-provisioner"} {
+		resp, err := customresource.Fail(context.Background(), fixture(t, file, rc.srv.URL), cause, opts(customresource.Options{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := rc.got()
+		p := got[len(got)-1].resp
+		if resp.Status != cfn.StatusFailed || p.Status != cfn.StatusFailed || p.Reason != cause.Error() || p.PhysicalResourceID != want {
+			t.Fatalf("%s: %+v", file, p)
+		}
+	}
+	var ue *customresource.URLError
+	if _, err := customresource.Fail(context.Background(), fixture(t, "create.json", "http://example.com/r"), cause, opts(customresource.Options{})); !errors.As(err, &ue) {
+		t.Fatalf("sent to http://example.com: %v", err)
+	}
+}
