@@ -74,6 +74,12 @@ func (h *Handler) Invoke(ctx context.Context, raw json.RawMessage) (any, error) 
 	ev, err := decodeEvent(raw)
 	if err != nil {
 		h.log.Error("provisioner: refused event", "error", err)
+		if ev.undecoded != nil {
+			// CloudFormation waits for an answer: it gets the reason. A
+			// send that fails is logged; the decode error is returned
+			// either way.
+			_, _ = customresource.Fail(ctx, *ev.undecoded, err, h.respond)
+		}
 		return nil, err
 	}
 	if ev.request != nil {

@@ -347,6 +347,84 @@ func TestVersionStamp(t *testing.T) {
 	}
 }
 
+// A CloudFormation request that does not decode is still answered FAILED,
+// with the decode error as the reason, when its ResponseURL, StackId,
+// RequestId and LogicalResourceId are strings; the invocation returns the
+// error as well. Nothing is written.
+func TestUndecodableRequestIsAnswered(t *testing.T) {
+	e := newEnv(t)
+	cases := []struct {
+		name, file string
+		edit       func(ev map[string]any)
+		physicalID string
+	}{
+		{"ResourceType a number", "cfn-limits-create.json", func(ev map[string]any) { ev["ResourceType"] = 5 }, customresource.FailedPhysicalID},
+		{"properties not an object", "cfn-limits-create.json", func(ev map[string]any) { ev["ResourceProperties"] = "Namespace=tenant-alpha" }, customresource.FailedPhysicalID},
+		{"properties a list", "cfn-limits-update.json", func(ev map[string]any) { ev["ResourceProperties"] = []any{1} }, e.tbl.Name + "/" + e.ns + "/limits-provisioner"},
+		{"RequestType a number", "cfn-limits-delete.json", func(ev map[string]any) { ev["RequestType"] = 3 }, e.tbl.Name + "/" + e.ns + "/limits-provisioner"},
+		{"PhysicalResourceId a number", "cfn-limits-update.json", func(ev map[string]any) { ev["PhysicalResourceId"] = 7 }, customresource.FailedPhysicalID},
+		{"old properties a number", "cfn-limits-update.json", func(ev map[string]any) { ev["OldResourceProperties"] = 1.5 }, e.tbl.Name + "/" + e.ns + "/limits-provisioner"},
+	}
+	for _, c := range cases {
+		raw := e.event(c.file, c.edit)
+		var sent map[string]any
+		_ = json.Unmarshal(raw, &sent)
+		_, err := e.h.Invoke(e.ctx, raw)
+		var ee *handler.EventError
+		if !errors.As(err, &ee) || !strings.Contains(err.Error(), "does not decode") {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		resp, size := e.cf.last(t)
+		if resp.Status != cfn.StatusFailed || resp.Reason != err.Error() || resp.PhysicalResourceID != c.physicalID ||
+			resp.RequestID != sent["RequestId"] || resp.StackID != sent["StackId"] || resp.LogicalResourceID != sent["LogicalResourceId"] || size > customresource.MaxBody {
+			t.Fatalf("%s: %+v", c.name, resp)
+		}
+	}
+	if l, _ := e.store.GetResourceLimits(e.ctx, e.ns, "gpt-4"); len(l) != 0 {
+		t.Fatal("an undecodable request wrote")
+	}
+
+	// Without a string ResponseURL, StackId, RequestId or LogicalResourceId
+	// there is nothing to answer: the error alone.
+	e.cf.mu.Lock()
+	before := len(e.cf.got)
+	e.cf.mu.Unlock()
+	for _, key := range []string{"ResponseURL", "StackId", "RequestId", "LogicalResourceId"} {
+		for _, v := range []any{5, nil, map[string]any{}} {
+			raw := e.event("cfn-limits-create.json", func(ev map[string]any) { ev["ResourceType"] = 5; ev[key] = v })
+			var ee *handler.EventError
+			if _, err := e.h.Invoke(e.ctx, raw); !errors.As(err, &ee) {
+				t.Fatalf("%s %v: %v", key, v, err)
+			}
+		}
+	}
+	raw := e.event("cfn-limits-create.json", func(ev map[string]any) { ev["ResourceType"] = 5; delete(ev, "LogicalResourceId") })
+	if _, err := e.h.Invoke(e.ctx, raw); err == nil {
+		t.Fatal("accepted")
+	}
+	e.cf.mu.Lock()
+	after := len(e.cf.got)
+	e.cf.mu.Unlock()
+	if after != before {
+		t.Fatalf("%d answers to requests that cannot be answered", after-before)
+	}
+
+	// The answer keeps the sending rules: a send that fails is logged
+	// without the URL's query, and the invocation returns the decode error.
+	e.cf.statuses = []int{500, 500, 500, 500}
+	raw = e.event("cfn-limits-create.json", func(ev map[string]any) {
+		ev["ResourceType"] = 5
+		ev["ResponseURL"] = e.cf.srv.URL + "/response?X-Amz-Signature=s3cr3t-s1gnatur3"
+	})
+	var ee *handler.EventError
+	if _, err := e.h.Invoke(e.ctx, raw); !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	if !strings.Contains(e.logs.String(), "custom resource response not sent") || strings.Contains(e.logs.String(), "s3cr3t-s1gnatur3") {
+		t.Fatalf("logs: %s", e.logs.String())
+	}
+}
+
 // The direct invocation plans or applies, and answers with the change list.
 func TestInvocation(t *testing.T) {
 	e := newEnv(t)
