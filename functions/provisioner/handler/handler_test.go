@@ -22,6 +22,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/provision"
+	"github.com/zae-limiter/zae-limiter-go/core/version"
 	"github.com/zae-limiter/zae-limiter-go/functions/provisioner/handler"
 	"github.com/zae-limiter/zae-limiter-go/internal/customresource"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
@@ -344,6 +345,97 @@ func TestVersionStamp(t *testing.T) {
 	resp = e.invoke(e.event("cfn-version-stamp.json", func(ev map[string]any) { ev["ResourceProperties"].(map[string]any)["TableName"] = bare.Name }))
 	if resp.Status != cfn.StatusSuccess || resp.Data["ClientMinVersion"] != "0.0.0" || resp.Data["LambdaVersion"] != "0.17.0" {
 		t.Fatalf("%+v", resp)
+	}
+}
+
+// The version stamp refuses, before any write, a LambdaVersion above this
+// build, a LambdaVersion setting above it, and a SchemaVersion of another
+// major than this code's or above it; each refusal names both versions and
+// leaves the record as it was. What is at or below them is stamped.
+func TestVersionStampRefusals(t *testing.T) {
+	e := newEnv(t)
+	build, _ := version.Parse(config.BuildVersion)
+	schemaV, _ := version.Parse(config.SchemaVersion)
+	bump := func(v version.Version, major, minor, patch uint64) string {
+		return version.Version{Major: v.Major + major, Minor: v.Minor + minor, Patch: v.Patch + patch}.String()
+	}
+	props := func(lv, sv string) func(ev map[string]any) {
+		return func(ev map[string]any) {
+			ev["StackId"] = "arn:aws:cloudformation:us-east-1:123456789012:stack/another-stack/1"
+			p := ev["ResourceProperties"].(map[string]any)
+			delete(p, "LambdaVersion")
+			delete(p, "SchemaVersion")
+			if lv != "" {
+				p["LambdaVersion"] = lv
+			}
+			if sv != "" {
+				p["SchemaVersion"] = sv
+			}
+		}
+	}
+	// The record the refusals must leave alone.
+	if r := e.invoke(e.event("cfn-version-stamp.json", nil)); r.Status != cfn.StatusSuccess {
+		t.Fatalf("%+v", r)
+	}
+	if err := e.store.Ratchet(e.ctx, config.BuildVersion); err != nil {
+		t.Fatal(err)
+	}
+	before, _, err := e.store.ReadVersion(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, setting, lv, sv string
+		names                 []string
+	}{
+		{"LambdaVersion far above", "", "9.0.0", "", []string{"9.0.0", config.BuildVersion}},
+		{"LambdaVersion a patch above", "", bump(build, 0, 0, 1), "", []string{bump(build, 0, 0, 1), config.BuildVersion}},
+		{"LambdaVersion a pre-release above", "", bump(build, 0, 1, 0) + "-rc.1", "", []string{bump(build, 0, 1, 0) + "-rc.1", config.BuildVersion}},
+		{"LambdaVersion a PEP 440 dev release above", "", bump(build, 0, 1, 0) + ".dev3", "", []string{bump(build, 0, 1, 0) + ".dev3", config.BuildVersion}},
+		{"SchemaVersion of the next major", "", config.BuildVersion, "1.0.0", []string{"1.0.0", config.SchemaVersion}},
+		{"SchemaVersion a major above", "", "", bump(schemaV, 1, 0, 0), []string{bump(schemaV, 1, 0, 0), config.SchemaVersion}},
+		{"SchemaVersion a minor above", "", "", bump(schemaV, 0, 1, 0), []string{bump(schemaV, 0, 1, 0), config.SchemaVersion}},
+		{"SchemaVersion a patch above", "", "", bump(schemaV, 0, 0, 1), []string{bump(schemaV, 0, 0, 1), config.SchemaVersion}},
+		{"setting above, property absent", bump(build, 0, 1, 0), "", "", []string{bump(build, 0, 1, 0), config.BuildVersion}},
+		{"setting above, property present", bump(build, 0, 1, 0), config.BuildVersion, "", []string{bump(build, 0, 1, 0), config.BuildVersion}},
+		{"LambdaVersion does not parse", "", "latest", "", []string{"latest"}},
+		{"SchemaVersion does not parse", "", "", "ten", []string{"ten"}},
+	}
+	log := slog.New(slog.NewJSONHandler(e.logs, nil))
+	for _, c := range cases {
+		e.h = handler.New(e.tbl.DB, handler.Settings{Table: e.tbl.Name, LambdaVersion: c.setting, Clock: func() time.Time { return t0.Add(time.Hour) },
+			Respond: customresource.Options{Backoff: time.Millisecond, Logger: log}}, log)
+		resp := e.invoke(e.event("cfn-version-stamp.json", props(c.lv, c.sv)))
+		if resp.Status != cfn.StatusFailed {
+			t.Errorf("%s: %+v", c.name, resp)
+			continue
+		}
+		for _, v := range c.names {
+			if !strings.Contains(resp.Reason, v) {
+				t.Errorf("%s: the reason does not name %s: %s", c.name, v, resp.Reason)
+			}
+		}
+		if after, _, err := e.store.ReadVersion(e.ctx); err != nil || after != before {
+			t.Errorf("%s: the record changed: %+v → %+v (%v)", c.name, before, after, err)
+		}
+	}
+
+	// At or below this build and this schema (same major) is stamped, and
+	// client_min_version is never lowered.
+	for _, c := range []struct{ setting, lv, sv, wantLV, wantSV string }{
+		{"", "", "", config.BuildVersion, config.SchemaVersion},
+		{"0.16.0", "", "", "0.16.0", config.SchemaVersion},
+		{"", config.BuildVersion + "+build.7", "", config.BuildVersion + "+build.7", config.SchemaVersion},
+		{"", config.BuildVersion + "-rc.1", "", config.BuildVersion + "-rc.1", config.SchemaVersion},
+		{"", "", "0.9.0", config.BuildVersion, "0.9.0"},
+	} {
+		e.h = handler.New(e.tbl.DB, handler.Settings{Table: e.tbl.Name, LambdaVersion: c.setting, Clock: func() time.Time { return t0 },
+			Respond: customresource.Options{Backoff: time.Millisecond, Logger: log}}, log)
+		resp := e.invoke(e.event("cfn-version-stamp.json", props(c.lv, c.sv)))
+		if resp.Status != cfn.StatusSuccess || resp.Data["LambdaVersion"] != c.wantLV || resp.Data["SchemaVersion"] != c.wantSV ||
+			resp.Data["ClientMinVersion"] != config.BuildVersion {
+			t.Errorf("%+v: %+v", c, resp)
+		}
 	}
 }
 
