@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -71,8 +72,18 @@ func New(db provision.DB, s Settings, log *slog.Logger) *Handler {
 		clock: s.Clock, log: log, respond: s.Respond}
 }
 
-// Invoke is the Lambda entry point.
-func (h *Handler) Invoke(ctx context.Context, raw json.RawMessage) (any, error) {
+// Invoke is the Lambda entry point. No panic escapes it: one in a
+// CloudFormation request's handler is answered FAILED (customresource), and
+// any other, such as one in a direct invocation, is returned as a
+// *customresource.PanicError and logged with its stack.
+func (h *Handler) Invoke(ctx context.Context, raw json.RawMessage) (res any, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			pe := &customresource.PanicError{Value: v, Stack: debug.Stack()}
+			h.log.Error("provisioner: invocation panicked", "panic", fmt.Sprint(v), "stack", string(pe.Stack))
+			res, err = nil, pe
+		}
+	}()
 	ev, err := decodeEvent(raw)
 	if err != nil {
 		h.log.Error("provisioner: refused event", "error", err)

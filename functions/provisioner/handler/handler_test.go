@@ -272,6 +272,26 @@ func TestPanicIsFailed(t *testing.T) {
 	}
 }
 
+// A panic in a direct invocation is an error, not a crash of the
+// function's process.
+func TestInvocationPanicIsAnError(t *testing.T) {
+	e := newEnv(t)
+	e.h = e.handler(panicky{e.tbl.DB})
+	for _, edit := range []func(ev map[string]any){
+		nil,
+		func(ev map[string]any) { ev["action"] = "apply"; ev["namespace_id"] = e.ns },
+	} {
+		res, err := e.h.Invoke(e.ctx, e.event("invoke-plan.json", edit))
+		var pe *customresource.PanicError
+		if !errors.As(err, &pe) || pe.Value != "injected" || res != nil {
+			t.Fatalf("%v %v", res, err)
+		}
+	}
+	if !strings.Contains(e.logs.String(), "invocation panicked") || !strings.Contains(e.logs.String(), "goroutine") {
+		t.Fatalf("panic not logged with its stack: %s", e.logs.String())
+	}
+}
+
 // A DynamoDB call that hangs: the request is answered FAILED before the
 // Lambda deadline.
 func TestDeadlineIsFailedInTime(t *testing.T) {
