@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/cfn"
@@ -26,11 +27,40 @@ import (
 )
 
 // Handler handles one request. It returns the physical resource id (""
-// keeps the incoming one) and the response Data, string scalars only. On
-// error the request is answered FAILED with the error as the reason; the
-// physical id it returns then is used only when not "" (a handler returns
-// one when it wrote something a later Delete must find).
+// keeps the one it announced with SetPhysicalID, else the incoming one)
+// and the response Data, string scalars only. On error the request is
+// answered FAILED with the error as the reason; the physical id it returns
+// then is used only when not "" (a handler returns one when it wrote
+// something a later Delete must find).
 type Handler func(ctx context.Context, ev cfn.Event) (physicalID string, data map[string]string, err error)
+
+// idSlot is one request's announced physical id.
+type idSlot struct {
+	mu sync.Mutex
+	id string
+}
+
+type idSlotKey struct{}
+
+// SetPhysicalID announces the physical id the handler will answer. A
+// handler calls it, with the ctx Run gave it, as soon as it knows the id
+// and before its first write: if it then fails, panics or is cut by the
+// deadline margin without returning an id, the FAILED response carries
+// this one, so a later Delete or rollback finds what was written. Outside
+// Run it does nothing.
+func SetPhysicalID(ctx context.Context, id string) {
+	if s, ok := ctx.Value(idSlotKey{}).(*idSlot); ok {
+		s.mu.Lock()
+		s.id = id
+		s.mu.Unlock()
+	}
+}
+
+func (s *idSlot) get() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.id
+}
 
 // Options tune Run. The zero value of every field is its default.
 type Options struct {
@@ -101,12 +131,41 @@ func Wrap(h Handler, o Options) func(context.Context, cfn.Event) error {
 // response.
 func Run(ctx context.Context, ev cfn.Event, h Handler, o Options) (cfn.Response, error) {
 	o = o.withDefaults()
-	log := o.Logger.With("request_id", ev.RequestID, "request_type", string(ev.RequestType),
-		"resource_type", ev.ResourceType, "logical_id", ev.LogicalResourceID)
+	log := requestLog(o.Logger, ev)
 	log.Info("custom resource request")
 
-	id, data, err := call(ctx, ev, h, o)
+	slot := &idSlot{}
+	id, data, err := call(context.WithValue(ctx, idSlotKey{}, slot), ev, h, o)
+	if id == "" {
+		id = slot.get()
+	}
 	resp := response(ctx, ev, id, data, err)
+	return resp, answer(ctx, ev, resp, err, log, o)
+}
+
+// Fail answers ev FAILED with cause as the reason, without a handler: for
+// a request that cannot be handled at all, such as one whose event did not
+// decode (ev then holds what could be read: ResponseURL, StackID,
+// RequestID, LogicalResourceID, and PhysicalResourceID when there is one).
+// The physical id is ev's, else FailedPhysicalID. The response is sent
+// under the same rules as Run's, and the error is the send's.
+func Fail(ctx context.Context, ev cfn.Event, cause error, o Options) (cfn.Response, error) {
+	o = o.withDefaults()
+	if cause == nil {
+		cause = errors.New("customresource: the request could not be handled")
+	}
+	resp := response(ctx, ev, "", nil, cause)
+	return resp, answer(ctx, ev, resp, cause, requestLog(o.Logger, ev), o)
+}
+
+func requestLog(l *slog.Logger, ev cfn.Event) *slog.Logger {
+	return l.With("request_id", ev.RequestID, "request_type", string(ev.RequestType),
+		"resource_type", ev.ResourceType, "logical_id", ev.LogicalResourceID)
+}
+
+// answer logs the outcome (err is the handler's) and sends resp; the error
+// is the send's.
+func answer(ctx context.Context, ev cfn.Event, resp cfn.Response, err error, log *slog.Logger, o Options) error {
 	if err != nil {
 		var pe *PanicError
 		if errors.As(err, &pe) {
@@ -118,9 +177,9 @@ func Run(ctx context.Context, ev cfn.Event, h Handler, o Options) (cfn.Response,
 	}
 	if err := send(ctx, ev.ResponseURL, resp, o); err != nil {
 		log.Error("custom resource response not sent", "error", err, "status", string(resp.Status))
-		return resp, err
+		return err
 	}
-	return resp, nil
+	return nil
 }
 
 // call runs h under a deadline Margin before ctx's, turning a panic into an
@@ -177,8 +236,9 @@ func call(ctx context.Context, ev cfn.Event, h Handler, o Options) (string, map[
 }
 
 // response builds the answer: SUCCESS with Data, or FAILED with the
-// error as the reason; the physical id falls back to the incoming one,
-// then to FailedPhysicalID (failure) or the log stream (success).
+// error as the reason; the physical id (the handler's, else the announced
+// one) falls back to the incoming one, then to FailedPhysicalID (failure)
+// or the log stream (success).
 func response(ctx context.Context, ev cfn.Event, id string, data map[string]string, err error) cfn.Response {
 	r := cfn.Response{
 		Status: cfn.StatusSuccess, RequestID: ev.RequestID, LogicalResourceID: ev.LogicalResourceID,

@@ -5,16 +5,19 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/cfn"
 
@@ -270,9 +273,58 @@ func TestBodyFits(t *testing.T) {
 	}
 }
 
+// A cut Reason keeps the longest start of the message that fits with the
+// marker, however much JSON escaping adds: problems full of `"` and `<`
+// (`<` is six bytes escaped), control characters, U+2028.
+func TestBodyCutKeepsTheStart(t *testing.T) {
+	var problems strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&problems, "Entities.key-%04d.Resources.gpt-4.Limits.rpm.Capacity: \"<lots>\" is not an integer; ", i)
+	}
+	var controls strings.Builder
+	for i := range 3000 {
+		controls.WriteByte(byte(i%31 + 1))
+	}
+	for name, reason := range map[string]string{
+		"quotes and angles": problems.String(),
+		"control":           controls.String(),
+		"line separators":   strings.Repeat("\u2028\u2029<&>", 2000),
+	} {
+		for _, data := range []map[string]any{nil, {"Status": strings.Repeat("x", 1000)}} {
+			r := cfn.Response{Status: cfn.StatusFailed, RequestID: "r", LogicalResourceID: "L", StackID: "s", PhysicalResourceID: "p", Reason: reason, Data: data}
+			b, err := customresource.Body(r)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			var back cfn.Response
+			if len(b) > customresource.MaxBody || json.Unmarshal(b, &back) != nil {
+				t.Fatalf("%s: %d bytes", name, len(b))
+			}
+			kept, ok := strings.CutSuffix(back.Reason, " …[truncated]")
+			if !ok || !strings.HasPrefix(kept, reason[:100]) || !strings.HasPrefix(reason, kept) {
+				t.Fatalf("%s: reason %q", name, back.Reason)
+			}
+			if back.Data["Status"] != data["Status"] {
+				t.Fatalf("%s: data %v", name, back.Data)
+			}
+			// The longest: one more rune does not fit.
+			_, size := utf8.DecodeRuneInString(reason[len(kept):])
+			r.Reason = reason[:len(kept)+size] + " …[truncated]"
+			if longer, _ := json.Marshal(r); len(longer) <= customresource.MaxBody {
+				t.Fatalf("%s: kept %d bytes, %d fit", name, len(kept), len(kept)+size)
+			}
+		}
+	}
+}
+
+// FuzzBody: a body fits, is JSON, and its Reason is the reason (as JSON
+// carries it: invalid UTF-8 becomes U+FFFD) or a prefix of it with the
+// marker.
 func FuzzBody(f *testing.F) {
 	f.Add("reason", "key", "value")
 	f.Add(strings.Repeat("\u00e9<", 3000), "k", strings.Repeat("v", 100))
+	f.Add(strings.Repeat("\x01\"\\", 2000), "k", "v")
+	f.Add(strings.Repeat("a\xffb\xe2\x82", 1500), "k", strings.Repeat("\x00", 700))
 	f.Fuzz(func(t *testing.T, reason, k, v string) {
 		r := cfn.Response{Status: cfn.StatusFailed, Reason: reason, Data: map[string]any{k: v}}
 		b, err := customresource.Body(r)
@@ -282,5 +334,299 @@ func FuzzBody(f *testing.F) {
 		if len(b) > customresource.MaxBody || !json.Valid(b) {
 			t.Fatalf("%d bytes, valid %v", len(b), json.Valid(b))
 		}
+		var back cfn.Response
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		var want string
+		j, _ := json.Marshal(reason)
+		_ = json.Unmarshal(j, &want)
+		if back.Reason == want {
+			return
+		}
+		kept, ok := strings.CutSuffix(back.Reason, " …[truncated]")
+		if !ok || !strings.HasPrefix(want, kept) {
+			t.Fatalf("reason %q is not a prefix of %q with the marker", back.Reason, want)
+		}
 	})
+}
+
+// transport is a client's network: it records each request and answers
+// 200 without connecting anywhere.
+type transport struct {
+	mu   sync.Mutex
+	urls []string
+}
+
+func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	tr.mu.Lock()
+	tr.urls = append(tr.urls, req.URL.String())
+	tr.mu.Unlock()
+	return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Body: http.NoBody, Request: req}, nil
+}
+
+func (tr *transport) requests() int {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return len(tr.urls)
+}
+
+// secret stands for a pre-signed URL's signature: no log line or error may
+// show it.
+const secret = "5ecre7519na7ure0fthe9re5i9nedur1"
+
+// Only https is sent to, and http to a loopback host for local runs; any
+// other ResponseURL is refused with a *URLError before a request is made,
+// and the refusal shows no query.
+func TestResponseURLSchemes(t *testing.T) {
+	h := func(context.Context, cfn.Event) (string, map[string]string, error) { return "id", nil, nil }
+	q := "?X-Amz-Signature=" + secret
+	for _, c := range []struct {
+		url string
+		ok  bool
+	}{
+		{"https://cloudformation-custom-resource-response-useast1.s3.amazonaws.com/arn%3Aaws%3Acloudformation/r" + q, true},
+		{"HTTPS://example.com/r" + q, true},
+		{"http://127.0.0.1:8080/r" + q, true},
+		{"http://127.255.3.4/r" + q, true},
+		{"http://[::1]:8080/r" + q, true},
+		{"http://localhost/r" + q, true},
+		{"http://LocalHost:9/r" + q, true},
+		{"http://example.com/r" + q, false},
+		{"http://10.0.0.1/r" + q, false},
+		{"http://128.0.0.1/r" + q, false},
+		{"http://[::2]/r" + q, false},
+		{"http://localhost.example.com/r" + q, false},
+		{"http://user:" + secret + "@example.com/r", false},
+		{"file:///etc/passwd" + q, false},
+		{"file://localhost/etc/passwd" + q, false},
+		{"ftp://127.0.0.1/r" + q, false},
+		{"ws://127.0.0.1/r" + q, false},
+		{"https:///r" + q, false},
+		{"https:opaque" + q, false},
+		{"127.0.0.1:8080/r" + q, false},
+		{"http://[::1/r" + q, false},
+		{"", false},
+	} {
+		tr := &transport{}
+		var logs bytes.Buffer
+		o := opts(customresource.Options{Client: &http.Client{Transport: tr}, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+		_, err := customresource.Run(context.Background(), fixture(t, "create.json", c.url), h, o)
+		if c.ok {
+			if err != nil || tr.requests() != 1 {
+				t.Errorf("%s: %v after %d requests", c.url, err, tr.requests())
+			}
+			continue
+		}
+		var ue *customresource.URLError
+		if !errors.As(err, &ue) || tr.requests() != 0 {
+			t.Errorf("%s: %v after %d requests", c.url, err, tr.requests())
+			continue
+		}
+		if strings.Contains(err.Error(), secret) || strings.Contains(logs.String(), secret) {
+			t.Errorf("%s: the refusal shows the secret: %v\n%s", c.url, err, logs.String())
+		}
+		if !strings.Contains(logs.String(), "response not sent") {
+			t.Errorf("%s: not logged: %s", c.url, logs.String())
+		}
+	}
+}
+
+// A redirect is never followed: a 3xx is a failed send, not retried, and
+// the client the caller supplied is not changed.
+func TestRedirectIsNotFollowed(t *testing.T) {
+	h := func(context.Context, cfn.Event) (string, map[string]string, error) { return "id", nil, nil }
+	for _, status := range []int{301, 302, 303, 307, 308} {
+		elsewhere := newReceiver(t)
+		var mu sync.Mutex
+		asked := 0
+		redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			asked++
+			mu.Unlock()
+			http.Redirect(w, r, elsewhere.srv.URL+"/elsewhere", status)
+		}))
+		t.Cleanup(redirector.Close)
+		client := &http.Client{Timeout: time.Minute}
+		_, err := customresource.Run(context.Background(), fixture(t, "create.json", redirector.URL+"/r"), h, opts(customresource.Options{Client: client}))
+		if err == nil {
+			t.Errorf("%d: a redirect was taken for success", status)
+		}
+		mu.Lock()
+		n := asked
+		mu.Unlock()
+		if n != 1 || len(elsewhere.got()) != 0 {
+			t.Errorf("%d: %d PUTs to the URL, %d to the redirect's target", status, n, len(elsewhere.got()))
+		}
+		if client.CheckRedirect != nil || client.Timeout != time.Minute {
+			t.Errorf("%d: the caller's client was changed", status)
+		}
+	}
+}
+
+// No failed send shows the URL's query, in its log lines or its error:
+// not a refused connection (whose *url.Error embeds the URL), not an
+// answer whose body quotes the request, not a redirect, not a refused
+// scheme.
+func TestSendFailuresHideTheQuery(t *testing.T) {
+	h := func(context.Context, cfn.Event) (string, map[string]string, error) { return "id", nil, nil }
+	// echo answers status with a body quoting the request, as S3's
+	// SignatureDoesNotMatch does.
+	echo := func(status int) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(status)
+			sig := r.URL.Query().Get("X-Amz-Signature")
+			fmt.Fprintf(w, "<Error><Code>SignatureDoesNotMatch</Code><SignatureProvided>%s</SignatureProvided><CanonicalRequest>PUT %s</CanonicalRequest><Escaped>%s</Escaped></Error>",
+				sig, r.URL.RequestURI(), url.QueryEscape(sig))
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://127.0.0.1:1"+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(redirect.Close)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + l.Addr().String()
+	l.Close()
+
+	q := "/r?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIA" + secret[:16] + "%2F20261231%2Fus-east-1&X-Amz-Signature=" + secret + "#frag-" + secret
+	for name, u := range map[string]string{
+		"refused connection": closed + q,
+		"403":                echo(403) + q,
+		"500 retried":        echo(500) + q,
+		"503 retried":        echo(503) + q,
+		"redirect":           redirect.URL + q,
+		"bad scheme":         "ftp://127.0.0.1" + q,
+		"http elsewhere":     "http://example.com" + q,
+		"file":               "file://" + q,
+		"does not parse":     "http://[::1" + q,
+	} {
+		var logs bytes.Buffer
+		o := opts(customresource.Options{Attempts: 2, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+		_, err := customresource.Run(context.Background(), fixture(t, "create.json", u), h, o)
+		if err == nil {
+			t.Errorf("%s: sent", name)
+			continue
+		}
+		for _, leak := range []string{secret, secret[:16], "X-Amz-Credential"} {
+			if strings.Contains(err.Error(), leak) || strings.Contains(logs.String(), leak) {
+				t.Errorf("%s: %q shown:\nerror: %v\nlogs: %s", name, leak, err, logs.String())
+			}
+		}
+		if !strings.Contains(logs.String(), "response not sent") {
+			t.Errorf("%s: not logged: %s", name, logs.String())
+		}
+	}
+}
+
+// A handler that announced its physical id and then failed (an error, a
+// panic, the deadline margin) is answered FAILED with that id; an id it
+// returns wins, and a successful handler that returns "" is answered with
+// the announced one.
+func TestAnnouncedPhysicalID(t *testing.T) {
+	rc := newReceiver(t)
+	const announced = "tbl/Ab3dEf6hIjk/limits-provisioner"
+	announce := func(ctx context.Context) { customresource.SetPhysicalID(ctx, announced) }
+	cases := []struct {
+		name, file string
+		h          customresource.Handler
+		status     cfn.StatusType
+		want       string
+	}{
+		{"error", "create.json", func(ctx context.Context, _ cfn.Event) (string, map[string]string, error) {
+			announce(ctx)
+			return "", nil, errors.New("the second write failed")
+		}, cfn.StatusFailed, announced},
+		{"error on an update", "update.json", func(ctx context.Context, _ cfn.Event) (string, map[string]string, error) {
+			announce(ctx)
+			return "", nil, errors.New("the second write failed")
+		}, cfn.StatusFailed, announced},
+		{"panic", "create.json", func(ctx context.Context, _ cfn.Event) (string, map[string]string, error) {
+			announce(ctx)
+			panic("after the first write")
+		}, cfn.StatusFailed, announced},
+		{"returned id wins", "create.json", func(ctx context.Context, _ cfn.Event) (string, map[string]string, error) {
+			announce(ctx)
+			return "other/id", nil, errors.New("failed")
+		}, cfn.StatusFailed, "other/id"},
+		{"announced again", "create.json", func(ctx context.Context, _ cfn.Event) (string, map[string]string, error) {
+			customresource.SetPhysicalID(ctx, "first")
+			announce(ctx)
+			return "", nil, errors.New("failed")
+		}, cfn.StatusFailed, announced},
+		{"success without an id", "update.json", func(ctx context.Context, _ cfn.Event) (string, map[string]string, error) {
+			announce(ctx)
+			return "", nil, nil
+		}, cfn.StatusSuccess, announced},
+		{"success with its id", "create.json", func(ctx context.Context, _ cfn.Event) (string, map[string]string, error) {
+			announce(ctx)
+			return "returned", nil, nil
+		}, cfn.StatusSuccess, "returned"},
+	}
+	for _, c := range cases {
+		resp, err := customresource.Run(context.Background(), fixture(t, c.file, rc.srv.URL), c.h, opts(customresource.Options{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Status != c.status || resp.PhysicalResourceID != c.want {
+			t.Errorf("%s: %s %q, want %s %q", c.name, resp.Status, resp.PhysicalResourceID, c.status, c.want)
+		}
+		if got := rc.got(); got[len(got)-1].resp.PhysicalResourceID != c.want {
+			t.Errorf("%s: sent %q", c.name, got[len(got)-1].resp.PhysicalResourceID)
+		}
+	}
+	// Outside Run, SetPhysicalID does nothing.
+	customresource.SetPhysicalID(context.Background(), "nowhere")
+}
+
+// A handler that announced its id and then hangs past the deadline margin
+// is answered FAILED with that id.
+func TestAnnouncedPhysicalIDAtTheDeadline(t *testing.T) {
+	rc := newReceiver(t)
+	const margin = time.Second
+	// The handler's context ends half a second after the start; it has
+	// announced long before.
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(margin+500*time.Millisecond))
+	defer cancel()
+	release := make(chan struct{})
+	defer close(release)
+	h := func(ctx context.Context, _ cfn.Event) (string, map[string]string, error) {
+		customresource.SetPhysicalID(ctx, "tbl/Ab3dEf6hIjk/limits-provisioner")
+		<-ctx.Done()
+		<-release // past the margin, its context notwithstanding
+		return "", nil, ctx.Err()
+	}
+	resp, err := customresource.Run(ctx, fixture(t, "create.json", rc.srv.URL), h, opts(customresource.Options{Margin: margin}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Status != cfn.StatusFailed || resp.Reason != customresource.ErrDeadline.Error() || resp.PhysicalResourceID != "tbl/Ab3dEf6hIjk/limits-provisioner" {
+		t.Fatalf("%+v", resp)
+	}
+}
+
+// Fail answers a request no handler could take FAILED, with the incoming
+// physical id or `failed`, under the same sending rules.
+func TestFail(t *testing.T) {
+	rc := newReceiver(t)
+	cause := errors.New("the event does not decode")
+	for file, want := range map[string]string{"create.json": customresource.FailedPhysicalID, "update.json": "limits/Ab3dEf6hIjk/limits-provisioner"} {
+		resp, err := customresource.Fail(context.Background(), fixture(t, file, rc.srv.URL), cause, opts(customresource.Options{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := rc.got()
+		p := got[len(got)-1].resp
+		if resp.Status != cfn.StatusFailed || p.Status != cfn.StatusFailed || p.Reason != cause.Error() || p.PhysicalResourceID != want {
+			t.Fatalf("%s: %+v", file, p)
+		}
+	}
+	var ue *customresource.URLError
+	if _, err := customresource.Fail(context.Background(), fixture(t, "create.json", "http://example.com/r"), cause, opts(customresource.Options{})); !errors.As(err, &ue) {
+		t.Fatalf("sent to http://example.com: %v", err)
+	}
 }

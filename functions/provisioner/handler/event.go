@@ -18,6 +18,10 @@ const versionStampType = "Custom::ZaeLimiterVersion"
 type event struct {
 	request    *cfn.Event
 	invocation *invocation
+	// undecoded, set only with an error, is a CloudFormation request that
+	// did not decode but can still be answered FAILED: what answerable
+	// read of it.
+	undecoded *cfn.Event
 }
 
 // invocation is the direct form: {action, manifest, table_name,
@@ -51,7 +55,7 @@ func decodeEvent(raw []byte) (event, error) {
 	if _, ok := probe["RequestType"]; ok {
 		var ev cfn.Event
 		if err := dec.Decode(&ev); err != nil {
-			return event{}, &EventError{Reason: "a CloudFormation request that does not decode: " + err.Error()}
+			return event{undecoded: answerable(probe)}, &EventError{Reason: "a CloudFormation request that does not decode: " + err.Error()}
 		}
 		if ev.ResponseURL == "" {
 			return event{}, &EventError{Reason: "a CloudFormation request without a ResponseURL"}
@@ -77,3 +81,34 @@ func decodeEvent(raw []byte) (event, error) {
 
 // errUnknownRequestType answers a request CloudFormation never sends.
 var errUnknownRequestType = errors.New("provisioner: RequestType is not Create, Update or Delete")
+
+// answerable reads what a FAILED answer needs from a CloudFormation request
+// that does not decode (a number where a string belongs, properties that
+// are not an object): nil unless ResponseURL (not empty), StackId,
+// RequestId and LogicalResourceId are strings. PhysicalResourceId is kept
+// when it is a string (else the answer says `failed`), RequestType and
+// ResourceType when they are, for the log.
+func answerable(probe map[string]json.RawMessage) *cfn.Event {
+	str := func(key string) (string, bool) {
+		var s string
+		raw, ok := probe[key]
+		if !ok || !bytes.HasPrefix(bytes.TrimSpace(raw), []byte(`"`)) || json.Unmarshal(raw, &s) != nil { // null is no string
+			return "", false
+		}
+		return s, true
+	}
+	var ev cfn.Event
+	var ok [4]bool
+	ev.ResponseURL, ok[0] = str("ResponseURL")
+	ev.StackID, ok[1] = str("StackId")
+	ev.RequestID, ok[2] = str("RequestId")
+	ev.LogicalResourceID, ok[3] = str("LogicalResourceId")
+	if ok != [4]bool{true, true, true, true} || ev.ResponseURL == "" {
+		return nil
+	}
+	ev.PhysicalResourceID, _ = str("PhysicalResourceId")
+	rt, _ := str("RequestType")
+	ev.RequestType = cfn.RequestType(rt)
+	ev.ResourceType, _ = str("ResourceType")
+	return &ev
+}

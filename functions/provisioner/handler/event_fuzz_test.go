@@ -12,6 +12,8 @@ func FuzzDecodeEvent(f *testing.F) {
 	f.Add([]byte(`{"RequestType":"Create","ResponseURL":"http://x","ResourceProperties":{"Namespace":"n","Resources":{"r":{"Limits":{"l":{"Capacity":5}}}}}}`))
 	f.Add([]byte(`{"action":"apply","manifest":{"namespace":"n"},"namespace_id":"Ab3dEf6hIjk"}`))
 	f.Add([]byte(`{"RequestType":"Delete"}`))
+	f.Add([]byte(`{"RequestType":"Create","ResponseURL":"http://x","StackId":"s","RequestId":"r","LogicalResourceId":"L","ResourceType":5}`))
+	f.Add([]byte(`{"RequestType":"Create","ResponseURL":"http://x","StackId":"s","RequestId":"r","LogicalResourceId":5}`))
 	f.Add([]byte(`[1,2]`))
 	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
@@ -20,6 +22,9 @@ func FuzzDecodeEvent(f *testing.F) {
 			var ee *EventError
 			if !errors.As(err, &ee) {
 				t.Fatalf("untyped error %T", err)
+			}
+			if ev.undecoded != nil && ev.undecoded.ResponseURL == "" {
+				t.Fatal("an undecoded request without a ResponseURL is to be answered")
 			}
 			return
 		}

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -36,8 +37,10 @@ type Settings struct {
 	// StampTTL bounds bypass and soft stamp deadlines
 	// (ZAEL_STAMP_TTL_SECONDS, default 60 s).
 	StampTTL time.Duration
-	// LambdaVersion is the version this deployment may stamp
-	// (ZAEL_LAMBDA_VERSION, default config.BuildVersion).
+	// LambdaVersion is the lambda_version stamped when the version
+	// stamp's LambdaVersion property is absent (ZAEL_LAMBDA_VERSION,
+	// default config.BuildVersion). The bound is the build's own version:
+	// a stamp, or this setting, above config.BuildVersion is refused.
 	LambdaVersion string
 	// Clock is the wall clock (default time.Now).
 	Clock func() time.Time
@@ -71,11 +74,27 @@ func New(db provision.DB, s Settings, log *slog.Logger) *Handler {
 		clock: s.Clock, log: log, respond: s.Respond}
 }
 
-// Invoke is the Lambda entry point.
-func (h *Handler) Invoke(ctx context.Context, raw json.RawMessage) (any, error) {
+// Invoke is the Lambda entry point. No panic escapes it: one in a
+// CloudFormation request's handler is answered FAILED (customresource), and
+// any other, such as one in a direct invocation, is returned as a
+// *customresource.PanicError and logged with its stack.
+func (h *Handler) Invoke(ctx context.Context, raw json.RawMessage) (res any, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			pe := &customresource.PanicError{Value: v, Stack: debug.Stack()}
+			h.log.Error("provisioner: invocation panicked", "panic", fmt.Sprint(v), "stack", string(pe.Stack))
+			res, err = nil, pe
+		}
+	}()
 	ev, err := decodeEvent(raw)
 	if err != nil {
 		h.log.Error("provisioner: refused event", "error", err)
+		if ev.undecoded != nil {
+			// CloudFormation waits for an answer: it gets the reason. A
+			// send that fails is logged; the decode error is returned
+			// either way.
+			_, _ = customresource.Fail(ctx, *ev.undecoded, err, h.respond)
+		}
 		return nil, err
 	}
 	if ev.request != nil {
@@ -357,9 +376,14 @@ func (h *Handler) report(res *provision.Result) map[string]string {
 	}
 }
 
-// versionStamp handles the version record resource (docs/design.md §12): it
-// writes schema_version and lambda_version and never lowers
-// client_min_version. A Delete changes nothing.
+// versionStamp handles the version record resource (docs/design.md §12;
+// decisions P33): it writes schema_version and lambda_version and never
+// lowers client_min_version. A Delete changes nothing. Before any write it
+// refuses a LambdaVersion above this build (config.BuildVersion: the
+// stamp promises readers that must be deployed), a LambdaVersion setting
+// above it (the default stamped when the property is absent), and a
+// SchemaVersion of another major than this code's (config.SchemaVersion:
+// every client of this code would refuse the table) or above it.
 func (h *Handler) versionStamp(ctx context.Context, ev cfn.Event) (string, map[string]string, error) {
 	table, _ := ev.ResourceProperties["TableName"].(string)
 	if table == "" {
@@ -371,25 +395,14 @@ func (h *Handler) versionStamp(ctx context.Context, ev cfn.Event) (string, map[s
 	}
 	lv, _ := ev.ResourceProperties["LambdaVersion"].(string)
 	sv, _ := ev.ResourceProperties["SchemaVersion"].(string)
+	if err := checkStamp(lv, sv, h.lambdaVersion); err != nil {
+		return "", nil, err
+	}
 	if lv == "" {
 		lv = h.lambdaVersion
 	}
 	if sv == "" {
 		sv = config.SchemaVersion
-	}
-	claimed, err := version.Parse(lv)
-	if err != nil {
-		return "", nil, fmt.Errorf("provisioner: LambdaVersion: %w", err)
-	}
-	own, err := version.Parse(h.lambdaVersion)
-	if err != nil {
-		return "", nil, fmt.Errorf("provisioner: own version: %w", err)
-	}
-	if claimed.Compare(own) > 0 {
-		return "", nil, fmt.Errorf("provisioner: LambdaVersion %s is newer than the deployed code (%s): the stamp would promise readers that are not there", lv, h.lambdaVersion)
-	}
-	if _, err := version.Parse(sv); err != nil {
-		return "", nil, fmt.Errorf("provisioner: SchemaVersion: %w", err)
 	}
 	st := config.NewStore(h.db, table, config.WithCacheTTL(-1), config.WithClock(h.clock), config.WithLogger(h.log))
 	if err := st.WriteVersion(ctx, config.VersionRecord{SchemaVersion: sv, LambdaVersion: lv, UpdatedBy: principal(ev)}); err != nil {
@@ -400,6 +413,49 @@ func (h *Handler) versionStamp(ctx context.Context, ev cfn.Event) (string, map[s
 		return "", nil, err
 	}
 	return id, map[string]string{"LambdaVersion": rec.LambdaVersion, "SchemaVersion": rec.SchemaVersion, "ClientMinVersion": rec.ClientMinVersion}, nil
+}
+
+// checkStamp refuses a stamp of lambda version lv (property; "" for the
+// setting's) and schema version sv ("" for this code's) that would promise
+// what this build does not do. Each refusal names both versions.
+func checkStamp(lv, sv, setting string) error {
+	build, err := version.Parse(config.BuildVersion)
+	if err != nil {
+		return fmt.Errorf("provisioner: own build version: %w", err)
+	}
+	own, err := version.Parse(config.SchemaVersion)
+	if err != nil {
+		return fmt.Errorf("provisioner: own schema version: %w", err)
+	}
+	set, err := version.Parse(setting)
+	if err != nil {
+		return fmt.Errorf("provisioner: the function's LambdaVersion setting (ZAEL_LAMBDA_VERSION): %w", err)
+	}
+	if set.Compare(build) > 0 {
+		return fmt.Errorf("provisioner: the function's LambdaVersion setting %s (ZAEL_LAMBDA_VERSION) is newer than the deployed code (%s): the stamp would promise readers that are not there", setting, config.BuildVersion)
+	}
+	if lv != "" {
+		claimed, err := version.Parse(lv)
+		if err != nil {
+			return fmt.Errorf("provisioner: LambdaVersion: %w", err)
+		}
+		if claimed.Compare(build) > 0 {
+			return fmt.Errorf("provisioner: LambdaVersion %s is newer than the deployed code (%s): the stamp would promise readers that are not there", lv, config.BuildVersion)
+		}
+	}
+	if sv != "" {
+		schemaV, err := version.Parse(sv)
+		if err != nil {
+			return fmt.Errorf("provisioner: SchemaVersion: %w", err)
+		}
+		switch {
+		case schemaV.Major != own.Major:
+			return fmt.Errorf("provisioner: SchemaVersion %s is of another major version than this code's schema (%s): every client of this code would refuse the table", sv, config.SchemaVersion)
+		case schemaV.Compare(own) > 0:
+			return fmt.Errorf("provisioner: SchemaVersion %s is newer than this code's schema (%s): the stamp would describe a table this code does not write", sv, config.SchemaVersion)
+		}
+	}
+	return nil
 }
 
 // principal is `cfn:{stack name}`, for the audit trail and updated_by.

@@ -22,6 +22,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/provision"
+	"github.com/zae-limiter/zae-limiter-go/core/version"
 	"github.com/zae-limiter/zae-limiter-go/functions/provisioner/handler"
 	"github.com/zae-limiter/zae-limiter-go/internal/customresource"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
@@ -271,6 +272,26 @@ func TestPanicIsFailed(t *testing.T) {
 	}
 }
 
+// A panic in a direct invocation is an error, not a crash of the
+// function's process.
+func TestInvocationPanicIsAnError(t *testing.T) {
+	e := newEnv(t)
+	e.h = e.handler(panicky{e.tbl.DB})
+	for _, edit := range []func(ev map[string]any){
+		nil,
+		func(ev map[string]any) { ev["action"] = "apply"; ev["namespace_id"] = e.ns },
+	} {
+		res, err := e.h.Invoke(e.ctx, e.event("invoke-plan.json", edit))
+		var pe *customresource.PanicError
+		if !errors.As(err, &pe) || pe.Value != "injected" || res != nil {
+			t.Fatalf("%v %v", res, err)
+		}
+	}
+	if !strings.Contains(e.logs.String(), "invocation panicked") || !strings.Contains(e.logs.String(), "goroutine") {
+		t.Fatalf("panic not logged with its stack: %s", e.logs.String())
+	}
+}
+
 // A DynamoDB call that hangs: the request is answered FAILED before the
 // Lambda deadline.
 func TestDeadlineIsFailedInTime(t *testing.T) {
@@ -344,6 +365,175 @@ func TestVersionStamp(t *testing.T) {
 	resp = e.invoke(e.event("cfn-version-stamp.json", func(ev map[string]any) { ev["ResourceProperties"].(map[string]any)["TableName"] = bare.Name }))
 	if resp.Status != cfn.StatusSuccess || resp.Data["ClientMinVersion"] != "0.0.0" || resp.Data["LambdaVersion"] != "0.17.0" {
 		t.Fatalf("%+v", resp)
+	}
+}
+
+// The version stamp refuses, before any write, a LambdaVersion above this
+// build, a LambdaVersion setting above it, and a SchemaVersion of another
+// major than this code's or above it; each refusal names both versions and
+// leaves the record as it was. What is at or below them is stamped.
+func TestVersionStampRefusals(t *testing.T) {
+	e := newEnv(t)
+	build, _ := version.Parse(config.BuildVersion)
+	schemaV, _ := version.Parse(config.SchemaVersion)
+	bump := func(v version.Version, major, minor, patch uint64) string {
+		return version.Version{Major: v.Major + major, Minor: v.Minor + minor, Patch: v.Patch + patch}.String()
+	}
+	props := func(lv, sv string) func(ev map[string]any) {
+		return func(ev map[string]any) {
+			ev["StackId"] = "arn:aws:cloudformation:us-east-1:123456789012:stack/another-stack/1"
+			p := ev["ResourceProperties"].(map[string]any)
+			delete(p, "LambdaVersion")
+			delete(p, "SchemaVersion")
+			if lv != "" {
+				p["LambdaVersion"] = lv
+			}
+			if sv != "" {
+				p["SchemaVersion"] = sv
+			}
+		}
+	}
+	// The record the refusals must leave alone.
+	if r := e.invoke(e.event("cfn-version-stamp.json", nil)); r.Status != cfn.StatusSuccess {
+		t.Fatalf("%+v", r)
+	}
+	if err := e.store.Ratchet(e.ctx, config.BuildVersion); err != nil {
+		t.Fatal(err)
+	}
+	before, _, err := e.store.ReadVersion(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, setting, lv, sv string
+		names                 []string
+	}{
+		{"LambdaVersion far above", "", "9.0.0", "", []string{"9.0.0", config.BuildVersion}},
+		{"LambdaVersion a patch above", "", bump(build, 0, 0, 1), "", []string{bump(build, 0, 0, 1), config.BuildVersion}},
+		{"LambdaVersion a pre-release above", "", bump(build, 0, 1, 0) + "-rc.1", "", []string{bump(build, 0, 1, 0) + "-rc.1", config.BuildVersion}},
+		{"LambdaVersion a PEP 440 dev release above", "", bump(build, 0, 1, 0) + ".dev3", "", []string{bump(build, 0, 1, 0) + ".dev3", config.BuildVersion}},
+		{"SchemaVersion of the next major", "", config.BuildVersion, "1.0.0", []string{"1.0.0", config.SchemaVersion}},
+		{"SchemaVersion a major above", "", "", bump(schemaV, 1, 0, 0), []string{bump(schemaV, 1, 0, 0), config.SchemaVersion}},
+		{"SchemaVersion a minor above", "", "", bump(schemaV, 0, 1, 0), []string{bump(schemaV, 0, 1, 0), config.SchemaVersion}},
+		{"SchemaVersion a patch above", "", "", bump(schemaV, 0, 0, 1), []string{bump(schemaV, 0, 0, 1), config.SchemaVersion}},
+		{"setting above, property absent", bump(build, 0, 1, 0), "", "", []string{bump(build, 0, 1, 0), config.BuildVersion}},
+		{"setting above, property present", bump(build, 0, 1, 0), config.BuildVersion, "", []string{bump(build, 0, 1, 0), config.BuildVersion}},
+		{"LambdaVersion does not parse", "", "latest", "", []string{"latest"}},
+		{"SchemaVersion does not parse", "", "", "ten", []string{"ten"}},
+	}
+	log := slog.New(slog.NewJSONHandler(e.logs, nil))
+	for _, c := range cases {
+		e.h = handler.New(e.tbl.DB, handler.Settings{Table: e.tbl.Name, LambdaVersion: c.setting, Clock: func() time.Time { return t0.Add(time.Hour) },
+			Respond: customresource.Options{Backoff: time.Millisecond, Logger: log}}, log)
+		resp := e.invoke(e.event("cfn-version-stamp.json", props(c.lv, c.sv)))
+		if resp.Status != cfn.StatusFailed {
+			t.Errorf("%s: %+v", c.name, resp)
+			continue
+		}
+		for _, v := range c.names {
+			if !strings.Contains(resp.Reason, v) {
+				t.Errorf("%s: the reason does not name %s: %s", c.name, v, resp.Reason)
+			}
+		}
+		if after, _, err := e.store.ReadVersion(e.ctx); err != nil || after != before {
+			t.Errorf("%s: the record changed: %+v → %+v (%v)", c.name, before, after, err)
+		}
+	}
+
+	// At or below this build and this schema (same major) is stamped, and
+	// client_min_version is never lowered.
+	for _, c := range []struct{ setting, lv, sv, wantLV, wantSV string }{
+		{"", "", "", config.BuildVersion, config.SchemaVersion},
+		{"0.16.0", "", "", "0.16.0", config.SchemaVersion},
+		{"", config.BuildVersion + "+build.7", "", config.BuildVersion + "+build.7", config.SchemaVersion},
+		{"", config.BuildVersion + "-rc.1", "", config.BuildVersion + "-rc.1", config.SchemaVersion},
+		{"", "", "0.9.0", config.BuildVersion, "0.9.0"},
+	} {
+		e.h = handler.New(e.tbl.DB, handler.Settings{Table: e.tbl.Name, LambdaVersion: c.setting, Clock: func() time.Time { return t0 },
+			Respond: customresource.Options{Backoff: time.Millisecond, Logger: log}}, log)
+		resp := e.invoke(e.event("cfn-version-stamp.json", props(c.lv, c.sv)))
+		if resp.Status != cfn.StatusSuccess || resp.Data["LambdaVersion"] != c.wantLV || resp.Data["SchemaVersion"] != c.wantSV ||
+			resp.Data["ClientMinVersion"] != config.BuildVersion {
+			t.Errorf("%+v: %+v", c, resp)
+		}
+	}
+}
+
+// A CloudFormation request that does not decode is still answered FAILED,
+// with the decode error as the reason, when its ResponseURL, StackId,
+// RequestId and LogicalResourceId are strings; the invocation returns the
+// error as well. Nothing is written.
+func TestUndecodableRequestIsAnswered(t *testing.T) {
+	e := newEnv(t)
+	cases := []struct {
+		name, file string
+		edit       func(ev map[string]any)
+		physicalID string
+	}{
+		{"ResourceType a number", "cfn-limits-create.json", func(ev map[string]any) { ev["ResourceType"] = 5 }, customresource.FailedPhysicalID},
+		{"properties not an object", "cfn-limits-create.json", func(ev map[string]any) { ev["ResourceProperties"] = "Namespace=tenant-alpha" }, customresource.FailedPhysicalID},
+		{"properties a list", "cfn-limits-update.json", func(ev map[string]any) { ev["ResourceProperties"] = []any{1} }, e.tbl.Name + "/" + e.ns + "/limits-provisioner"},
+		{"RequestType a number", "cfn-limits-delete.json", func(ev map[string]any) { ev["RequestType"] = 3 }, e.tbl.Name + "/" + e.ns + "/limits-provisioner"},
+		{"PhysicalResourceId a number", "cfn-limits-update.json", func(ev map[string]any) { ev["PhysicalResourceId"] = 7 }, customresource.FailedPhysicalID},
+		{"old properties a number", "cfn-limits-update.json", func(ev map[string]any) { ev["OldResourceProperties"] = 1.5 }, e.tbl.Name + "/" + e.ns + "/limits-provisioner"},
+	}
+	for _, c := range cases {
+		raw := e.event(c.file, c.edit)
+		var sent map[string]any
+		_ = json.Unmarshal(raw, &sent)
+		_, err := e.h.Invoke(e.ctx, raw)
+		var ee *handler.EventError
+		if !errors.As(err, &ee) || !strings.Contains(err.Error(), "does not decode") {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		resp, size := e.cf.last(t)
+		if resp.Status != cfn.StatusFailed || resp.Reason != err.Error() || resp.PhysicalResourceID != c.physicalID ||
+			resp.RequestID != sent["RequestId"] || resp.StackID != sent["StackId"] || resp.LogicalResourceID != sent["LogicalResourceId"] || size > customresource.MaxBody {
+			t.Fatalf("%s: %+v", c.name, resp)
+		}
+	}
+	if l, _ := e.store.GetResourceLimits(e.ctx, e.ns, "gpt-4"); len(l) != 0 {
+		t.Fatal("an undecodable request wrote")
+	}
+
+	// Without a string ResponseURL, StackId, RequestId or LogicalResourceId
+	// there is nothing to answer: the error alone.
+	e.cf.mu.Lock()
+	before := len(e.cf.got)
+	e.cf.mu.Unlock()
+	for _, key := range []string{"ResponseURL", "StackId", "RequestId", "LogicalResourceId"} {
+		for _, v := range []any{5, nil, map[string]any{}} {
+			raw := e.event("cfn-limits-create.json", func(ev map[string]any) { ev["ResourceType"] = 5; ev[key] = v })
+			var ee *handler.EventError
+			if _, err := e.h.Invoke(e.ctx, raw); !errors.As(err, &ee) {
+				t.Fatalf("%s %v: %v", key, v, err)
+			}
+		}
+	}
+	raw := e.event("cfn-limits-create.json", func(ev map[string]any) { ev["ResourceType"] = 5; delete(ev, "LogicalResourceId") })
+	if _, err := e.h.Invoke(e.ctx, raw); err == nil {
+		t.Fatal("accepted")
+	}
+	e.cf.mu.Lock()
+	after := len(e.cf.got)
+	e.cf.mu.Unlock()
+	if after != before {
+		t.Fatalf("%d answers to requests that cannot be answered", after-before)
+	}
+
+	// The answer keeps the sending rules: a send that fails is logged
+	// without the URL's query, and the invocation returns the decode error.
+	e.cf.statuses = []int{500, 500, 500, 500}
+	raw = e.event("cfn-limits-create.json", func(ev map[string]any) {
+		ev["ResourceType"] = 5
+		ev["ResponseURL"] = e.cf.srv.URL + "/response?X-Amz-Signature=s3cr3t-s1gnatur3"
+	})
+	var ee *handler.EventError
+	if _, err := e.h.Invoke(e.ctx, raw); !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	if !strings.Contains(e.logs.String(), "custom resource response not sent") || strings.Contains(e.logs.String(), "s3cr3t-s1gnatur3") {
+		t.Fatalf("logs: %s", e.logs.String())
 	}
 }
 
