@@ -201,7 +201,7 @@ func TestRunShowsTheProvisioner(t *testing.T) {
 	step := text[strings.Index(text, "== 10. Declarative limits"):]
 	for _, want := range []string{
 		"provisioner -event cfn-create.json (Create",
-		"/{ns}/limits-provisioner",
+		"/{ns}/limits/tenant-alpha-limits/TenantLimits/",
 		"Data: Status applied, Created 5, Updated 0, Deleted 0, ErrorCount 0",
 		"    api-key-1  on gpt-3.5  admitted\n",
 		"    api-key-3  on gpt-3.5  403 disabled\n",

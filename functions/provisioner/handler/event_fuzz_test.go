@@ -48,10 +48,11 @@ func FuzzPhysicalID(f *testing.F) {
 	f.Add("zae-limiter/Ab3dEf6hIjk/limits-provisioner")
 	f.Add("failed")
 	f.Add("a/b/c/limits-provisioner")
+	f.Add("zae-limiter/Ab3dEf6hIjk/limits/tenant-stack/TenantLimits/0123456789ab")
 	f.Fuzz(func(t *testing.T, id string) {
-		table, ns, ok := parsePhysicalID(id)
-		if ok && physicalID(table, ns) != id {
-			t.Fatalf("%q → %q %q", id, table, ns)
+		r, ok := parsePhysicalID(id)
+		if ok && r.String() != id {
+			t.Fatalf("%q → %+v → %q", id, r, r.String())
 		}
 	})
 }

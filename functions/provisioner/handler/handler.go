@@ -142,6 +142,14 @@ type resourceID struct {
 	legacy bool
 }
 
+// String is the id r was parsed from.
+func (r resourceID) String() string {
+	if r.legacy {
+		return r.table + "/" + r.ns + legacyIDSuffix
+	}
+	return strings.Join([]string{r.table, r.ns, physicalIDLimits, r.owner.Stack, r.owner.Name, r.token}, "/")
+}
+
 // physicalID is the id of owner's incarnation created by the request
 // requestID in namespace ns of table.
 func physicalID(table, ns string, owner provision.Owner, requestID string) string {

@@ -130,6 +130,15 @@ func (e *env) event(name string, edit func(ev map[string]any)) []byte {
 	return out
 }
 
+// sampleOwner is the resource of the sample events (events/cfn-limits-*.json).
+var sampleOwner = provision.Owner{Stack: "tenant-alpha-limits", Name: "TenantLimits"}
+
+// sampleID is the physical id the sample Create gives, which the sample
+// Update and Delete carry.
+func (e *env) sampleID() string {
+	return e.tbl.Name + "/" + e.ns + "/limits/tenant-alpha-limits/TenantLimits/90559d8d3032"
+}
+
 func (e *env) invoke(raw []byte) cfn.Response {
 	e.t.Helper()
 	if _, err := e.h.Invoke(e.ctx, raw); err != nil {
@@ -147,7 +156,7 @@ func TestCreateUpdateDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp := e.invoke(e.event("cfn-limits-create.json", nil))
-	wantID := e.tbl.Name + "/" + e.ns + "/limits-provisioner"
+	wantID := e.sampleID()
 	if resp.Status != cfn.StatusSuccess || resp.PhysicalResourceID != wantID || resp.Data["Created"] != "6" ||
 		resp.Data["ErrorCount"] != "0" || !strings.HasPrefix(fmt.Sprint(resp.Data["AppliedHash"]), "sha256:") {
 		t.Fatalf("create: %+v", resp)
@@ -224,7 +233,7 @@ func TestBadManifestNamesEveryField(t *testing.T) {
 			t.Errorf("reason lacks %q: %s", want, resp.Reason)
 		}
 	}
-	if st, _ := provision.New(e.tbl.DB, e.tbl.Name, provision.Options{}).ReadState(e.ctx, e.ns); st.Found {
+	if st, _ := provision.New(e.tbl.DB, e.tbl.Name, provision.Options{}).ReadState(e.ctx, e.ns, sampleOwner); st.Found || len(st.Targets) > 0 {
 		t.Fatal("a refused manifest wrote the state record")
 	}
 }
@@ -472,10 +481,10 @@ func TestUndecodableRequestIsAnswered(t *testing.T) {
 	}{
 		{"ResourceType a number", "cfn-limits-create.json", func(ev map[string]any) { ev["ResourceType"] = 5 }, customresource.FailedPhysicalID},
 		{"properties not an object", "cfn-limits-create.json", func(ev map[string]any) { ev["ResourceProperties"] = "Namespace=tenant-alpha" }, customresource.FailedPhysicalID},
-		{"properties a list", "cfn-limits-update.json", func(ev map[string]any) { ev["ResourceProperties"] = []any{1} }, e.tbl.Name + "/" + e.ns + "/limits-provisioner"},
-		{"RequestType a number", "cfn-limits-delete.json", func(ev map[string]any) { ev["RequestType"] = 3 }, e.tbl.Name + "/" + e.ns + "/limits-provisioner"},
+		{"properties a list", "cfn-limits-update.json", func(ev map[string]any) { ev["ResourceProperties"] = []any{1} }, e.sampleID()},
+		{"RequestType a number", "cfn-limits-delete.json", func(ev map[string]any) { ev["RequestType"] = 3 }, e.sampleID()},
 		{"PhysicalResourceId a number", "cfn-limits-update.json", func(ev map[string]any) { ev["PhysicalResourceId"] = 7 }, customresource.FailedPhysicalID},
-		{"old properties a number", "cfn-limits-update.json", func(ev map[string]any) { ev["OldResourceProperties"] = 1.5 }, e.tbl.Name + "/" + e.ns + "/limits-provisioner"},
+		{"old properties a number", "cfn-limits-update.json", func(ev map[string]any) { ev["OldResourceProperties"] = 1.5 }, e.sampleID()},
 	}
 	for _, c := range cases {
 		raw := e.event(c.file, c.edit)
@@ -586,5 +595,95 @@ func TestRunManifest(t *testing.T) {
 	out.Reset()
 	if err := e.h.RunManifest(e.ctx, "../../../events/limits.yaml", "", false, &out); err != nil || !strings.Contains(out.String(), `"changes": []`) {
 		t.Fatalf("%v %s", err, out.String())
+	}
+}
+
+// Ownership through CloudFormation (docs/design.md §12): another stack's
+// resource naming a held target is FAILED naming the holder, and its
+// rollback Delete changes nothing; a logical id renamed within the stack
+// takes the targets over, and the old id's Delete removes none of them.
+func TestOwnershipThroughCloudFormation(t *testing.T) {
+	e := newEnv(t)
+	created := e.invoke(e.event("cfn-limits-create.json", nil))
+	if created.Status != cfn.StatusSuccess || created.PhysicalResourceID != e.sampleID() || created.Data["created"] != "6" {
+		t.Fatalf("create %+v", created)
+	}
+	other := e.invoke(e.event("cfn-limits-create.json", func(ev map[string]any) {
+		ev["StackId"] = "arn:aws:cloudformation:us-east-1:123456789012:stack/tenant-beta-limits/guid"
+		ev["RequestId"] = "other-create"
+	}))
+	if other.Status != cfn.StatusFailed || !strings.Contains(other.Reason, "stack tenant-alpha-limits, logical id TenantLimits") ||
+		!strings.HasPrefix(other.PhysicalResourceID, e.tbl.Name+"/"+e.ns+"/limits/tenant-beta-limits/TenantLimits/") {
+		t.Fatalf("overlapping create %+v", other)
+	}
+	rollback := e.invoke(e.event("cfn-limits-delete.json", func(ev map[string]any) {
+		ev["StackId"] = "arn:aws:cloudformation:us-east-1:123456789012:stack/tenant-beta-limits/guid"
+		ev["PhysicalResourceId"] = other.PhysicalResourceID
+	}))
+	if rollback.Status != cfn.StatusSuccess || rollback.Data["Status"] != "skipped" {
+		t.Fatalf("rollback of the refused create %+v", rollback)
+	}
+	if l, _ := e.store.GetResourceLimits(e.ctx, e.ns, "gpt-4"); len(l) != 2 {
+		t.Fatal("the refused create's rollback removed the owner's limits")
+	}
+
+	renamed := e.invoke(e.event("cfn-limits-create.json", func(ev map[string]any) {
+		ev["LogicalResourceId"] = "RenamedLimits"
+		ev["RequestId"] = "rename-create"
+	}))
+	if renamed.Status != cfn.StatusSuccess || renamed.Data["TakenOver"] != "6" {
+		t.Fatalf("rename %+v", renamed)
+	}
+	if old := e.invoke(e.event("cfn-limits-delete.json", nil)); old.Status != cfn.StatusSuccess {
+		t.Fatalf("old delete %+v", old)
+	}
+	if l, _ := e.store.GetResourceLimits(e.ctx, e.ns, "gpt-4"); len(l) != 2 {
+		t.Fatal("the old logical id's delete removed what the new one took over")
+	}
+}
+
+// A NamespaceId must be the registered id of the namespace the manifest
+// names.
+func TestNamespaceIDMustMatch(t *testing.T) {
+	e := newEnv(t)
+	beta, err := e.store.RegisterNamespace(e.ctx, "tenant-beta")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := e.invoke(e.event("cfn-limits-create.json", func(ev map[string]any) {
+		ev["ResourceProperties"].(map[string]any)["NamespaceId"] = beta
+	}))
+	if resp.Status != cfn.StatusFailed || !strings.Contains(resp.Reason, beta) || !strings.Contains(resp.Reason, `"tenant-beta"`) ||
+		!strings.Contains(resp.Reason, `"tenant-alpha"`) {
+		t.Fatalf("%+v", resp)
+	}
+	for _, ns := range []string{e.ns, beta} {
+		if l, _ := e.store.GetResourceLimits(e.ctx, ns, "gpt-4"); len(l) != 0 {
+			t.Fatalf("namespace %s was written", ns)
+		}
+	}
+}
+
+// An unknown field the resource was already deployed with (a typo the
+// Python provisioner ignored) does not fail the Update, nor its rollback;
+// a new one does.
+func TestUnknownFieldOfTheDeployedProperties(t *testing.T) {
+	e := newEnv(t)
+	e.invoke(e.event("cfn-limits-create.json", nil))
+	typo := func(props map[string]any) {
+		props["Resources"].(map[string]any)["gpt-4"].(map[string]any)["Limits"].(map[string]any)["rpm"].(map[string]any)["RefilAmount"] = "5"
+	}
+	resp := e.invoke(e.event("cfn-limits-update.json", func(ev map[string]any) {
+		typo(ev["ResourceProperties"].(map[string]any))
+		typo(ev["OldResourceProperties"].(map[string]any))
+	}))
+	if resp.Status != cfn.StatusSuccess || resp.Data["IgnoredFields"] != "1" {
+		t.Fatalf("update with the deployed typo %+v", resp)
+	}
+	resp = e.invoke(e.event("cfn-limits-update.json", func(ev map[string]any) {
+		typo(ev["ResourceProperties"].(map[string]any))
+	}))
+	if resp.Status != cfn.StatusFailed || !strings.Contains(resp.Reason, "RefilAmount: unknown field") {
+		t.Fatalf("update with a new typo %+v", resp)
 	}
 }
