@@ -6,10 +6,24 @@
 //   - when less than Options.Margin (10 s) of the Lambda deadline remain, the
 //     request is answered FAILED before the function times out, so a stack
 //     never waits an hour for a response that will not come;
-//   - the response body stays under 4,096 bytes (Data holds string scalars,
-//     Reason is truncated);
-//   - the PUT to the pre-signed URL is retried on network errors and 5xx
-//     answers, and a send that still fails is logged and returned.
+//   - a handler announces its physical id with SetPhysicalID before its
+//     first write; a FAILED answer (error, panic, deadline) carries the id
+//     the handler returned, else the announced one, else the incoming one,
+//     else FailedPhysicalID, so a later Delete finds what was written;
+//   - Fail answers FAILED a request no handler could take (one whose event
+//     did not decode), under the same rules;
+//   - the response body stays within 4,096 bytes (Data holds string
+//     scalars; a long Reason keeps its longest start that fits with the
+//     " …[truncated]" marker, however much JSON escaping adds);
+//   - the response goes only to an https ResponseURL, or http to a loopback
+//     host (127.0.0.0/8, ::1, localhost) for local runs; any other is
+//     refused with a *URLError before any request;
+//   - the PUT never follows a redirect (a 3xx is a failed send), is retried
+//     on network errors and 5xx answers, and a send that still fails is
+//     logged and returned;
+//   - no error or log line shows the ResponseURL's query, which holds the
+//     pre-signed URL's signature: URLs are shown as scheme://host/path and
+//     answer bodies are redacted.
 package customresource
 
 import (
@@ -65,7 +79,8 @@ func (s *idSlot) get() string {
 // Options tune Run. The zero value of every field is its default.
 type Options struct {
 	// Client sends the response (default: an http.Client with a 15 s
-	// timeout per attempt).
+	// timeout per attempt). A copy of it is used, set never to follow a
+	// redirect; the caller's client is not changed.
 	Client *http.Client
 	// Logger receives the request, the outcome and send failures (default
 	// slog.Default()).

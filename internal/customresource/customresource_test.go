@@ -406,6 +406,8 @@ func TestResponseURLSchemes(t *testing.T) {
 		{"https:opaque" + q, false},
 		{"127.0.0.1:8080/r" + q, false},
 		{"http://[::1/r" + q, false},
+		{"http://user:" + secret + "@[::1/r" + q, false},
+		{"http://user:" + secret + "@[::1", false},
 		{"", false},
 	} {
 		tr := &transport{}

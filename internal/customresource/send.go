@@ -152,10 +152,20 @@ func shown(u *url.URL) string {
 	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}).String()
 }
 
-// shownRaw is an unparseable address cut before its query and fragment.
+// shownRaw is an unparseable address cut before its query and fragment,
+// without user information.
 func shownRaw(raw string) string {
 	if i := strings.IndexAny(raw, "?#"); i >= 0 {
-		return raw[:i]
+		raw = raw[:i]
+	}
+	if scheme, rest, ok := strings.Cut(raw, "://"); ok {
+		authority, path, _ := strings.Cut(rest, "/")
+		if i := strings.LastIndexByte(authority, '@'); i >= 0 {
+			raw = scheme + "://" + authority[i+1:]
+			if len(rest) > len(authority) {
+				raw += "/" + path
+			}
+		}
 	}
 	return raw
 }
