@@ -185,7 +185,7 @@ func (p *Provisioner) ApplyPlan(ctx context.Context, pl *Plan) (*Result, error) 
 func (p *Provisioner) recordIntent(ctx context.Context, pl *Plan) error {
 	ns, req, me := pl.Namespace, pl.Request, pl.Request.Owner.Key()
 	prev := pl.Previous
-	gen := prev.gen + 1
+	gen := pl.gen()
 	if err := p.putOwner(ctx, p.ownerItem(ns, req, statusApplying, pl.Hash, prev.LastApplied, prev.MovingTo, gen, prev.committed)); err != nil {
 		return err
 	}
@@ -210,7 +210,7 @@ func (p *Provisioner) recordIntent(ctx context.Context, pl *Plan) error {
 			ws = append(ws, putClaim(ns, t, me, "", false, nil, gen))
 		}
 	}
-	err := p.writeClaims(ctx, p.withTable(ws), true)
+	err := p.writeClaims(ctx, ws, true)
 	var race *claimRaceError
 	if errors.As(err, &race) {
 		claims, rerr := p.readClaims(ctx, ns)
@@ -268,7 +268,7 @@ func (p *Provisioner) commit(ctx context.Context, pl *Plan, failed map[manifest.
 			}
 		}
 	}
-	if err := p.writeClaims(ctx, p.withTable(ws), false); err != nil {
+	if err := p.writeClaims(ctx, ws, false); err != nil {
 		return err
 	}
 	if pl.legacy.found && pl.Request.AdoptLegacy {
@@ -286,7 +286,7 @@ func (p *Provisioner) commit(ctx context.Context, pl *Plan, failed map[manifest.
 		}
 		return nil
 	}
-	gen := pl.Previous.gen + 1
+	gen := pl.gen()
 	return p.putOwner(ctx, p.ownerItem(ns, pl.Request, statusApplied, pl.Hash, p.nowString(), "", gen, gen))
 }
 

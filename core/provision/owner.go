@@ -127,9 +127,14 @@ func describeOwner(key, stackID string) string {
 // sameStack reports whether two owner keys are CloudFormation resources of
 // one stack.
 func sameStack(a, b string) bool {
-	as, _, aok := strings.Cut(strings.TrimPrefix(a, ownerKeyCloudFormation), "/")
-	bs, _, bok := strings.Cut(strings.TrimPrefix(b, ownerKeyCloudFormation), "/")
-	return aok && bok && strings.HasPrefix(a, ownerKeyCloudFormation) && strings.HasPrefix(b, ownerKeyCloudFormation) && as == bs
+	stackOf := func(key string) (string, bool) {
+		rest, ok := strings.CutPrefix(key, ownerKeyCloudFormation)
+		stack, _, _ := strings.Cut(rest, "/")
+		return stack, ok
+	}
+	as, aok := stackOf(a)
+	bs, bok := stackOf(b)
+	return aok && bok && as == bs
 }
 
 // Request says who applies a manifest and how (docs/design.md §12).

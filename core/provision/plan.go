@@ -82,6 +82,9 @@ type Plan struct {
 	release      bool
 }
 
+// gen is the generation of the plan's apply: one above the owner's last.
+func (pl *Plan) gen() int64 { return pl.Previous.gen + 1 }
+
 // Empty reports a plan with nothing to write: no change, no owed work, no
 // claim to take, and the owner record already describing the manifest.
 func (pl *Plan) Empty() bool {

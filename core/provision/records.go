@@ -258,6 +258,16 @@ type claimWrite struct {
 // failed condition means another owner now holds the claim and it is not
 // ours to change) the batch is sent again item by item, skipping those.
 func (p *Provisioner) writeClaims(ctx context.Context, ws []claimWrite, strict bool) error {
+	for _, w := range ws {
+		switch {
+		case w.item.Put != nil:
+			w.item.Put.TableName = aws.String(p.table)
+		case w.item.Update != nil:
+			w.item.Update.TableName = aws.String(p.table)
+		case w.item.Delete != nil:
+			w.item.Delete.TableName = aws.String(p.table)
+		}
+	}
 	for start := 0; start < len(ws); start += maxTransactItems {
 		batch := ws[start:min(start+maxTransactItems, len(ws))]
 		items := make([]types.TransactWriteItem, len(batch))
@@ -316,7 +326,7 @@ func putClaim(ns string, t manifest.Target, owner, from string, takeover bool, p
 	if prior != nil {
 		it[attrPrior] = &types.AttributeValueMemberM{Value: prior}
 	}
-	put := &types.Put{TableName: nil, Item: it}
+	put := &types.Put{Item: it}
 	if takeover {
 		put.ConditionExpression = aws.String("#0 = :0")
 		put.ExpressionAttributeNames = map[string]string{"#0": attrOwner}
@@ -373,21 +383,6 @@ func deleteClaim(ns string, t manifest.Target, owner string) claimWrite {
 		ExpressionAttributeNames:  map[string]string{"#0": attrOwner},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":0": schema.Str(owner)},
 	}}}
-}
-
-// withTable sets the table of every transaction member.
-func (p *Provisioner) withTable(ws []claimWrite) []claimWrite {
-	for _, w := range ws {
-		switch {
-		case w.item.Put != nil:
-			w.item.Put.TableName = aws.String(p.table)
-		case w.item.Update != nil:
-			w.item.Update.TableName = aws.String(p.table)
-		case w.item.Delete != nil:
-			w.item.Delete.TableName = aws.String(p.table)
-		}
-	}
-	return ws
 }
 
 func (p *Provisioner) nowString() string { return p.now().UTC().Format(time.RFC3339Nano) }

@@ -51,16 +51,6 @@ type State struct {
 	gen, committed int64
 }
 
-// Manages reports whether the state holds t.
-func (s State) Manages(t manifest.Target) bool {
-	for _, x := range s.Targets {
-		if x == t {
-			return true
-		}
-	}
-	return false
-}
-
 // legacyState is an earlier provisioner's state record (R10): the targets
 // it manages and the fan-outs it owes.
 type legacyState struct {

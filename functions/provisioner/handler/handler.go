@@ -435,20 +435,23 @@ func checkStamp(lv, sv, setting string) error {
 	if err != nil {
 		return fmt.Errorf("provisioner: own schema version: %w", err)
 	}
-	set, err := version.Parse(setting)
-	if err != nil {
-		return fmt.Errorf("provisioner: the function's LambdaVersion setting (ZAEL_LAMBDA_VERSION): %w", err)
+	// notAbove refuses a lambda version v (named what) above this build.
+	notAbove := func(what, v string) error {
+		parsed, err := version.Parse(v)
+		if err != nil {
+			return fmt.Errorf("provisioner: %s: %w", what, err)
+		}
+		if parsed.Compare(build) > 0 {
+			return fmt.Errorf("provisioner: %s %s is newer than the deployed code (%s): the stamp would promise readers that are not there", what, v, config.BuildVersion)
+		}
+		return nil
 	}
-	if set.Compare(build) > 0 {
-		return fmt.Errorf("provisioner: the function's LambdaVersion setting %s (ZAEL_LAMBDA_VERSION) is newer than the deployed code (%s): the stamp would promise readers that are not there", setting, config.BuildVersion)
+	if err := notAbove("the function's LambdaVersion setting (ZAEL_LAMBDA_VERSION)", setting); err != nil {
+		return err
 	}
 	if lv != "" {
-		claimed, err := version.Parse(lv)
-		if err != nil {
-			return fmt.Errorf("provisioner: LambdaVersion: %w", err)
-		}
-		if claimed.Compare(build) > 0 {
-			return fmt.Errorf("provisioner: LambdaVersion %s is newer than the deployed code (%s): the stamp would promise readers that are not there", lv, config.BuildVersion)
+		if err := notAbove("LambdaVersion", lv); err != nil {
+			return err
 		}
 	}
 	if sv != "" {
