@@ -185,8 +185,7 @@ func (p *Provisioner) ApplyPlan(ctx context.Context, pl *Plan) (*Result, error) 
 func (p *Provisioner) recordIntent(ctx context.Context, pl *Plan) error {
 	ns, req, me := pl.Namespace, pl.Request, pl.Request.Owner.Key()
 	prev := pl.Previous
-	gen := pl.gen()
-	if err := p.putOwner(ctx, p.ownerItem(ns, req, statusApplying, pl.Hash, prev.LastApplied, prev.MovingTo, gen, prev.committed)); err != nil {
+	if err := p.putOwner(ctx, p.ownerItem(ns, req, statusApplying, pl.Hash, prev.LastApplied, prev.MovingTo)); err != nil {
 		return err
 	}
 	var ws []claimWrite
@@ -197,17 +196,17 @@ func (p *Provisioner) recordIntent(ctx context.Context, pl *Plan) error {
 		case !held:
 			// Nobody held it: an item already there is adopted, and
 			// kept as it was until this apply commits.
-			ws = append(ws, putClaim(ns, t, me, "", false, prior, gen))
+			ws = append(ws, putClaim(ns, t, me, "", false, prior))
 		case c.owner == me && !c.stored:
-			ws = append(ws, putClaim(ns, t, me, "", false, nil, gen)) // adopted from R10
+			ws = append(ws, putClaim(ns, t, me, "", false, nil)) // adopted from R10
 		case c.owner != me:
-			ws = append(ws, putClaim(ns, t, me, c.owner, true, prior, gen))
+			ws = append(ws, putClaim(ns, t, me, c.owner, true, prior))
 		}
 	}
 	// Targets of an adopted R10 that the manifest no longer names.
 	for t, c := range pl.claims {
 		if _, named := pl.Manifest.Desired(t); c.owner == me && !c.stored && !named {
-			ws = append(ws, putClaim(ns, t, me, "", false, nil, gen))
+			ws = append(ws, putClaim(ns, t, me, "", false, nil))
 		}
 	}
 	err := p.writeClaims(ctx, ws, true)
@@ -286,8 +285,7 @@ func (p *Provisioner) commit(ctx context.Context, pl *Plan, failed map[manifest.
 		}
 		return nil
 	}
-	gen := pl.gen()
-	return p.putOwner(ctx, p.ownerItem(ns, pl.Request, statusApplied, pl.Hash, p.nowString(), "", gen, gen))
+	return p.putOwner(ctx, p.ownerItem(ns, pl.Request, statusApplied, pl.Hash, p.nowString(), ""))
 }
 
 // writeOrder orders config writes: system first, then resources, then

@@ -82,9 +82,6 @@ type Plan struct {
 	release      bool
 }
 
-// gen is the generation of the plan's apply: one above the owner's last.
-func (pl *Plan) gen() int64 { return pl.Previous.gen + 1 }
-
 // Empty reports a plan with nothing to write: no change, no owed work, no
 // claim to take, and the owner record already describing the manifest.
 func (pl *Plan) Empty() bool {
@@ -250,8 +247,10 @@ func (p *Provisioner) plan(ctx context.Context, ns string, m *manifest.Manifest,
 			}
 		case held:
 			c.Action = ActionDelete
-			if cl.from != "" || (cl.prior != nil && cl.gen > prev.committed) {
-				// Back to what it was before this owner took it.
+			if cl.from != "" || cl.prior != nil {
+				// Back to what it was before this owner took it: the
+				// owner releases only what it wrote (docs/decisions.md
+				// P40).
 				c.restore = true
 				if cl.prior != nil {
 					prior, perr := decode(levelOf(t), cl.prior)
@@ -262,7 +261,10 @@ func (p *Provisioner) plan(ctx context.Context, ns string, m *manifest.Manifest,
 				}
 			}
 			diffConfig(&c, derr != nil)
-			if c.rawPrior != nil {
+			// An item left behind by a delete that was cut half-way (its
+			// settings gone, its identity and registry entry not) is
+			// deleted too.
+			if c.rawPrior != nil || (!c.restore && item != nil) {
 				c.write = true
 			}
 		}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -30,19 +29,12 @@ const (
 	// release confirms the handover.
 	attrFrom = "taken_from"
 	// attrPrior is the config item as it was before the claim's owner took
-	// the target: restored when the owner lets the target go before the
-	// handover (or, for an item nobody held, the adopting apply) is
-	// confirmed.
+	// the target: restored when the owner lets the target go (for a
+	// taken target, until the giver's release confirms the handover).
 	attrPrior = "prior"
 	// attrFanoutOwed marks a held target whose bucket fan-outs did not
 	// finish; the next apply runs them even when its config is unchanged.
 	attrFanoutOwed = "fanout_owed"
-	// attrGen is, on an owner record, the generation of its latest intent
-	// and, on a claim, the generation that wrote it; attrCommitted is the
-	// owner's last committed generation. A claim of a generation above it
-	// is provisional: its apply has not committed.
-	attrGen       = "gen"
-	attrCommitted = "committed_gen"
 )
 
 // Owner record statuses.
@@ -56,10 +48,9 @@ type claim struct {
 	owner string
 	from  string
 	// prior is the config item before owner took the target (nil: there
-	// was none, or the adoption is confirmed).
+	// was none, or the handover is confirmed).
 	prior   map[string]types.AttributeValue
 	pending bool
-	gen     int64
 	// stored is false for a target of the legacy R10 that no claim item
 	// holds yet.
 	stored bool
@@ -83,20 +74,7 @@ func (p *Provisioner) readOwner(ctx context.Context, ns, owner string) (State, e
 	s.MovingTo = str(out.Item[attrMovingTo])
 	s.LastApplied = str(out.Item[attrLastApplied])
 	s.AppliedHash = str(out.Item[attrAppliedHash])
-	s.gen, s.committed = num(out.Item[attrGen]), num(out.Item[attrCommitted])
 	return s, nil
-}
-
-func num(v types.AttributeValue) int64 {
-	if n, ok := v.(*types.AttributeValueMemberN); ok {
-		i, _ := strconv.ParseInt(n.Value, 10, 64)
-		return i
-	}
-	return 0
-}
-
-func numAV(i int64) types.AttributeValue {
-	return &types.AttributeValueMemberN{Value: strconv.FormatInt(i, 10)}
 }
 
 func str(v types.AttributeValue) string {
@@ -134,7 +112,7 @@ func (p *Provisioner) readClaims(ctx context.Context, ns string) (map[manifest.T
 				p.log.Warn("provision: skipped a malformed claim", "sk", sk)
 				continue
 			}
-			c := claim{owner: owner, from: str(it[attrFrom]), stored: true, gen: num(it[attrGen])}
+			c := claim{owner: owner, from: str(it[attrFrom]), stored: true}
 			if m, ok := it[attrPrior].(*types.AttributeValueMemberM); ok {
 				c.prior = m.Value
 			}
@@ -155,12 +133,11 @@ func claimKey(ns string, t manifest.Target) schema.Key {
 }
 
 // ownerItem is an owner record.
-func (p *Provisioner) ownerItem(ns string, req Request, status, hash, lastApplied, movingTo string, gen, committed int64) map[string]types.AttributeValue {
+func (p *Provisioner) ownerItem(ns string, req Request, status, hash, lastApplied, movingTo string) map[string]types.AttributeValue {
 	key := req.Owner.Key()
 	it := schema.ProvisionerItemKeys(ns, schema.ProvisionerOwnerKey(ns, key)).Item()
 	it[attrOwner] = schema.Str(key)
 	it[attrStatus] = schema.Str(status)
-	it[attrGen], it[attrCommitted] = numAV(gen), numAV(committed)
 	if req.Owner.StackID != "" {
 		it[attrStackID] = schema.Str(req.Owner.StackID)
 	}
@@ -315,11 +292,10 @@ func conditionFailed(tc *types.TransactionCanceledException) bool {
 // putClaim holds t for owner: a new claim (nobody held it: cond
 // attribute_not_exists) or a takeover (from held it: cond owner = from).
 // prior is the config item as it was, kept for a rollback.
-func putClaim(ns string, t manifest.Target, owner, from string, takeover bool, prior map[string]types.AttributeValue, gen int64) claimWrite {
+func putClaim(ns string, t manifest.Target, owner, from string, takeover bool, prior map[string]types.AttributeValue) claimWrite {
 	k := claimKey(ns, t)
 	it := schema.ProvisionerItemKeys(ns, k).Item()
 	it[attrOwner] = schema.Str(owner)
-	it[attrGen] = numAV(gen)
 	if takeover && from != "" {
 		it[attrFrom] = schema.Str(from)
 	}

@@ -47,8 +47,6 @@ type State struct {
 	Targets []manifest.Target
 	// Pending are held targets whose fan-outs are owed.
 	Pending []manifest.Target
-
-	gen, committed int64
 }
 
 // legacyState is an earlier provisioner's state record (R10): the targets

@@ -3,6 +3,8 @@ package handler
 import (
 	"errors"
 	"testing"
+
+	"github.com/zae-limiter/zae-limiter-go/core/provision"
 )
 
 // FuzzDecodeEvent: any payload is a CloudFormation request with a
@@ -43,16 +45,25 @@ func FuzzDecodeEvent(f *testing.F) {
 	})
 }
 
-// FuzzPhysicalID: what parsePhysicalID accepts, physicalID gives back.
+// FuzzPhysicalID: what parsePhysicalID accepts it gives back whole; and
+// every id physicalID gives for a table name parses back to it.
 func FuzzPhysicalID(f *testing.F) {
 	f.Add("zae-limiter/Ab3dEf6hIjk/limits-provisioner")
 	f.Add("failed")
 	f.Add("a/b/c/limits-provisioner")
 	f.Add("zae-limiter/Ab3dEf6hIjk/limits/tenant-stack/TenantLimits/0123456789ab")
+	f.Add("a-table-name-longer-than-any-stack-name.with_dots_and_underscores")
 	f.Fuzz(func(t *testing.T, id string) {
 		r, ok := parsePhysicalID(id)
 		if ok && r.String() != id {
 			t.Fatalf("%q → %+v → %q", id, r, r.String())
+		}
+		if isTableName(id) {
+			owner := provision.Owner{Stack: "tenant-stack", Name: "TenantLimits"}
+			given := physicalID(id, "Ab3dEf6hIjk", owner, id)
+			if r, ok := parsePhysicalID(given); !ok || r.table != id || r.ns != "Ab3dEf6hIjk" || r.owner.Key() != owner.Key() {
+				t.Fatalf("%q does not parse back: %+v %v", given, r, ok)
+			}
 		}
 	})
 }

@@ -161,13 +161,13 @@ func physicalID(table, ns string, owner provision.Owner, requestID string) strin
 func parsePhysicalID(id string) (resourceID, bool) {
 	if rest, ok := strings.CutSuffix(id, legacyIDSuffix); ok {
 		table, ns, ok := strings.Cut(rest, "/")
-		if !ok || schema.ValidateStackName(table) != nil || schema.ValidateNamespaceID(ns) != nil {
+		if !ok || !isTableName(table) || schema.ValidateNamespaceID(ns) != nil {
 			return resourceID{}, false
 		}
 		return resourceID{table: table, ns: ns, legacy: true}, true
 	}
 	parts := strings.Split(id, "/")
-	if len(parts) != 6 || parts[2] != physicalIDLimits || schema.ValidateStackName(parts[0]) != nil ||
+	if len(parts) != 6 || parts[2] != physicalIDLimits || !isTableName(parts[0]) ||
 		schema.ValidateNamespaceID(parts[1]) != nil || len(parts[5]) != 12 {
 		return resourceID{}, false
 	}
@@ -176,6 +176,21 @@ func parsePhysicalID(id string) (resourceID, bool) {
 		return resourceID{}, false
 	}
 	return resourceID{table: parts[0], ns: parts[1], owner: owner, token: parts[5]}, true
+}
+
+// isTableName reports a DynamoDB table name: 3–255 letters, digits, `_`,
+// `-` and `.` (so never a `/`).
+func isTableName(s string) bool {
+	if len(s) < 3 || len(s) > 255 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
 }
 
 // applyLimits handles Create and Update of a limits resource: the resource

@@ -687,3 +687,46 @@ func TestUnknownFieldOfTheDeployedProperties(t *testing.T) {
 		t.Fatalf("update with a new typo %+v", resp)
 	}
 }
+
+// The deadline margin after the first write: the FAILED answer carries the
+// real physical id, and CloudFormation's rollback (the Delete of that id)
+// leaves the namespace as it was — whether the apply hung at its claims or
+// at its commit, after every config write.
+func TestDeadlineAfterTheFirstWriteRollsBack(t *testing.T) {
+	for _, at := range []string{"#CLAIM#", `"applied"`} {
+		t.Run(at, func(t *testing.T) {
+			e := newEnv(t)
+			hang := e.proxy.Add(faultproxy.Rule{Fault: faultproxy.Hang(), Count: 1, Match: func(op string, body []byte) bool {
+				return (op == "TransactWriteItems" || op == "PutItem") && strings.Contains(string(body), at)
+			}})
+			log := slog.New(slog.NewJSONHandler(e.logs, nil))
+			e.h = handler.New(e.proxy.DynamoDB(), handler.Settings{Table: e.tbl.Name,
+				Respond: customresource.Options{Margin: 2 * time.Second, Logger: log, Backoff: time.Millisecond}}, log)
+			ctx, cancel := context.WithDeadline(e.ctx, time.Now().Add(4*time.Second))
+			defer cancel()
+			if _, err := e.h.Invoke(ctx, e.event("cfn-limits-create.json", nil)); err != nil {
+				t.Fatal(err)
+			}
+			resp, _ := e.cf.last(t)
+			if resp.Status != cfn.StatusFailed || resp.PhysicalResourceID != e.sampleID() {
+				t.Fatalf("%+v", resp)
+			}
+			if e.proxy.Fired(hang) != 1 {
+				t.Fatal("the hang did not fire")
+			}
+			e.proxy.Remove(hang)
+			if del := e.invoke(e.event("cfn-limits-delete.json", nil)); del.Status != cfn.StatusSuccess || del.Data["Status"] != "applied" {
+				t.Fatalf("rollback delete %+v", del)
+			}
+			for _, r := range []string{"gpt-4", "gpt-3.5"} {
+				if l, _ := e.store.GetResourceLimits(e.ctx, e.ns, r); len(l) != 0 {
+					t.Fatalf("%s left after the rollback: %v", r, l)
+				}
+			}
+			st, err := provision.New(e.tbl.DB, e.tbl.Name, provision.Options{}).ReadState(e.ctx, e.ns, sampleOwner)
+			if err != nil || st.Found || len(st.Targets) > 0 {
+				t.Fatalf("state after the rollback %+v %v", st, err)
+			}
+		})
+	}
+}

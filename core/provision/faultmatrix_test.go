@@ -1,0 +1,321 @@
+package provision_test
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/limit"
+	"github.com/zae-limiter/zae-limiter-go/core/limiter"
+	"github.com/zae-limiter/zae-limiter-go/core/provision"
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
+	"github.com/zae-limiter/zae-limiter-go/internal/faultproxy"
+)
+
+// snapshot is the namespace's items an apply and its rollback concern:
+// config, registries, the provisioner's records and the buckets, without
+// the audit trail (it only grows) and a bucket's `vu` (a parameter sync
+// resets it; it only ever protects a later refill).
+//
+// Generation counters of the provisioner's records only count applies, and
+// are left out too. With params false, so are a bucket's limit parameters:
+// a retried apply re-syncs every entity target it owes, bringing buckets to
+// the limits that resolve now, where a clean apply leaves resource and
+// system changes to the bucket TTL (docs/design.md §12).
+func (e *env) snapshot(params bool) map[string]string {
+	e.t.Helper()
+	out := map[string]string{}
+	in := &dynamodb.QueryInput{
+		TableName: aws.String(e.tbl.Name), IndexName: aws.String(schema.GSI4),
+		KeyConditionExpression:    aws.String("#0 = :0"),
+		ExpressionAttributeNames:  map[string]string{"#0": schema.AttrGSI4PK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":0": schema.Str(e.ns)},
+	}
+	var keys []schema.Key
+	for {
+		page, err := e.tbl.DB.Query(e.ctx, in)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		for _, it := range page.Items {
+			keys = append(keys, schema.Key{PK: str(it["PK"]), SK: str(it["SK"])})
+		}
+		if len(page.LastEvaluatedKey) == 0 {
+			break
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+	items, err := e.store.ReadItems(e.ctx, keys)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for k, it := range items {
+		if strings.Contains(k.PK, "/AUDIT#") {
+			continue
+		}
+		// An empty registry is no registry.
+		if k.SK == schema.SKResources || k.SK == schema.SKEntityConfigResources {
+			if l, ok := it["resources"].(*types.AttributeValueMemberSS); !ok || len(l.Value) == 0 {
+				if _, isL := it["resources"].(*types.AttributeValueMemberL); !isL {
+					continue
+				}
+			}
+		}
+		delete(it, "vu")
+		delete(it, "gen")
+		delete(it, "committed_gen")
+		if !params {
+			for a := range it {
+				if strings.HasPrefix(a, "b_") && (strings.HasSuffix(a, "_cp") || strings.HasSuffix(a, "_ra") || strings.HasSuffix(a, "_rp")) {
+					delete(it, a)
+				}
+			}
+		}
+		var parts []string
+		for _, a := range slices.Sorted(maps.Keys(it)) {
+			parts = append(parts, a+"="+avString(it[a]))
+		}
+		key := k.PK + " " + k.SK
+		out[strings.ReplaceAll(key, e.ns, "NS")] = strings.ReplaceAll(strings.Join(parts, " "), e.ns, "NS")
+	}
+	return out
+}
+
+func str(v types.AttributeValue) string {
+	if s, ok := v.(*types.AttributeValueMemberS); ok {
+		return s.Value
+	}
+	return ""
+}
+
+func avString(v types.AttributeValue) string {
+	switch x := v.(type) {
+	case *types.AttributeValueMemberS:
+		return "S:" + x.Value
+	case *types.AttributeValueMemberN:
+		return "N:" + x.Value
+	case *types.AttributeValueMemberBOOL:
+		return fmt.Sprint("B:", x.Value)
+	case *types.AttributeValueMemberL:
+		parts := make([]string, len(x.Value))
+		for i, e := range x.Value {
+			parts[i] = avString(e)
+		}
+		return "[" + strings.Join(parts, ",") + "]"
+	case *types.AttributeValueMemberM:
+		var parts []string
+		for _, k := range slices.Sorted(maps.Keys(x.Value)) {
+			parts = append(parts, k+":"+avString(x.Value[k]))
+		}
+		return "{" + strings.Join(parts, ",") + "}"
+	case *types.AttributeValueMemberSS:
+		return fmt.Sprint(x.Value)
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+func diffSnapshots(before, after map[string]string) string {
+	var d []string
+	for _, k := range slices.Sorted(maps.Keys(before)) {
+		if after[k] != before[k] {
+			d = append(d, fmt.Sprintf("%s:\n  before %s\n  after  %s", k, before[k], after[k]))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(after)) {
+		if _, ok := before[k]; !ok {
+			d = append(d, fmt.Sprintf("%s: new %s", k, after[k]))
+		}
+	}
+	return strings.Join(d, "\n")
+}
+
+// The fault matrix: DynamoDB is cut after N requests, for every N the
+// request makes (the intent, config writes, audit, each fan-out, the
+// commit); the apply fails; then either CloudFormation's rollback is
+// replayed — the Release of a failed Create, the previous manifest applied
+// again after a failed Update — and the namespace's items equal their
+// snapshot from before the request, or the same request is retried and
+// the items equal those of an apply that never failed.
+func TestFaultMatrix(t *testing.T) {
+	const before = `
+namespace: tenant-alpha
+system: {limits: {rpm: {capacity: 100}}}
+resources: {r1: {limits: {rpm: {capacity: 10}}}, r2: {disabled: true}}
+entities: {u: {resources: {r1: {limits: {rpm: {capacity: 1}}}}}}
+`
+	const after = `
+namespace: tenant-alpha
+system: {limits: {rpm: {capacity: 200}}}
+resources: {r1: {limits: {rpm: {capacity: 20, soft: true}}, cascade: true}, r3: {disabled: bypass}}
+entities: {u: {resources: {r1: {disabled: false}, _default_: {limits: {rpm: {capacity: 2}}}}}, v: {resources: {r3: {disabled: false}}}}
+`
+	type scenario struct {
+		name   string
+		setup  string // applied first ("" for a Create)
+		retry  bool
+		replay func(e *env, req provision.Request)
+	}
+	rollbackCreate := func(e *env, req provision.Request) { e.release(req) }
+	rollbackUpdate := func(e *env, req provision.Request) { e.mustApplyAs(req, before) }
+	scenarios := []scenario{
+		{"create/rollback", "", false, rollbackCreate},
+		{"create/retry", "", true, nil},
+		{"update/rollback", before, false, rollbackUpdate},
+		{"update/retry", before, true, nil},
+	}
+	// prepare builds the namespace a request starts from: buckets for the
+	// fan-outs to reach, and the previous manifest for an Update.
+	prepare := func(e *env, name, setup string) provision.Request {
+		e.freshNamespace(name)
+		req := resource("stack-a", "Limits")
+		if setup != "" {
+			e.mustApplyAs(req, setup)
+		} else {
+			// An unmanaged system level the Create adopts.
+			if err := e.store.SetSystemLimits(e.ctx, e.ns, []limit.Limit{limit.PerMinute("rpm", 100)}, config.SystemOptions{}); err != nil {
+				e.t.Fatal(err)
+			}
+		}
+		for _, p := range [][2]string{{"u", "r1"}, {"u", "r3"}, {"v", "r3"}, {"w", "r1"}} {
+			e.acquire(p[0], p[1])
+		}
+		return req
+	}
+	// clean runs the request once without faults: the phase of each of its
+	// calls, and what it leaves.
+	clean := func(e *env, setup string) ([]string, map[string]string) {
+		req := prepare(e, "clean", setup)
+		var (
+			mu     sync.Mutex
+			phases []string
+		)
+		rec := e.proxy.Add(faultproxy.Rule{Fault: faultproxy.InternalServerError(), Match: func(op string, body []byte) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			phases = append(phases, phaseOf(op, string(body)))
+			return false
+		}})
+		e.mustApplyAs(req, after)
+		e.proxy.Remove(rec)
+		return phases, e.snapshot(false)
+	}
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			phases, cleanSnapshot := clean(e, sc.setup)
+			cuts := cutPoints(phases)
+			t.Logf("%d calls; cut after %v", len(phases), cuts)
+			for i, n := range cuts {
+				req := prepare(e, fmt.Sprintf("cut-%d", i), sc.setup)
+				want := e.snapshot(!sc.retry)
+				if sc.retry {
+					want = cleanSnapshot
+				}
+				cut := e.proxy.Add(faultproxy.Rule{Fault: faultproxy.InternalServerError(), After: n})
+				res, err := e.applyAs(req, after)
+				e.proxy.Remove(cut)
+				if err == nil && len(res.Errors) == 0 && n < len(phases)-1 {
+					t.Fatalf("cut after %d of %d calls: the apply succeeded", n, len(phases))
+				}
+				if sc.retry {
+					// A committed apply with owed fan-outs finishes them
+					// here too.
+					e.mustApplyAs(req, after)
+				} else {
+					sc.replay(e, req)
+				}
+				got := e.snapshot(!sc.retry)
+				if d := diffSnapshots(want, got); d != "" {
+					t.Fatalf("cut after %d of %d calls (%s; %v): the namespace differs:\n%s", n, len(phases), phaseAt(phases, n), err, d)
+				}
+			}
+		})
+	}
+}
+
+// freshNamespace switches the env to a new namespace of its table, with
+// its own limiter.
+func (e *env) freshNamespace(name string) {
+	e.t.Helper()
+	ns, err := e.store.RegisterNamespace(e.ctx, name)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	lim, err := limiter.New(e.tbl.DB, e.tbl.Name, ns, limiter.Options{Clock: e.clk.Now, Rand: func(int) int { return 0 }, ConfigCacheTTL: -1, RejectionCacheTTL: -1})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.ns, e.lim = ns, lim
+}
+
+// phaseOf names the phase of the apply a call belongs to (docs/design.md
+// §12) from what it writes; a read ("") belongs to the phase it is part of.
+func phaseOf(op, body string) string {
+	switch {
+	case op == "GetItem" || op == "BatchGetItem" || op == "Query":
+		return ""
+	case strings.Contains(body, "#OWNER#"):
+		return "owner record"
+	case strings.Contains(body, "#CLAIM#"):
+		return "claims"
+	case strings.Contains(body, "/AUDIT#"):
+		return "audit"
+	case strings.Contains(body, "#VERSION"):
+		return "version ratchet"
+	case !strings.Contains(body, "BUCKET#"):
+		return "config writes"
+	case strings.Contains(body, "parent_id"), strings.Contains(body, `"cascade"`):
+		return "cascade fan-out"
+	case strings.Contains(body, `"vu"`):
+		return "parameter sync"
+	case strings.Contains(body, "_soft"):
+		return "soft fan-out"
+	}
+	return "access fan-out"
+}
+
+// cutPoints are the cuts that reach every phase: its first call fails,
+// and its last; and no cut at all. Reads take the phase of the write
+// before them.
+func cutPoints(phases []string) []int {
+	label := slices.Clone(phases)
+	for i := range label {
+		if label[i] == "" {
+			label[i] = "plan"
+			if i > 0 {
+				label[i] = label[i-1]
+			}
+		}
+	}
+	set := map[int]bool{len(phases): true}
+	for i := range label {
+		if i == 0 || label[i] != label[i-1] {
+			set[i] = true
+		}
+		if i == len(label)-1 || label[i] != label[i+1] {
+			set[i] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+func phaseAt(phases []string, n int) string {
+	for ; n < len(phases); n-- {
+		if n < 0 {
+			return "cut in the plan"
+		}
+		if phases[n] != "" {
+			return "cut in " + phases[n]
+		}
+	}
+	return "no cut"
+}
