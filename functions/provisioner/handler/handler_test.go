@@ -730,3 +730,75 @@ func TestDeadlineAfterTheFirstWriteRollsBack(t *testing.T) {
 		})
 	}
 }
+
+// An Update that moves the resource to another namespace: if it fails, the
+// rollback (an Update back to the old properties) releases what the move
+// wrote in the new namespace first; if it succeeds, the Delete of the old
+// incarnation removes the old namespace's limits and none of the new one's.
+func TestMoveToAnotherNamespace(t *testing.T) {
+	for _, fail := range []bool{true, false} {
+		t.Run(fmt.Sprintf("fail=%v", fail), func(t *testing.T) {
+			e := newEnv(t)
+			beta, err := e.store.RegisterNamespace(e.ctx, "tenant-beta")
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.invoke(e.event("cfn-limits-create.json", nil))
+			toBeta := func(ev map[string]any) {
+				ev["ResourceProperties"].(map[string]any)["Namespace"] = "tenant-beta"
+			}
+			var cut faultproxy.RuleID
+			if fail {
+				cut = e.proxy.Add(faultproxy.Rule{Fault: faultproxy.InternalServerError(), Match: func(op string, body []byte) bool {
+					return op == "PutItem" && strings.Contains(string(body), `"applied"`) && strings.Contains(string(body), beta)
+				}})
+			}
+			moved := e.invoke(e.event("cfn-limits-update.json", toBeta))
+			betaID := e.tbl.Name + "/" + beta + "/limits/tenant-alpha-limits/TenantLimits/"
+			if !strings.HasPrefix(moved.PhysicalResourceID, betaID) || (moved.Status == cfn.StatusFailed) != fail {
+				t.Fatalf("move %+v", moved)
+			}
+			if l, _ := e.store.GetResourceLimits(e.ctx, beta, "gpt-4"); len(l) == 0 {
+				t.Fatal("the move did not write the new namespace")
+			}
+			if fail {
+				e.proxy.Remove(cut)
+				// The rollback: the old properties, the old incarnation.
+				back := e.invoke(e.event("cfn-limits-update.json", func(ev map[string]any) {
+					ev["OldResourceProperties"] = ev["ResourceProperties"]
+					toBeta(map[string]any{"ResourceProperties": ev["OldResourceProperties"]})
+					ev["ResourceProperties"] = e.eventProps("cfn-limits-update.json")
+				}))
+				if back.Status != cfn.StatusSuccess || back.PhysicalResourceID != e.sampleID() {
+					t.Fatalf("rollback %+v", back)
+				}
+				if l, _ := e.store.GetResourceLimits(e.ctx, beta, "gpt-4"); len(l) != 0 {
+					t.Fatalf("the rollback left the move's limits in %s: %v", beta, l)
+				}
+				if l, _ := e.store.GetResourceLimits(e.ctx, e.ns, "gpt-4"); len(l) == 0 {
+					t.Fatal("the old namespace lost its limits")
+				}
+				return
+			}
+			if del := e.invoke(e.event("cfn-limits-delete.json", nil)); del.Status != cfn.StatusSuccess || del.Data["Status"] != "applied" {
+				t.Fatalf("cleanup delete %+v", del)
+			}
+			if l, _ := e.store.GetResourceLimits(e.ctx, e.ns, "gpt-4"); len(l) != 0 {
+				t.Fatal("the old namespace kept its limits")
+			}
+			if l, _ := e.store.GetResourceLimits(e.ctx, beta, "gpt-4"); len(l) == 0 {
+				t.Fatal("the cleanup removed the new namespace's limits")
+			}
+		})
+	}
+}
+
+// eventProps is a sample event's ResourceProperties.
+func (e *env) eventProps(name string) map[string]any {
+	e.t.Helper()
+	var ev map[string]any
+	if err := json.Unmarshal(e.event(name, nil), &ev); err != nil {
+		e.t.Fatal(err)
+	}
+	return ev["ResourceProperties"].(map[string]any)
+}
