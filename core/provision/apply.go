@@ -194,19 +194,19 @@ func (p *Provisioner) recordIntent(ctx context.Context, pl *Plan) error {
 		prior := pl.items[targetKey(ns, t)]
 		switch {
 		case !held:
-			// Nobody held it: an item already there is adopted, and
-			// kept as it was until this apply commits.
-			ws = append(ws, putClaim(ns, t, me, "", false, prior))
+			// Nobody held it: an item already there is adopted, its
+			// prior image kept for the release.
+			ws = append(ws, putClaim(ns, t, me, "", false, prior, nil))
 		case c.owner == me && !c.stored:
-			ws = append(ws, putClaim(ns, t, me, "", false, nil)) // adopted from R10
+			ws = append(ws, putClaim(ns, t, me, "", false, nil, nil)) // adopted from R10
 		case c.owner != me:
-			ws = append(ws, putClaim(ns, t, me, c.owner, true, prior))
+			ws = append(ws, putClaim(ns, t, me, c.owner, true, prior, c.prior))
 		}
 	}
 	// Targets of an adopted R10 that the manifest no longer names.
 	for t, c := range pl.claims {
 		if _, named := pl.Manifest.Desired(t); c.owner == me && !c.stored && !named {
-			ws = append(ws, putClaim(ns, t, me, "", false, nil))
+			ws = append(ws, putClaim(ns, t, me, "", false, nil, nil))
 		}
 	}
 	err := p.writeClaims(ctx, ws, true)
@@ -227,10 +227,10 @@ func (p *Provisioner) recordIntent(ctx context.Context, pl *Plan) error {
 }
 
 // commit records what the apply achieved: claims of released targets are
-// deleted (or given back to the owner they were taken from), adoptions are
-// confirmed, owed fan-outs marked, a Release confirms the handovers from
-// its owner, an adopted R10 is deleted, and the owner record says applied
-// (or, for a Release, is deleted).
+// deleted (or given back to the owner they were taken from), owed fan-outs
+// marked, a Release confirms the handovers from its owner, an adopted R10
+// is deleted, and the owner record says applied (or, for a Release, is
+// deleted).
 func (p *Provisioner) commit(ctx context.Context, pl *Plan, failed map[manifest.Target]bool) error {
 	ns, me := pl.Namespace, pl.Request.Owner.Key()
 	owed := &types.AttributeValueMemberBOOL{Value: true}
@@ -244,8 +244,15 @@ func (p *Provisioner) commit(ctx context.Context, pl *Plan, failed map[manifest.
 		case failed[c.Target]:
 			ws = append(ws, updateClaim(ns, c.Target, attrOwner, me, map[string]types.AttributeValue{attrFanoutOwed: owed}))
 		case cl.from != "":
-			ws = append(ws, updateClaim(ns, c.Target, attrOwner, me,
-				map[string]types.AttributeValue{attrOwner: schema.Str(cl.from)}, attrFrom, attrPrior, attrFanoutOwed))
+			// Back to the giver, with the giver's own prior image.
+			set := map[string]types.AttributeValue{attrOwner: schema.Str(cl.from)}
+			remove := []string{attrFrom, attrFromPrior, attrFanoutOwed}
+			if cl.fromPrior != nil {
+				set[attrPrior] = &types.AttributeValueMemberM{Value: cl.fromPrior}
+			} else {
+				remove = append(remove, attrPrior)
+			}
+			ws = append(ws, updateClaim(ns, c.Target, attrOwner, me, set, remove...))
 		default:
 			ws = append(ws, deleteClaim(ns, c.Target, me))
 		}
@@ -262,7 +269,15 @@ func (p *Provisioner) commit(ctx context.Context, pl *Plan, failed map[manifest.
 	}
 	if pl.release {
 		for t, cl := range pl.claims {
-			if cl.from == me {
+			if cl.from != me {
+				continue
+			}
+			// The taker keeps the target, and with it what the target
+			// was before this owner held it.
+			if cl.fromPrior != nil {
+				ws = append(ws, updateClaim(ns, t, attrFrom, me, map[string]types.AttributeValue{
+					attrPrior: &types.AttributeValueMemberM{Value: cl.fromPrior}}, attrFrom, attrFromPrior))
+			} else {
 				ws = append(ws, updateClaim(ns, t, attrFrom, me, nil, attrFrom, attrPrior))
 			}
 		}

@@ -148,6 +148,10 @@ func TestRenameWithinAStack(t *testing.T) {
 		t.Run(fmt.Sprintf("rollback=%v", rollback), func(t *testing.T) {
 			e := newEnv(t)
 			a, b := resource("stack-a", "OldLimits"), resource("stack-a", "NewLimits")
+			// r1 was there before either resource: the first adopts it.
+			if err := e.store.SetResourceLimits(e.ctx, e.ns, "r1", []limit.Limit{limit.PerMinute("rpm", 7)}); err != nil {
+				t.Fatal(err)
+			}
 			e.mustApplyAs(a, old)
 			res := e.mustApplyAs(b, renamed)
 			if res.TakenOver != 2 || e.rpm(schema.ResourceConfigKey(e.ns, "r1")) != "30" {
@@ -162,12 +166,16 @@ func TestRenameWithinAStack(t *testing.T) {
 					t.Fatalf("after the old resource's delete: %s", got)
 				}
 				// The handover is confirmed: deleting the new resource
-				// now removes everything.
+				// now removes what the two wrote, and r1 is as it was
+				// before either.
 				e.release(b)
-				for _, k := range []schema.Key{schema.ResourceConfigKey(e.ns, "r1"), schema.ResourceConfigKey(e.ns, "r3"), schema.EntityConfigKey(e.ns, "u", "r1")} {
+				for _, k := range []schema.Key{schema.ResourceConfigKey(e.ns, "r3"), schema.EntityConfigKey(e.ns, "u", "r1")} {
 					if e.item(k) != nil {
 						t.Fatalf("%v left", k)
 					}
+				}
+				if got := e.rpm(schema.ResourceConfigKey(e.ns, "r1")); got != "7" {
+					t.Fatalf("r1 %s after both releases, want the 7 it had before", got)
 				}
 				return
 			}
@@ -182,6 +190,10 @@ func TestRenameWithinAStack(t *testing.T) {
 			e.mustApplyAs(a, strings.Replace(old, "capacity: 10", "capacity: 11", 1))
 			if e.rpm(schema.ResourceConfigKey(e.ns, "r1")) != "11" {
 				t.Fatal("a no longer manages r1")
+			}
+			e.release(a)
+			if got := e.rpm(schema.ResourceConfigKey(e.ns, "r1")); got != "7" {
+				t.Fatalf("r1 %s after a's release, want the 7 it had before", got)
 			}
 		})
 	}

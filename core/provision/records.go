@@ -32,6 +32,11 @@ const (
 	// the target: restored when the owner lets the target go (for a
 	// taken target, until the giver's release confirms the handover).
 	attrPrior = "prior"
+	// attrFromPrior is the giver's own prior image of a taken target: what
+	// the target was before any of its owners held it. It goes back to the
+	// giver with the target, or stays with the taker once the handover is
+	// confirmed.
+	attrFromPrior = "taken_from_prior"
 	// attrFanoutOwed marks a held target whose bucket fan-outs did not
 	// finish; the next apply runs them even when its config is unchanged.
 	attrFanoutOwed = "fanout_owed"
@@ -49,8 +54,10 @@ type claim struct {
 	from  string
 	// prior is the config item before owner took the target (nil: there
 	// was none, or the handover is confirmed).
-	prior   map[string]types.AttributeValue
-	pending bool
+	prior map[string]types.AttributeValue
+	// fromPrior is the giver's prior image (attrFromPrior).
+	fromPrior map[string]types.AttributeValue
+	pending   bool
 	// stored is false for a target of the legacy R10 that no claim item
 	// holds yet.
 	stored bool
@@ -115,6 +122,9 @@ func (p *Provisioner) readClaims(ctx context.Context, ns string) (map[manifest.T
 			c := claim{owner: owner, from: str(it[attrFrom]), stored: true}
 			if m, ok := it[attrPrior].(*types.AttributeValueMemberM); ok {
 				c.prior = m.Value
+			}
+			if m, ok := it[attrFromPrior].(*types.AttributeValueMemberM); ok {
+				c.fromPrior = m.Value
 			}
 			if b, ok := it[attrFanoutOwed].(*types.AttributeValueMemberBOOL); ok {
 				c.pending = b.Value
@@ -291,8 +301,9 @@ func conditionFailed(tc *types.TransactionCanceledException) bool {
 
 // putClaim holds t for owner: a new claim (nobody held it: cond
 // attribute_not_exists) or a takeover (from held it: cond owner = from).
-// prior is the config item as it was, kept for a rollback.
-func putClaim(ns string, t manifest.Target, owner, from string, takeover bool, prior map[string]types.AttributeValue) claimWrite {
+// prior is the config item as it was, restored on release; fromPrior the
+// giver's own prior image.
+func putClaim(ns string, t manifest.Target, owner, from string, takeover bool, prior, fromPrior map[string]types.AttributeValue) claimWrite {
 	k := claimKey(ns, t)
 	it := schema.ProvisionerItemKeys(ns, k).Item()
 	it[attrOwner] = schema.Str(owner)
@@ -301,6 +312,9 @@ func putClaim(ns string, t manifest.Target, owner, from string, takeover bool, p
 	}
 	if prior != nil {
 		it[attrPrior] = &types.AttributeValueMemberM{Value: prior}
+	}
+	if fromPrior != nil {
+		it[attrFromPrior] = &types.AttributeValueMemberM{Value: fromPrior}
 	}
 	put := &types.Put{Item: it}
 	if takeover {
