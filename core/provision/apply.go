@@ -142,15 +142,21 @@ func (p *Provisioner) ApplyPlan(ctx context.Context, pl *Plan) (*Result, error) 
 			res.Errors = append(res.Errors, "ratchet client_min_version: "+err.Error())
 		}
 	}
-	for _, c := range writes {
+	// One audit event per written target, Workers at once.
+	var mu sync.Mutex
+	err := p.each(ctx, writes, func(ctx context.Context, c Change) {
 		if err := p.audit(ctx, ns, c, pl.Request.Principal); err != nil {
+			mu.Lock()
+			defer mu.Unlock()
 			res.Errors = append(res.Errors, fmt.Sprintf("audit %s %s: %v", c.Target.Kind, c.Target, err))
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 
 	// 4. Fan-outs. A target whose work fails stays owed.
 	failed := map[manifest.Target]bool{}
-	var mu sync.Mutex
 	fail := func(what string, t manifest.Target, err error) {
 		mu.Lock()
 		defer mu.Unlock()
