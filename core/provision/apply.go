@@ -132,7 +132,17 @@ func (p *Provisioner) ApplyPlan(ctx context.Context, pl *Plan) (*Result, error) 
 
 	// 3. Config writes: system, resources, entities; within a kind the
 	// creates and updates, then the deletes.
+	// Entity configs created on keys that had no item go in batches
+	// (config.CreateEntityConfigs: the setters' items, 99 a transaction);
+	// any a concurrent writer beat to it are written one by one below.
+	fresh, err := p.createEntities(ctx, pl, writes)
+	if err != nil {
+		return nil, err
+	}
 	for _, c := range writeOrder(writes) {
+		if fresh[c.Target] {
+			continue
+		}
 		if err := p.writeTarget(ctx, ns, c); err != nil {
 			return nil, &ConfigWriteError{Target: c.Target, Err: err}
 		}
@@ -144,7 +154,7 @@ func (p *Provisioner) ApplyPlan(ctx context.Context, pl *Plan) (*Result, error) 
 	}
 	// One audit event per written target, Workers at once.
 	var mu sync.Mutex
-	err := p.each(ctx, writes, func(ctx context.Context, c Change) {
+	err = p.each(ctx, writes, func(ctx context.Context, c Change) {
 		if err := p.audit(ctx, ns, c, pl.Request.Principal); err != nil {
 			mu.Lock()
 			defer mu.Unlock()
@@ -307,6 +317,36 @@ func (p *Provisioner) commit(ctx context.Context, pl *Plan, failed map[manifest.
 		return nil
 	}
 	return p.putOwner(ctx, p.ownerItem(ns, pl.Request, statusApplied, pl.Hash, p.nowString(), ""))
+}
+
+// createEntities writes, in batches, the entity configs the plan creates on
+// keys that had no item, and returns those it wrote.
+func (p *Provisioner) createEntities(ctx context.Context, pl *Plan, writes []Change) (map[manifest.Target]bool, error) {
+	var cs []config.NewEntityConfig
+	for _, c := range writes {
+		t := c.Target
+		if t.Kind != manifest.KindEntity || c.Action != ActionCreate || pl.items[targetKey(pl.Namespace, t)] != nil {
+			continue
+		}
+		cs = append(cs, config.NewEntityConfig{Entity: t.Entity, Resource: t.Resource, Limits: c.want.Limits,
+			Access: c.want.Disabled, Cascade: c.want.Cascade})
+	}
+	if len(cs) == 0 {
+		return nil, nil
+	}
+	left, err := p.store.CreateEntityConfigs(ctx, pl.Namespace, cs)
+	if err != nil {
+		t := manifest.Target{Kind: manifest.KindEntity, Entity: cs[0].Entity, Resource: cs[0].Resource}
+		return nil, &ConfigWriteError{Target: t, Err: err}
+	}
+	fresh := make(map[manifest.Target]bool, len(cs))
+	for _, c := range cs {
+		fresh[manifest.Target{Kind: manifest.KindEntity, Entity: c.Entity, Resource: c.Resource}] = true
+	}
+	for _, c := range left {
+		delete(fresh, manifest.Target{Kind: manifest.KindEntity, Entity: c.Entity, Resource: c.Resource})
+	}
+	return fresh, nil
 }
 
 // writeOrder orders config writes: system first, then resources, then

@@ -472,8 +472,15 @@ func TestFailedConfigWriteRollsBack(t *testing.T) {
 	e := newEnv(t)
 	old := "namespace: tenant-alpha\nresources: {r1: {limits: {rpm: {capacity: 10}}}}"
 	e.apply(old)
-	e.proxy.Add(faultproxy.Rule{Operation: "TransactWriteItems", Fault: faultproxy.InternalServerError(), Count: 1,
-		Match: func(_ string, body []byte) bool { return strings.Contains(string(body), "ENTITY#u2") }})
+	// u2 has an item nobody manages: the apply adopts it, writing it after
+	// the batch that creates u1.
+	if err := e.store.SetEntityLimits(e.ctx, e.ns, "u2", "r1", []limit.Limit{limit.PerMinute("rpm", 9)}); err != nil {
+		t.Fatal(err)
+	}
+	e.proxy.Add(faultproxy.Rule{Fault: faultproxy.InternalServerError(), Count: 1,
+		Match: func(op string, body []byte) bool {
+			return op != "BatchGetItem" && op != "TransactWriteItems" && strings.Contains(string(body), "ENTITY#u2")
+		}})
 	_, err := e.prov.Apply(e.ctx, e.ns, e.parse(old+"\nentities: {u1: {resources: {r1: {limits: {rpm: {capacity: 1}}}}}, u2: {resources: {r1: {limits: {rpm: {capacity: 2}}}}}}"), e.req)
 	var cw *provision.ConfigWriteError
 	if !errors.As(err, &cw) || cw.Target.Entity != "u2" {
@@ -485,6 +492,9 @@ func TestFailedConfigWriteRollsBack(t *testing.T) {
 	e.apply(old)
 	if it := e.item(schema.EntityConfigKey(e.ns, "u1", "r1")); it != nil {
 		t.Fatal("rollback left u1")
+	}
+	if l, _ := e.store.GetEntityLimits(e.ctx, e.ns, "u2", "r1"); len(l) != 1 || l[0].Capacity != 9 {
+		t.Fatalf("rollback did not give u2 back as it was: %v", l)
 	}
 	st, _ := e.prov.ReadState(e.ctx, e.ns, e.req.Owner)
 	if targets(st.Targets) != "r1" || len(st.Pending) != 0 {
