@@ -132,3 +132,92 @@ func anyConditionFailed(err error) bool {
 	}
 	return false
 }
+
+// DeleteEntityConfigs deletes whole the entity config items of namespace
+// ns given as the caller read them (strongly consistently): limits, access
+// and cascade settings alike, in transactions of up to 99 items of one
+// resource with that resource's registry update (R9 `ADD #r :-n`), each
+// delete under attribute_exists(PK). An item that holds anything else (an
+// attribute this version does not know, a schedule) is not deleted here,
+// and neither is a batch whose condition failed (an item vanished
+// meanwhile): their keys are returned, and the caller deletes them through
+// the setters, which keep what they must.
+func (s *Store) DeleteEntityConfigs(ctx context.Context, ns string, items map[schema.Key]map[string]types.AttributeValue) (left []schema.Key, err error) {
+	if err := validateNamespace(ns); err != nil {
+		return nil, err
+	}
+	type del struct {
+		key schema.Key
+		t   target
+	}
+	byResource := map[string][]del{}
+	for k, it := range items {
+		info := schema.ClassifyKey(k.PK, k.SK)
+		if info.Kind != schema.KindEntityConfig || info.Namespace != ns || !onlyManagedAttrs(entityTarget(ns, info.Entity, info.Resource), it) {
+			left = append(left, k)
+			continue
+		}
+		t := entityTarget(ns, info.Entity, info.Resource)
+		byResource[t.resource] = append(byResource[t.resource], del{key: k, t: t})
+	}
+	resources := make([]string, 0, len(byResource))
+	for r := range byResource {
+		resources = append(resources, r)
+	}
+	sort.Strings(resources)
+	defer s.changing(schema.Key{})()
+	for _, r := range resources {
+		ds := byResource[r]
+		sort.Slice(ds, func(i, j int) bool { return ds[i].key.PK < ds[j].key.PK })
+		for start := 0; start < len(ds); start += maxCreateBatch {
+			batch := ds[start:min(start+maxCreateBatch, len(ds))]
+			tx := make([]types.TransactWriteItem, 0, len(batch)+1)
+			for _, d := range batch {
+				tx = append(tx, types.TransactWriteItem{Delete: &types.Delete{
+					TableName: aws.String(s.table), Key: d.key.AttributeValues(),
+					ConditionExpression:      aws.String("attribute_exists(#pk)"),
+					ExpressionAttributeNames: map[string]string{"#pk": schema.AttrPK},
+				}})
+			}
+			tx = append(tx, types.TransactWriteItem{Update: s.entityRegistryUpdate(ns, r, -int64(len(batch)))})
+			_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: tx})
+			for _, d := range batch {
+				s.resolver.evictKey(d.key)
+			}
+			switch {
+			case err == nil:
+			case anyConditionFailed(err):
+				for _, d := range batch {
+					left = append(left, d.key)
+				}
+			default:
+				return nil, s.wrap(batch[0].t, "delete", err)
+			}
+		}
+		if err := s.cleanupEntityRegistry(ctx, ns, r); err != nil {
+			return nil, err
+		}
+	}
+	return left, nil
+}
+
+// onlyManagedAttrs reports an item that holds nothing but its keys, its
+// identity, limits, access and cascade.
+func onlyManagedAttrs(t target, it map[string]types.AttributeValue) bool {
+	identity := t.identity()
+	for a := range it {
+		if _, ok := identity[a]; ok || isKeyAttr(a) || a == schema.AttrDisabled || a == schema.AttrCascade {
+			continue
+		}
+		_, f, hidden, ok := schema.ParseConfigAttr(a)
+		if !ok || hidden {
+			return false
+		}
+		switch f {
+		case schema.LimitCapacity, schema.LimitRefillAmount, schema.LimitRefillPeriod, schema.LimitSoft:
+		default:
+			return false // a schedule, a window: not this version's to delete
+		}
+	}
+	return true
+}

@@ -97,3 +97,41 @@ func avText(v types.AttributeValue) string {
 	}
 	return fmt.Sprintf("%T", v)
 }
+
+// DeleteEntityConfigs deletes whole the items that hold nothing but what
+// the setters manage, and the registry forgets the resource; an item with
+// an attribute this version does not know is handed back untouched.
+func TestDeleteEntityConfigs(t *testing.T) {
+	e := newEnv(t)
+	st := e.store()
+	cs := []config.NewEntityConfig{
+		{Entity: "u", Resource: "r", Limits: []limit.Limit{limit.PerMinute("rpm", 5)}, Access: config.AccessDisabled},
+		{Entity: "v", Resource: "r", Cascade: config.CascadeOn},
+		{Entity: "w", Resource: "r", Limits: []limit.Limit{limit.PerMinute("rpm", 7)}},
+	}
+	if left, err := st.CreateEntityConfigs(e.ctx, e.ns, cs); err != nil || len(left) != 0 {
+		t.Fatalf("%v %v", left, err)
+	}
+	wk := schema.EntityConfigKey(e.ns, "w", "r")
+	e.set(t, wk, map[string]types.AttributeValue{"future_attr": &types.AttributeValueMemberS{Value: "x"}})
+	items := map[schema.Key]map[string]types.AttributeValue{}
+	for _, c := range cs {
+		k := schema.EntityConfigKey(e.ns, c.Entity, c.Resource)
+		items[k] = e.get(t, k)
+	}
+	left, err := st.DeleteEntityConfigs(e.ctx, e.ns, items)
+	if err != nil || len(left) != 1 || left[0] != wk {
+		t.Fatalf("left %v, %v", left, err)
+	}
+	for _, en := range []string{"u", "v"} {
+		if it := e.get(t, schema.EntityConfigKey(e.ns, en, "r")); it != nil {
+			t.Errorf("%s left: %v", en, it)
+		}
+	}
+	if e.get(t, wk) == nil {
+		t.Fatal("the item with an unknown attribute was deleted")
+	}
+	if got := nAttr(e.get(t, schema.EntityConfigRegistryKey(e.ns)), "r"); got != "1" {
+		t.Fatalf("registry count for r: %q, want 1 (w remains)", got)
+	}
+}

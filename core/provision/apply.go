@@ -139,12 +139,44 @@ func (p *Provisioner) ApplyPlan(ctx context.Context, pl *Plan) (*Result, error) 
 	if err != nil {
 		return nil, err
 	}
+	// Entity configs released whole are deleted in batches too, last as
+	// every kind's deletes are (config.DeleteEntityConfigs); what the batch
+	// hands back goes through the setters.
+	gone := map[schema.Key]map[string]types.AttributeValue{}
+	for _, c := range writes {
+		if k := targetKey(ns, c.Target); c.Target.Kind == manifest.KindEntity && c.Action == ActionDelete && !c.restore && pl.items[k] != nil {
+			gone[k] = pl.items[k]
+		}
+	}
+	var late []Change
 	for _, c := range writeOrder(writes) {
+		if _, ok := gone[targetKey(ns, c.Target)]; ok {
+			late = append(late, c)
+			continue
+		}
 		if fresh[c.Target] {
 			continue
 		}
 		if err := p.writeTarget(ctx, ns, c); err != nil {
 			return nil, &ConfigWriteError{Target: c.Target, Err: err}
+		}
+	}
+	if len(late) > 0 {
+		left, err := p.store.DeleteEntityConfigs(ctx, ns, gone)
+		if err != nil {
+			return nil, &ConfigWriteError{Target: late[0].Target, Err: err}
+		}
+		retry := map[schema.Key]bool{}
+		for _, k := range left {
+			retry[k] = true
+		}
+		for _, c := range late {
+			if !retry[targetKey(ns, c.Target)] {
+				continue
+			}
+			if err := p.writeTarget(ctx, ns, c); err != nil {
+				return nil, &ConfigWriteError{Target: c.Target, Err: err}
+			}
 		}
 	}
 	if len(writes) > 0 && need != "" {
