@@ -73,6 +73,13 @@ func WithGSI2Projection(p types.ProjectionType) TableOption {
 	}
 }
 
+// WithoutStream leaves the table without a stream: a table no aggregator
+// reads, such as a test's that only writes config (DynamoDB Local slows as
+// stream records pile up).
+func WithoutStream() TableOption {
+	return func(t *Table) { t.StreamView = "" }
+}
+
 // Definition returns the table layout of docs/design.md §2: PK/SK, GSI1–GSI4,
 // LSI1–LSI5 (odd ALL, even KEYS_ONLY), TTL on `ttl`, a NEW_AND_OLD_IMAGES
 // stream and on-demand billing.
@@ -129,11 +136,10 @@ func (t Table) CreateTableInput(name string) *dynamodb.CreateTableInput {
 			{AttributeName: aws.String(t.PartitionKey), KeyType: types.KeyTypeHash},
 			{AttributeName: aws.String(t.SortKey), KeyType: types.KeyTypeRange},
 		},
-		StreamSpecification: &types.StreamSpecification{
-			StreamEnabled:  aws.Bool(true),
-			StreamViewType: t.StreamView,
-		},
 		Tags: []types.Tag{{Key: aws.String("Application"), Value: aws.String("zae-limiter")}},
+	}
+	if t.StreamView != "" {
+		in.StreamSpecification = &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: t.StreamView}
 	}
 	for _, a := range t.AttributeNames() {
 		in.AttributeDefinitions = append(in.AttributeDefinitions, types.AttributeDefinition{
