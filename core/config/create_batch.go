@@ -3,6 +3,8 @@ package config
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"sort"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -81,13 +83,8 @@ func (s *Store) CreateEntityConfigs(ctx context.Context, ns string, cs []NewEnti
 		}
 		byResource[c.Resource] = append(byResource[c.Resource], put{cfg: c, t: t, item: it})
 	}
-	resources := make([]string, 0, len(byResource))
-	for r := range byResource {
-		resources = append(resources, r)
-	}
-	sort.Strings(resources)
 	defer s.changing(schema.Key{})()
-	for _, r := range resources {
+	for _, r := range slices.Sorted(maps.Keys(byResource)) {
 		ps := byResource[r]
 		for start := 0; start < len(ps); start += maxCreateBatch {
 			batch := ps[start:min(start+maxCreateBatch, len(ps))]
@@ -160,13 +157,8 @@ func (s *Store) DeleteEntityConfigs(ctx context.Context, ns string, items map[sc
 		t := entityTarget(ns, info.Entity, info.Resource)
 		byResource[t.resource] = append(byResource[t.resource], del{key: k, t: t})
 	}
-	resources := make([]string, 0, len(byResource))
-	for r := range byResource {
-		resources = append(resources, r)
-	}
-	sort.Strings(resources)
 	defer s.changing(schema.Key{})()
-	for _, r := range resources {
+	for _, r := range slices.Sorted(maps.Keys(byResource)) {
 		ds := byResource[r]
 		sort.Slice(ds, func(i, j int) bool { return ds[i].key.PK < ds[j].key.PK })
 		for start := 0; start < len(ds); start += maxCreateBatch {

@@ -2,7 +2,6 @@ package config_test
 
 import (
 	"crypto/rand"
-	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
+	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
 )
 
 // CreateEntityConfigs writes, attribute for attribute, the items the
@@ -79,23 +79,9 @@ func TestCreateEntityConfigsIsTheSetters(t *testing.T) {
 func rename(it map[string]types.AttributeValue, from, to string) map[string]string {
 	out := map[string]string{}
 	for k, v := range it {
-		out[k] = strings.ReplaceAll(fmt.Sprint(avText(v)), from, to)
+		out[k] = strings.ReplaceAll(ddbtest.Render(v), from, to)
 	}
 	return out
-}
-
-func avText(v types.AttributeValue) string {
-	switch x := v.(type) {
-	case *types.AttributeValueMemberS:
-		return "S:" + x.Value
-	case *types.AttributeValueMemberN:
-		return "N:" + x.Value
-	case *types.AttributeValueMemberBOOL:
-		return fmt.Sprint("B:", x.Value)
-	case *types.AttributeValueMemberSS:
-		return fmt.Sprint("SS:", x.Value)
-	}
-	return fmt.Sprintf("%T", v)
 }
 
 // DeleteEntityConfigs deletes whole the items that hold nothing but what

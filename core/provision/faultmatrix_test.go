@@ -17,6 +17,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
 	"github.com/zae-limiter/zae-limiter-go/core/provision"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
+	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
 	"github.com/zae-limiter/zae-limiter-go/internal/faultproxy"
 )
 
@@ -81,7 +82,7 @@ func (e *env) snapshot(params bool) map[string]string {
 		}
 		var parts []string
 		for _, a := range slices.Sorted(maps.Keys(it)) {
-			parts = append(parts, a+"="+avString(it[a]))
+			parts = append(parts, a+"="+ddbtest.Render(it[a]))
 		}
 		key := k.PK + " " + k.SK
 		out[strings.ReplaceAll(key, e.ns, "NS")] = strings.ReplaceAll(strings.Join(parts, " "), e.ns, "NS")
@@ -94,32 +95,6 @@ func str(v types.AttributeValue) string {
 		return s.Value
 	}
 	return ""
-}
-
-func avString(v types.AttributeValue) string {
-	switch x := v.(type) {
-	case *types.AttributeValueMemberS:
-		return "S:" + x.Value
-	case *types.AttributeValueMemberN:
-		return "N:" + x.Value
-	case *types.AttributeValueMemberBOOL:
-		return fmt.Sprint("B:", x.Value)
-	case *types.AttributeValueMemberL:
-		parts := make([]string, len(x.Value))
-		for i, e := range x.Value {
-			parts[i] = avString(e)
-		}
-		return "[" + strings.Join(parts, ",") + "]"
-	case *types.AttributeValueMemberM:
-		var parts []string
-		for _, k := range slices.Sorted(maps.Keys(x.Value)) {
-			parts = append(parts, k+":"+avString(x.Value[k]))
-		}
-		return "{" + strings.Join(parts, ",") + "}"
-	case *types.AttributeValueMemberSS:
-		return fmt.Sprint(x.Value)
-	}
-	return fmt.Sprintf("%T", v)
 }
 
 func diffSnapshots(before, after map[string]string) string {

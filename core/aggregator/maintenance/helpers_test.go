@@ -147,44 +147,8 @@ func flat(it item) map[string]string {
 	return out
 }
 
-func render(v types.AttributeValue) string {
-	switch v := v.(type) {
-	case *types.AttributeValueMemberN:
-		return "N:" + v.Value
-	case *types.AttributeValueMemberS:
-		return "S:" + v.Value
-	case *types.AttributeValueMemberBOOL:
-		return fmt.Sprintf("BOOL:%v", v.Value)
-	case *types.AttributeValueMemberNULL:
-		return "NULL"
-	case *types.AttributeValueMemberB:
-		return fmt.Sprintf("B:%x", v.Value)
-	case *types.AttributeValueMemberSS:
-		s := slices.Clone(v.Value)
-		slices.Sort(s)
-		return "SS:" + strings.Join(s, ",")
-	case *types.AttributeValueMemberNS:
-		s := slices.Clone(v.Value)
-		slices.Sort(s)
-		return "NS:" + strings.Join(s, ",")
-	case *types.AttributeValueMemberL:
-		parts := make([]string, len(v.Value))
-		for i, e := range v.Value {
-			parts[i] = render(e)
-		}
-		return "L:[" + strings.Join(parts, ",") + "]"
-	case *types.AttributeValueMemberM:
-		keys := slices.Sorted(maps.Keys(v.Value))
-		parts := make([]string, len(keys))
-		for i, k := range keys {
-			parts[i] = k + "=" + render(v.Value[k])
-		}
-		return "M:{" + strings.Join(parts, ",") + "}"
-	case nil:
-		return "<nil>"
-	}
-	return fmt.Sprintf("%T", v)
-}
+// render is ddbtest.Render.
+func render(v types.AttributeValue) string { return ddbtest.Render(v) }
 
 // sameItem fails t unless got and want hold the same attributes.
 func sameItem(t testing.TB, what string, got, want item) {
