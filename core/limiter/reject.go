@@ -68,10 +68,24 @@ func (l *Limiter) judgePair(req *request, entity string, count int64, now int64)
 	return j
 }
 
-// trustedAt reports a cached state still valid at now: vu not passed and
-// the item not expired (its age is the cache's business).
+// trustedAt reports a cached state still valid at now: the item not
+// expired (its age is the cache's business), and, once its vu has passed,
+// an item whose balances only the refill arithmetic moves.
+//
+// Past vu, no debit lands without moving rf (the fast path, the Retry
+// shape and a lease's extra debit all carry the vu guard), so the state's
+// lazy refill to now is what the next materialisation would find, or more
+// if some other write debited since: a rejection decided from it stays
+// sound (docs/design.md §10, decisions P41). A credit sets vu to its
+// instant, so without this every retry of a key exhausted after a settled
+// lease would pay a round trip. An item with phase-2 attributes (a
+// schedule boundary or a reset edge can add tokens the lazy refill does
+// not see) keeps the vu barrier.
 func trustedAt(img *bucket.Image, now int64) bool {
-	return !(img.HasVU && img.VU <= now) && !(img.HasTTL && img.TTL <= now/1000)
+	if img.HasTTL && img.TTL <= now/1000 {
+		return false
+	}
+	return !(img.HasVU && img.VU <= now && img.Phase2())
 }
 
 // longerWait reports whether (aw, an) is a longer wait than (bw, bn).

@@ -223,19 +223,40 @@ func TestRejectLocally(t *testing.T) {
 	if e, _ = l.rejectLocally(req, st); e != nil {
 		t.Fatal("1 s old: no longer trusted")
 	}
-	// vu passed, and the item's ttl passed: untrusted whatever the age.
-	now = rcNow
-	for name, mutate := range map[string]func(rcItem){
-		"vu passed":  func(it rcItem) { it[schema.AttrVU] = rcN(rcNow) },
-		"ttl passed": func(it rcItem) { it[schema.AttrTTL] = rcN(rcNow / 1000) },
+	// Whatever the age: the item's ttl passed, or vu passed on an item
+	// with phase-2 attributes (a schedule may add tokens the refill does
+	// not see), is untrusted; vu passed on a phase-1 item is judged by the
+	// lazy refill from rf (docs/design.md §10): rpm refills 1 token per
+	// 30 s per shard, so with rf 29,999 ms ago every shard is still short
+	// and with rf 30 s ago every shard covers 1.
+	for _, r := range []struct {
+		name   string
+		mutate func(rcItem)
+		reject bool
+	}{
+		{"ttl passed", func(it rcItem) { it[schema.AttrTTL] = rcN(rcNow / 1000) }, false},
+		{"vu passed, scheduled", func(it rcItem) {
+			it[schema.AttrVU] = rcN(rcNow)
+			it[schema.AttrSched] = &types.AttributeValueMemberS{Value: "0 9 * * 1-5"}
+		}, false},
+		{"vu passed, refilled 0.99 token", func(it rcItem) {
+			it[schema.AttrVU] = rcN(rcNow - 29_000)
+			it[schema.AttrRF] = rcN(rcNow - 29_999)
+		}, true},
+		{"vu passed, refilled 1 token", func(it rcItem) {
+			it[schema.AttrVU] = rcN(rcNow - 29_000)
+			it[schema.AttrRF] = rcN(rcNow - 30_000)
+		}, false},
 	} {
+		now = rcNow
+		l.InvalidateConfigCache()
 		for s := range 4 {
 			it := rcBucket("u", 0, 4)
-			mutate(it)
+			r.mutate(it)
 			rcStore(l, "u", s, rcImage(t, it))
 		}
-		if e, _ = l.rejectLocally(req, st); e != nil {
-			t.Fatalf("%s: rejected locally", name)
+		if e, _ = l.rejectLocally(req, st); (e != nil) != r.reject {
+			t.Fatalf("%s: local rejection %v, want %v", r.name, e, r.reject)
 		}
 	}
 	// A clear (an operator write) empties it.

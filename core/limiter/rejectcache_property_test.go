@@ -101,6 +101,11 @@ func rcProperty(t *testing.T, seed uint64, steps int) {
 		}
 	}
 	setLimits()
+	// fast refills within the cache's TTL: a rejection that misjudged the
+	// refill since rf (past vu above all) would show there.
+	if _, err := ctl.SetResourceLimits(ctx, ns, "fast", []limit.Limit{limit.Custom("rps", 3, 3, 2*time.Second)}, ""); err != nil {
+		t.Fatal(err)
+	}
 	// v gets 2 shards.
 	if _, err := b.Acquire(ctx, "v", "api", limiter.Consume{"rpm": 0}); err != nil {
 		t.Fatal(err)
@@ -112,15 +117,28 @@ func rcProperty(t *testing.T, seed uint64, steps int) {
 	}
 
 	entities := []string{"u", "v", "key", "org"}
-	admitted := map[string]int64{} // rpm tokens each entity's tc must show
-	var held []*limiter.Lease
-	count := func(l *limiter.Lease, sign int64) {
-		admitted[l.Entity()] += sign
+	resources := []string{"api", "fast"}
+	// counted is the limit whose tokens the conservation check adds up.
+	counted := map[string]string{"api": "rpm", "fast": "rps"}
+	consumeOf := func(resource string) limiter.Consume {
+		if resource == "fast" {
+			return limiter.Consume{"rps": 1 + rng.Int64N(3)}
+		}
+		return limiter.Consume{"rpm": 1, "tpm": rng.Int64N(40)}
+	}
+	admitted := map[[2]string]int64{} // tokens of counted[resource] each pair's tc must show
+	type heldLease struct {
+		*limiter.Lease
+		tokens int64 // of counted[resource]
+	}
+	var held []heldLease
+	count := func(l *limiter.Lease, tokens int64) {
+		admitted[[2]string{l.Entity(), l.Resource()}] += tokens
 		if p := l.Parent(); p != "" {
-			admitted[p] += sign
+			admitted[[2]string{p, l.Resource()}] += tokens
 		}
 	}
-	var locals, checked int
+	var locals, checked, pastVU int
 	var history []string // the last actions, printed on failure
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -133,34 +151,39 @@ func rcProperty(t *testing.T, seed uint64, steps int) {
 	for step := range steps {
 		switch r := rng.IntN(100); {
 		case r < 50: // A acquires
-			ent := entities[rng.IntN(len(entities))]
-			consume := limiter.Consume{"rpm": 1, "tpm": rng.Int64N(40)}
-			lease, err := a.Acquire(ctx, ent, "api", consume)
-			note("step %d at %d: A acquires %s %v: %v", step, clk.Now().UnixMilli(), ent, consume, err)
+			ent, res := entities[rng.IntN(len(entities))], resources[rng.IntN(len(resources))]
+			consume := consumeOf(res)
+			lease, err := a.Acquire(ctx, ent, res, consume)
+			note("step %d at %d: A acquires %s %s %v: %v", step, clk.Now().UnixMilli(), ent, res, consume, err)
 			var rle *limiter.RateLimitExceeded
 			var dis *limiter.ResourceDisabled
 			switch {
 			case err == nil:
-				count(lease, 1)
+				count(lease, consume[counted[res]])
 				if len(held) < 6 && rng.IntN(2) == 0 {
-					held = append(held, lease)
+					held = append(held, heldLease{lease, consume[counted[res]]})
 				}
 			case errors.As(err, &rle) && rle.Local:
 				locals++
-				checked += rcCheckLocal(t, tbl, clk.Now().UnixMilli(), ent, consume, rle, step)
+				n, past := rcCheckLocal(t, tbl, clk.Now().UnixMilli(), ent, res, consume, rle, step)
+				checked += n
+				if past {
+					pastVU++
+				}
 			case errors.As(err, &rle), errors.As(err, &dis):
 			default:
 				t.Fatalf("step %d: A acquire %s: %v", step, ent, err)
 			}
 		case r < 62: // B, another process, only debits
-			ent := entities[rng.IntN(len(entities))]
-			lease, err := b.Acquire(ctx, ent, "api", limiter.Consume{"rpm": 1, "tpm": rng.Int64N(40)})
-			note("step %d at %d: B acquires %s: %v", step, clk.Now().UnixMilli(), ent, err)
+			ent, res := entities[rng.IntN(len(entities))], resources[rng.IntN(len(resources))]
+			consume := consumeOf(res)
+			lease, err := b.Acquire(ctx, ent, res, consume)
+			note("step %d at %d: B acquires %s %s: %v", step, clk.Now().UnixMilli(), ent, res, err)
 			var rle *limiter.RateLimitExceeded
 			var dis *limiter.ResourceDisabled
 			switch {
 			case err == nil:
-				count(lease, 1)
+				count(lease, consume[counted[res]])
 			case errors.As(err, &rle) && rle.Local:
 				t.Fatalf("step %d: B has no cache but rejected locally", step)
 			case errors.As(err, &rle), errors.As(err, &dis):
@@ -176,14 +199,23 @@ func rcProperty(t *testing.T, seed uint64, steps int) {
 			held = append(held[:i], held[i+1:]...)
 			note("step %d: A settles a lease of %s", step, lease.Entity())
 			if rng.IntN(2) == 0 {
-				count(lease, -1)
+				count(lease.Lease, -lease.tokens)
 				if err := lease.Rollback(ctx); err != nil {
 					t.Fatalf("step %d: rollback: %v", step, err)
 				}
 				continue
 			}
-			if err := lease.Adjust("tpm", rng.Int64N(60)-30); err != nil {
-				t.Fatalf("step %d: adjust: %v", step, err)
+			// Settling an estimate: api's tpm either way, fast's rps
+			// down (a credit, which sets vu to its instant).
+			if lease.Resource() == "api" {
+				if err := lease.Adjust("tpm", rng.Int64N(60)-30); err != nil {
+					t.Fatalf("step %d: adjust: %v", step, err)
+				}
+			} else if d := -rng.Int64N(lease.tokens); d != 0 {
+				if err := lease.Adjust("rps", d); err != nil {
+					t.Fatalf("step %d: adjust: %v", step, err)
+				}
+				count(lease.Lease, d)
 			}
 			if err := lease.Commit(ctx); err != nil {
 				t.Fatalf("step %d: commit: %v", step, err)
@@ -202,18 +234,20 @@ func rcProperty(t *testing.T, seed uint64, steps int) {
 	}
 	// Conservation: every admitted token is in tc exactly once.
 	for _, ent := range entities {
-		var tc int64
-		for shard := range schema.MaxShardCount {
-			img, ok := rcTrueImage(t, tbl, ent, shard)
-			if !ok {
-				break
+		for _, res := range resources {
+			var tc int64
+			for shard := range schema.MaxShardCount {
+				img, ok := rcTrueImage(t, tbl, ent, res, shard)
+				if !ok {
+					break
+				}
+				if li := img.Limit(counted[res]); li != nil {
+					tc += li.Consumed
+				}
 			}
-			if li := img.Limit("rpm"); li != nil {
-				tc += li.Consumed
+			if want := admitted[[2]string{ent, res}]; tc != want*bucket.MilliPerToken {
+				t.Errorf("%s on %s: %s tc %d, want %d admitted tokens", ent, res, counted[res], tc, want)
 			}
-		}
-		if tc != admitted[ent]*bucket.MilliPerToken {
-			t.Errorf("%s: rpm tc %d, want %d admitted tokens", ent, tc, admitted[ent])
 		}
 	}
 	if s := a.Stats(); s.LocalRejections != int64(locals) {
@@ -222,7 +256,12 @@ func rcProperty(t *testing.T, seed uint64, steps int) {
 	if locals < steps/50 {
 		t.Errorf("only %d local rejections in %d steps: the property was hardly exercised", locals, steps)
 	}
-	t.Logf("seed %d: %d steps, %d local rejections, %d shard states checked against the table", seed, steps, locals, checked)
+	// Rejections decided while vu had passed (after a credit, or a bucket
+	// left to refill) are the ones the lazy refill must judge.
+	if pastVU < 5 {
+		t.Errorf("only %d of %d local rejections met a passed vu: that case was hardly exercised", pastVU, locals)
+	}
+	t.Logf("seed %d: %d steps, %d local rejections (%d past vu), %d shard states checked against the table", seed, steps, locals, pastVU, checked)
 }
 
 // rcOperatorWrite makes one random operator write through the controls.
@@ -234,9 +273,9 @@ func rcOperatorWrite(t *testing.T, ctx context.Context, ctl *control.Controls, r
 	var err error
 	switch rng.IntN(5) {
 	case 0:
-		_, err = ctl.SetAccess(ctx, ns, "", "api", access[rng.IntN(len(access))], "")
+		_, err = ctl.SetAccess(ctx, ns, "", []string{"api", "fast"}[rng.IntN(2)], access[rng.IntN(len(access))], "")
 	case 1:
-		_, err = ctl.SetAccess(ctx, ns, []string{"u", "v", "key", "org"}[rng.IntN(4)], "api", access[rng.IntN(len(access))], "")
+		_, err = ctl.SetAccess(ctx, ns, []string{"u", "v", "key", "org"}[rng.IntN(4)], []string{"api", "fast"}[rng.IntN(2)], access[rng.IntN(len(access))], "")
 	case 2:
 		*rpmCap, *softTpm = 2+rng.Int64N(5), rng.IntN(2) == 0
 		setLimits()
@@ -251,10 +290,10 @@ func rcOperatorWrite(t *testing.T, ctx context.Context, ctl *control.Controls, r
 }
 
 // rcTrueImage reads one shard as it is in the table (strongly consistent).
-func rcTrueImage(t *testing.T, tbl *ddbtest.Table, entity string, shard int) (*bucket.Image, bool) {
+func rcTrueImage(t *testing.T, tbl *ddbtest.Table, entity, resource string, shard int) (*bucket.Image, bool) {
 	t.Helper()
 	out, err := tbl.DB.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(tbl.Name),
-		Key: schema.BucketKey(ns, entity, "api", shard).AttributeValues(), ConsistentRead: aws.Bool(true)})
+		Key: schema.BucketKey(ns, entity, resource, shard).AttributeValues(), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,27 +308,31 @@ func rcTrueImage(t *testing.T, tbl *ddbtest.Table, entity string, shard int) (*b
 }
 
 // rcCheckLocal checks one local rejection against the table at now; it
-// returns how many shard states it compared.
-func rcCheckLocal(t *testing.T, tbl *ddbtest.Table, now int64, asked string, consume limiter.Consume, rle *limiter.RateLimitExceeded, step int) int {
+// returns how many shard states it compared, and whether the vu of one of
+// them had passed (its balances are then what the refill from rf makes of
+// them: the arithmetic the check applies).
+func rcCheckLocal(t *testing.T, tbl *ddbtest.Table, now int64, asked, resource string, consume limiter.Consume, rle *limiter.RateLimitExceeded, step int) (int, bool) {
 	t.Helper()
 	rejected := rle.Statuses[0].EntityID // the child, or its parent
 	fail := func(format string, args ...any) {
 		t.Helper()
 		t.Fatalf("step %d: local rejection of %s (decided on %s): %s", step, asked, rejected, fmt.Sprintf(format, args...))
 	}
-	first, ok := rcTrueImage(t, tbl, rejected, 0)
+	first, ok := rcTrueImage(t, tbl, rejected, resource, 0)
 	if !ok {
 		fail("no bucket in the table")
 	}
 	n := int(max(first.ShardCount, 1))
+	pastVU := false
 	for shard := range n {
-		img, ok := rcTrueImage(t, tbl, rejected, shard)
+		img, ok := rcTrueImage(t, tbl, rejected, resource, shard)
 		if !ok {
 			fail("shard %d of %d is missing: it could admit", shard, n)
 		}
 		if img.HasDisabled || img.Bypass.Present {
 			fail("shard %d carries disabled %v / bypass %+v", shard, img.HasDisabled, img.Bypass)
 		}
+		pastVU = pastVU || (img.HasVU && img.VU <= now)
 		var limits []bucket.ImageLimit
 		for name, amount := range consume {
 			li := img.Limit(name)
@@ -311,9 +354,9 @@ func rcCheckLocal(t *testing.T, tbl *ddbtest.Table, now int64, asked string, con
 		}
 	}
 	if rejected == asked && first.HasCascade && first.Cascade && first.ParentID != "" {
-		if p, ok := rcTrueImage(t, tbl, first.ParentID, 0); ok && p.HasDisabled {
+		if p, ok := rcTrueImage(t, tbl, first.ParentID, resource, 0); ok && p.HasDisabled {
 			fail("the parent %s is disabled: the answer is DynamoDB's 403", first.ParentID)
 		}
 	}
-	return n
+	return n, pastVU
 }

@@ -143,3 +143,59 @@ func TestRejectionCacheOff(t *testing.T) {
 		t.Fatalf("stats %+v", s)
 	}
 }
+
+// TestRejectionCacheAfterSettledLeases is the README's loop — acquire
+// with an estimate, Adjust down to what was used, Commit — run until the
+// key is exhausted, then retried: the Commit's credit set vu to its
+// instant, and a cached state whose vu has passed still grounds a
+// rejection (its lazy refill only over-estimates the bucket), so at least
+// 90 % of the retries within the next second are decided locally.
+func TestRejectionCacheAfterSettledLeases(t *testing.T) {
+	e := newEnv(t, limiter.Options{})
+	e.setResourceLimits("api", limit.PerMinute("rpm", 60), limit.PerMinute("tpm", 10_000))
+	ctx := context.Background()
+	const estimate, used = 2000, 1500
+	settled := 0
+	for {
+		lease, err := e.lim.Acquire(ctx, "u", "api", limiter.Consume{"rpm": 1, "tpm": estimate})
+		var rle *limiter.RateLimitExceeded
+		if errors.As(err, &rle) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := lease.Adjust("tpm", used-estimate); err != nil {
+			t.Fatal(err)
+		}
+		if err := lease.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		settled++
+	}
+	// 10,000 tpm at 1,500 a lease: 6 settled, the 7th estimate does not fit.
+	if settled != 6 {
+		t.Fatalf("%d leases settled before the first 429, want 6", settled)
+	}
+	const retries = 20
+	locals, calls := 0, 0
+	for range retries {
+		e.clk.Advance(40 * time.Millisecond) // 20 retries in 800 ms: inside the cache's TTL
+		before := e.totalCalls()
+		_, err := e.lim.Acquire(ctx, "u", "api", limiter.Consume{"rpm": 1, "tpm": estimate})
+		calls += e.totalCalls() - before
+		var rle *limiter.RateLimitExceeded
+		if !errors.As(err, &rle) {
+			t.Fatalf("a retry of the exhausted key: %v, want a 429", err)
+		}
+		if rle.Local {
+			locals++
+		}
+	}
+	if locals*10 < retries*9 {
+		t.Fatalf("%d of %d retries decided locally (%d calls), want at least 90 %%", locals, retries, calls)
+	}
+	if s := e.lim.Stats(); s.LocalRejections != int64(locals) {
+		t.Errorf("Stats().LocalRejections = %d, the test saw %d", s.LocalRejections, locals)
+	}
+}
