@@ -306,7 +306,7 @@ func sortDeltas(ds []limitDelta) {
 }
 
 // snapshotName reports whether a limit name can be a snapshot counter: not
-// wcu (hidden), not a name D6 reserves (it would collide with a snapshot
+// wcu (hidden), not a reserved limit name (it would collide with a snapshot
 // attribute, and the write would fail forever), non-empty and free of `#`.
 func snapshotName(name string) bool {
 	return name != "" && !strings.Contains(name, "#") && !schema.IsReservedLimitName(name)

@@ -111,8 +111,9 @@ func TestDripRetryAfterMatchesBig(t *testing.T) {
 	}
 }
 
-// retryCase is one input of the A6 property: a stored state and a request
-// on a dripping limit.
+// retryCase is one input of the retry-sufficiency property (waiting the
+// advertised retry_after lets the request pass): a stored state and a
+// request on a dripping limit.
 type retryCase struct {
 	tk, rf, now, ceil, rate, period, amount int64
 }

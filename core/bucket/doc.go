@@ -22,4 +22,8 @@
 //     the consume check and retry hint (docs/design.md §3).
 //   - [WouldRefillSatisfy]: the fast-rejection test on a failed write's old
 //     image (docs/design.md §3).
+//
+// Comments cite the Python project's decision records as ADR-n (ADR-151
+// decision 4: a numbered decision of that record); docs/compatibility.md
+// summarises each one.
 package bucket

@@ -419,7 +419,8 @@ func boolean(attr string, v types.AttributeValue) (bool, error) {
 	return m.Value, nil
 }
 
-// stamp decodes an N deadline; a BOOL is a present, expired stamp (D4).
+// stamp decodes an N deadline; a BOOL is a present, expired stamp
+// (docs/compatibility.md C8).
 func stamp(attr string, v types.AttributeValue) (Stamp, error) {
 	switch m := v.(type) {
 	case *types.AttributeValueMemberBOOL:

@@ -134,7 +134,7 @@ func checkRefillMatchesBig(t *testing.T, tk, rf, now, ceil, rate, period int64) 
 }
 
 // The same comparison as the fuzz target over a fixed-seed sample of the
-// whole int64 space and of the large-product region A5 names.
+// whole int64 space and of the region where elapsed × rate overflows int64.
 func TestRefillMatchesBig(t *testing.T) {
 	r := newRand(2)
 	for range 200_000 {
@@ -356,7 +356,7 @@ func TestChainingDriftCompensatedRFOverCredits(t *testing.T) {
 		t.Fatalf("re-based chain after 2 ms = %d, want 2 (<= 3, lost < 2)", right[1])
 	}
 
-	// The same defect at a fixed instant (contrast with A3): materialising
+	// The same defect at a fixed instant (contrast with TestIdempotentAtFixedInstant): materialising
 	// twice at now from rf' credits again.
 	tk1, rf1 := Refill(0, 0, 1, ceil, rate, period)
 	tk2, _ := Refill(tk1, rf1, 1, ceil, rate, period)

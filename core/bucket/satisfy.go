@@ -10,7 +10,7 @@ type ImageLimit struct {
 	Present bool
 	// Soft reports that the limit must be skipped: it carries a live soft
 	// stamp (docs/design.md §3), or any soft stamp when the caller is the rejection cache
-	// (docs/design.md §9). A soft limit is still materialised for its status but never
+	// (docs/design.md §10). A soft limit is still materialised for its status but never
 	// exceeded.
 	Soft bool
 	// Tokens is the stored balance b_{n}_tk, millitokens.

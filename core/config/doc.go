@@ -26,4 +26,8 @@
 // nothing on bad input; validation failures are *schema.ValidationError.
 // Nothing here holds package-level mutable state; clocks and entropy are
 // injected with [Option]s.
+//
+// Comments cite the Python project's decision records as ADR-n (ADR-151
+// decision 4: a numbered decision of that record); docs/compatibility.md
+// summarises each one.
 package config

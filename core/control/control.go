@@ -8,6 +8,10 @@
 // uncached for that bucket's own entity and resource, so re-asserting a
 // resource never clobbers an entity's carve-out, and every bypass stamp is
 // a deadline at most StampTTL after that read.
+//
+// Comments cite the Python project's decision records as ADR-n (ADR-151
+// decision 4: a numbered decision of that record); docs/compatibility.md
+// summarises each one.
 package control
 
 import (

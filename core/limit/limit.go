@@ -15,6 +15,10 @@
 // Phase 1 supports dripping limits only: a refill amount of 0 is the quota
 // form of ADR-137, which needs a reset schedule or reset_after, and
 // [Limit.Validate] rejects it.
+//
+// Comments cite the Python project's decision records as ADR-n (ADR-151
+// decision 4: a numbered decision of that record); docs/compatibility.md
+// summarises each one.
 package limit
 
 import (

@@ -46,4 +46,8 @@
 // amount is counted exactly once in the usage snapshots the aggregator
 // builds. The design is in docs/design.md; the DynamoDB calls and units of
 // every path are in docs/costs.md.
+//
+// Comments cite the Python project's decision records as ADR-n (ADR-151
+// decision 4: a numbered decision of that record); docs/compatibility.md
+// summarises each one.
 package limiter

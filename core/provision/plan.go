@@ -106,8 +106,9 @@ func (pl *Plan) Empty() bool {
 }
 
 // RefusedItemError reports a managed config item an apply must not
-// rewrite: it carries the config merge attributes (docs/decisions.md, D15),
-// whose meaning a replacement would silently change. Nothing was written.
+// rewrite: it carries the config merge attributes of upstream's ADR-143
+// (docs/compatibility.md; refused, docs/decisions.md P12), whose meaning a
+// replacement would silently change. Nothing was written.
 type RefusedItemError struct {
 	Target manifest.Target
 	Err    error

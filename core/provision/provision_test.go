@@ -402,7 +402,8 @@ func TestVersionGateBeforeAnyWrite(t *testing.T) {
 }
 
 // A manifest may not replace an item carrying the config merge attributes
-// (D15): refused before any write.
+// (ADR-143 in docs/compatibility.md, not implemented here): refused
+// before any write.
 func TestMergeItemRefused(t *testing.T) {
 	e := newEnv(t)
 	_, err := e.tbl.DB.PutItem(e.ctx, &dynamodb.PutItemInput{TableName: aws.String(e.tbl.Name), Item: map[string]types.AttributeValue{

@@ -72,7 +72,7 @@ const (
 	AttrPrincipal = "principal" // also R14
 	AttrDetails   = "details"
 
-	// R14 operation record (docs/design.md §9).
+	// R14 operation record (docs/design.md §2, §8).
 	AttrOperationID = "operation_id"
 	AttrOp          = "op"
 	AttrLimits      = "limits"

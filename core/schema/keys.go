@@ -404,7 +404,7 @@ func EntityConfigRegistryItemKeys(ns string) ItemKeys {
 
 // ProvisionerStateItemKeys returns the keys of R10. Unlike upstream, which
 // omits GSI4SK, both GSI4PK = `{ns}` and GSI4SK = `{ns}/SYSTEM#` are set so
-// namespace purge finds the record (docs/design.md §2 note).
+// namespace purge finds the record (docs/compatibility.md C2).
 func ProvisionerStateItemKeys(ns string) ItemKeys {
 	k := ProvisionerStateKey(ns)
 	return ItemKeys{Kind: KindProvisionerState, Key: k, GSI4: gsi4(ns, k)}

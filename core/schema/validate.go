@@ -52,7 +52,8 @@ const ReservedNamespace = "_"
 // are attributes of the usage snapshot (R12), plus wcu (docs/design.md §2).
 var reservedLimitNames = [...]string{WCULimit, "ttl", "window", "window_start", "total_events", "entity_id", "resource"}
 
-// reservedLimitPrefixes are the prefixes of key attribute names (D6).
+// reservedLimitPrefixes are the prefixes of key attribute names (PK, SK,
+// GSI…, LSI…): a limit name starting with one is refused.
 var reservedLimitPrefixes = [...]string{"PK", "SK", "GSI", "LSI"}
 
 // Character classes, one bit each, looked up in charClass.
@@ -160,7 +161,7 @@ func ValidateEntityID(id string) error { return ValidateIdentifier(FieldEntityID
 func ValidateParentID(id string) error { return ValidateIdentifier(FieldParentID, id) }
 
 // ValidateOperationID validates a caller-supplied reset/top-up operation id
-// (field "operation_id", docs/design.md §9). ULIDs pass.
+// (field "operation_id", docs/design.md §8). ULIDs pass.
 func ValidateOperationID(id string) error { return ValidateIdentifier(FieldOperationID, id) }
 
 // ValidatePrincipal validates an audit principal (field "principal"). A

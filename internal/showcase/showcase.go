@@ -353,7 +353,7 @@ func (d *demo) validation(context.Context) error {
 	}{
 		{"entity id with '#'", schema.ValidateEntityID("user#1")},
 		{"reserved limit name wcu", schema.ValidateLimitName("wcu")},
-		{"limit name ttl (D6)", schema.ValidateLimitName("ttl")},
+		{"reserved limit name ttl", schema.ValidateLimitName("ttl")},
 		{"resource _default_", schema.ValidateResource("_default_")},
 		{"resource openai/gpt-4", schema.ValidateResource("openai/gpt-4")},
 	}

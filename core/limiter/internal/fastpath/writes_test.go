@@ -251,7 +251,7 @@ func allFastPath(t *testing.T, w *Writes, limits []Declared) map[string]*dynamod
 	}
 }
 
-// docs/design.md §5 (I3): the fast path writes only b_*_tk, b_*_tc and b_wcu_*,
+// docs/design.md §5: the fast path writes only b_*_tk, b_*_tc and b_wcu_*,
 // only by ADD; it never names rf, gc, tu, cascade, parent_id, pgen, and
 // names vu, ttl, bypass, disabled and soft stamps only in its condition.
 func TestFastPathIsBlind(t *testing.T) {
