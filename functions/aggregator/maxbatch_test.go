@@ -1,11 +1,11 @@
 package main
 
 // BenchmarkMaxBatch states the Lambda's memory at the largest batch an event
-// source mapping can deliver (BatchSize 10,000): the wired handler (wire,
-// as main wires it) behind aws-lambda-go's own handler adapter
+// source mapping can deliver (BatchSize 10,000): main's handler (wire and
+// handler, as main wires them) behind aws-lambda-go's own handler adapter
 // (lambda.NewHandler, the code lambda.Start runs per invocation: JSON
-// decode of the payload into events.DynamoDBEvent, Handle, JSON encode of
-// the response), on one 10,000-record event against DynamoDB Local.
+// decode of the payload, Handle, JSON encode of the response), on one
+// 10,000-record event against DynamoDB Local.
 //
 // The event: 10,000 MODIFY records of 500 buckets (entities `key-000` to
 // `key-499`, resource gpt-4, limits rpm and tpm and the reserved wcu, as the
@@ -108,8 +108,8 @@ func BenchmarkMaxBatch(b *testing.B) {
 	b.ReportMetric(maxBatchRecords, "records/op")
 }
 
-// wiredHandler wires the aggregator as main does and wraps it as
-// lambda.Start would. The EMF sink wire points at os.Stdout is pointed at
+// wiredHandler wires the aggregator as main does and wraps main's handler
+// as lambda.Start would. The EMF sink wire points at os.Stdout is pointed at
 // the null device for the benchmark's output.
 func wiredHandler(b *testing.B) lambda.Handler {
 	b.Helper()
@@ -125,7 +125,7 @@ func wiredHandler(b *testing.B) lambda.Handler {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return lambda.NewHandler(agg.Handle)
+	return lambda.NewHandler(handler(agg))
 }
 
 // heapSampler records the peak heap while it runs.
