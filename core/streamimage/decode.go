@@ -105,7 +105,11 @@ func buildEvent[V any](in jsonEvent[V], image func(map[string]V) (map[string]eve
 	if in.Records != nil {
 		ev.Records = make([]events.DynamoDBEventRecord, len(in.Records))
 	}
-	for i, r := range in.Records {
+	for i := range in.Records {
+		r := in.Records[i]
+		// The input's images are dropped as they are converted, so that a
+		// large batch is not held twice until the whole event is built.
+		in.Records[i].Change.Keys, in.Records[i].Change.NewImage, in.Records[i].Change.OldImage = nil, nil, nil
 		rec := events.DynamoDBEventRecord{
 			AWSRegion:      r.AWSRegion,
 			EventID:        r.EventID,
