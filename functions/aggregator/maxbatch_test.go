@@ -11,7 +11,7 @@ package main
 // `key-499`, resource gpt-4, limits rpm and tpm and the reserved wcu, as the
 // client writes them), each consuming rpm 1 and tpm 100–1,999 tokens, one
 // record every 0.36 s of stream time from 12:20 UTC, so the hourly window
-// rolls once. It is about 23 MB of JSON; real stream batches are smaller
+// rolls once. It is about 20 MB of JSON; real stream batches are smaller
 // (Lambda caps an invocation's payload at 6 MB), so this is a bound.
 //
 // While the invocation runs, a sampler reads runtime/metrics every
