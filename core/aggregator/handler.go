@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/zae-limiter/zae-limiter-go/core/aggregator/maintenance"
+	"github.com/zae-limiter/zae-limiter-go/core/streamimage"
 )
 
 // Maintainer does the best-effort bucket upkeep of docs/design.md §6
@@ -45,13 +46,16 @@ func (a *Aggregator) handle(ctx context.Context, ev events.DynamoDBEvent) (event
 	st := batchStats{records: len(ev.Records)}
 
 	// 1. Parse and classify.
+	// The batch's records are parsed into one slab, not one allocation each.
 	recs := make([]*bucketRecord, 0, len(ev.Records))
+	slab := make([]bucketRecord, len(ev.Records))
 	var oldest time.Time
 	for i, rec := range ev.Records {
 		if at := rec.Change.ApproximateCreationDateTime.Time; !at.IsZero() && at.Unix() > 0 && (oldest.IsZero() || at.Before(oldest)) {
 			oldest = at
 		}
-		r, out, err := parseRecord(rec, i)
+		r := &slab[i]
+		out, err := r.parse(rec, i)
 		switch out {
 		case outSkipped:
 			st.skipped++
@@ -116,8 +120,9 @@ func (a *Aggregator) handle(ctx context.Context, ev events.DynamoDBEvent) (event
 	if a.maint != nil && len(recs) > 0 {
 		if a.canStart(ctx) {
 			mrecs := make([]maintenance.Record, len(recs))
+			var arena streamimage.Arena
 			for i, r := range recs {
-				mrecs[i] = r.maintenanceRecord()
+				mrecs[i] = r.maintenanceRecordIn(&arena)
 			}
 			st.maint = a.runMaintainer(ctx, work, mrecs)
 		} else {

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/aggregator/maintenance"
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
@@ -52,10 +51,13 @@ type bucketRecord struct {
 	seq, padded string
 	// id is the bucket, from its partition key.
 	id schema.BucketID
-	// newItem, oldItem are the images in SDK form (oldItem nil for an
-	// INSERT); newImg, oldImg are the same decoded (oldImg nil for an INSERT).
-	newItem, oldItem map[string]types.AttributeValue
+	// newItem, oldItem are the images as delivered (oldItem nil for an
+	// INSERT), checked to convert to SDK form (streamimage.CheckImage) but
+	// not converted; newImg, oldImg are the same decoded (oldImg nil for an
+	// INSERT), pointing at newDec and oldDec.
+	newItem, oldItem map[string]events.DynamoDBAttributeValue
 	newImg, oldImg   *bucket.Image
+	newDec, oldDec   bucket.Image
 	// at is ApproximateCreationDateTime (zero when absent); instant is the
 	// window instant: at, else NewImage rf (docs/design.md §6).
 	at, instant time.Time
@@ -66,9 +68,18 @@ type bucketRecord struct {
 
 // maintenanceRecord converts r for the best-effort maintainer.
 func (r *bucketRecord) maintenanceRecord() maintenance.Record {
+	var a streamimage.Arena
+	return r.maintenanceRecordIn(&a)
+}
+
+// maintenanceRecordIn converts r for the best-effort maintainer, its
+// NewItem from a (shared by a batch's records). OldItem is left nil: the
+// maintainer reads OldImage, which is set for every MODIFY.
+func (r *bucketRecord) maintenanceRecordIn(a *streamimage.Arena) maintenance.Record {
+	newItem, _ := a.Image(r.newItem) // cannot fail: parse checked the image
 	return maintenance.Record{
 		Seq: r.seq, ID: r.id,
-		NewItem: r.newItem, OldItem: r.oldItem,
+		NewItem:  newItem,
 		NewImage: r.newImg, OldImage: r.oldImg,
 		At: r.at,
 	}
@@ -127,65 +138,77 @@ func safeAttr(s string) string {
 // For outBucket the returned record is complete except for contrib; for
 // outPoison err says why (safe to log).
 func parseRecord(rec events.DynamoDBEventRecord, index int) (*bucketRecord, outcome, error) {
+	r := new(bucketRecord)
+	out, err := r.parse(rec, index)
+	if out != outBucket {
+		return nil, out, err
+	}
+	return r, out, nil
+}
+
+// parse is parseRecord into r, which it overwrites; r is meaningful only
+// when the outcome is outBucket.
+func (r *bucketRecord) parse(rec events.DynamoDBEventRecord, index int) (outcome, error) {
 	pk, sk, ok := recordKey(rec)
 	if !ok {
-		return nil, outSkipped, nil
+		return outSkipped, nil
 	}
 	info := schema.ClassifyKey(pk, sk)
 	if info.Kind != schema.KindBucket {
-		return nil, outSkipped, nil
+		return outSkipped, nil
 	}
 	switch rec.EventName {
 	case eventInsert, eventModify:
 	case eventRemove:
-		return nil, outSkipped, nil // a bucket TTL delete or delete_entity: no usage
+		return outSkipped, nil // a bucket TTL delete or delete_entity: no usage
 	default:
-		return nil, outPoison, poison("unknown eventName")
+		return outPoison, poison("unknown eventName")
 	}
-	r := &bucketRecord{
+	*r = bucketRecord{
 		index: index,
 		seq:   rec.Change.SequenceNumber,
 		id:    schema.BucketID{Namespace: info.Namespace, Entity: info.Entity, Resource: info.Resource, Shard: info.Shard},
 	}
 	var err error
 	if r.padded, err = schema.PadSequenceNumber(r.seq); err != nil {
-		return nil, outPoison, poison("sequence number is not 1 to 40 decimal digits")
+		return outPoison, poison("sequence number is not 1 to 40 decimal digits")
 	}
-	if r.newItem, err = streamimage.ImageToDynamoDB(rec.Change.NewImage); err != nil {
-		return nil, outPoison, poisonFrom("NewImage does not convert", err)
+	r.newItem = rec.Change.NewImage
+	if err = streamimage.CheckImage(r.newItem); err != nil {
+		return outPoison, poisonFrom("NewImage does not convert", err)
 	}
 	if len(r.newItem) == 0 {
-		return nil, outPoison, poison("no NewImage (stream view type must be NEW_AND_OLD_IMAGES)")
+		return outPoison, poison("no NewImage (stream view type must be NEW_AND_OLD_IMAGES)")
 	}
 	if !sameKey(r.newItem, pk, sk) {
-		return nil, outPoison, poison("NewImage key differs from the record key")
+		return outPoison, poison("NewImage key differs from the record key")
 	}
-	newImg, err := bucket.DecodeImage(r.newItem)
-	if err != nil {
-		return nil, outPoison, poisonFrom("NewImage does not decode", err)
+	if err := bucket.DecodeItem(&r.newDec, r.newItem, eventScalar); err != nil {
+		return outPoison, poisonFrom("NewImage does not decode", err)
 	}
-	r.newImg = &newImg
+	newImg := &r.newDec
+	r.newImg = newImg
 	if newImg.Entity == "" {
-		return nil, outPoison, poison("NewImage has no entity_id")
+		return outPoison, poison("NewImage has no entity_id")
 	}
 	if newImg.Entity != r.id.Entity {
-		return nil, outPoison, poison("NewImage entity_id differs from the bucket key")
+		return outPoison, poison("NewImage entity_id differs from the bucket key")
 	}
 	if rec.EventName == eventModify {
-		if r.oldItem, err = streamimage.ImageToDynamoDB(rec.Change.OldImage); err != nil {
-			return nil, outPoison, poisonFrom("OldImage does not convert", err)
+		r.oldItem = rec.Change.OldImage
+		if err = streamimage.CheckImage(r.oldItem); err != nil {
+			return outPoison, poisonFrom("OldImage does not convert", err)
 		}
 		if len(r.oldItem) == 0 {
-			return nil, outPoison, poison("MODIFY without OldImage (stream view type must be NEW_AND_OLD_IMAGES)")
+			return outPoison, poison("MODIFY without OldImage (stream view type must be NEW_AND_OLD_IMAGES)")
 		}
 		if !sameKey(r.oldItem, pk, sk) {
-			return nil, outPoison, poison("OldImage key differs from the record key")
+			return outPoison, poison("OldImage key differs from the record key")
 		}
-		oldImg, err := bucket.DecodeImage(r.oldItem)
-		if err != nil {
-			return nil, outPoison, poisonFrom("OldImage does not decode", err)
+		if err := bucket.DecodeItem(&r.oldDec, r.oldItem, eventScalar); err != nil {
+			return outPoison, poisonFrom("OldImage does not decode", err)
 		}
-		r.oldImg = &oldImg
+		r.oldImg = &r.oldDec
 	}
 	// Window instant (docs/design.md §6): the record's creation time, else rf.
 	if at := rec.Change.ApproximateCreationDateTime.Time; !at.IsZero() && at.Unix() > 0 {
@@ -195,15 +218,15 @@ func parseRecord(rec events.DynamoDBEventRecord, index int) (*bucketRecord, outc
 		r.instant = time.UnixMilli(newImg.RF).UTC()
 	}
 	if r.instant.Before(minInstant) || r.instant.After(maxInstant) {
-		return nil, outPoison, poison("no usable time: ApproximateCreationDateTime and rf absent or out of range")
+		return outPoison, poison("no usable time: ApproximateCreationDateTime and rf absent or out of range")
 	}
-	return r, outBucket, nil
+	return outBucket, nil
 }
 
 // recordKey returns the record's PK and SK: from Keys, else from NewImage,
 // else from OldImage. ok is false when either is missing or not a string.
 func recordKey(rec events.DynamoDBEventRecord) (pk, sk string, ok bool) {
-	for _, img := range []map[string]events.DynamoDBAttributeValue{rec.Change.Keys, rec.Change.NewImage, rec.Change.OldImage} {
+	for _, img := range [...]map[string]events.DynamoDBAttributeValue{rec.Change.Keys, rec.Change.NewImage, rec.Change.OldImage} {
 		if len(img) == 0 {
 			continue
 		}
@@ -218,33 +241,54 @@ func recordKey(rec events.DynamoDBEventRecord) (pk, sk string, ok bool) {
 // the events accessors have on values of another type.
 func eventString(img map[string]events.DynamoDBAttributeValue, name string) (string, bool) {
 	av, ok := img[name]
-	if !ok {
+	if !ok || av.DataType() != events.DataTypeString || streamimage.Check(av) != nil {
 		return "", false
 	}
-	v, err := streamimage.ToDynamoDB(av)
-	if err != nil {
-		return "", false
-	}
-	s, ok := v.(*types.AttributeValueMemberS)
-	if !ok {
-		return "", false
-	}
-	return s.Value, true
+	return av.String(), true
 }
 
 // sameKey reports whether item carries no key attributes or the given ones.
-func sameKey(item map[string]types.AttributeValue, pk, sk string) bool {
-	for name, want := range map[string]string{schema.AttrPK: pk, schema.AttrSK: sk} {
-		v, ok := item[name]
+// item has passed streamimage.CheckImage.
+func sameKey(item map[string]events.DynamoDBAttributeValue, pk, sk string) bool {
+	for _, k := range [...]struct{ name, want string }{{schema.AttrPK, pk}, {schema.AttrSK, sk}} {
+		v, ok := item[k.name]
 		if !ok {
 			continue
 		}
-		s, isS := v.(*types.AttributeValueMemberS)
-		if !isS || s.Value != want {
+		if v.DataType() != events.DataTypeString || v.String() != k.want {
 			return false
 		}
 	}
 	return true
+}
+
+// eventScalar reads a delivered attribute value for bucket.DecodeItem. The
+// value has passed streamimage.Check, so the accessor its DataType names
+// does not panic.
+func eventScalar(av events.DynamoDBAttributeValue) bucket.Scalar {
+	switch av.DataType() {
+	case events.DataTypeString:
+		return bucket.Scalar{Type: "S", Text: av.String()}
+	case events.DataTypeNumber:
+		return bucket.Scalar{Type: "N", Text: av.Number()}
+	case events.DataTypeBoolean:
+		return bucket.Scalar{Type: "BOOL", Bool: av.Boolean()}
+	case events.DataTypeBinary:
+		return bucket.Scalar{Type: "B"}
+	case events.DataTypeNull:
+		return bucket.Scalar{Type: "NULL"}
+	case events.DataTypeStringSet:
+		return bucket.Scalar{Type: "SS"}
+	case events.DataTypeNumberSet:
+		return bucket.Scalar{Type: "NS"}
+	case events.DataTypeBinarySet:
+		return bucket.Scalar{Type: "BS"}
+	case events.DataTypeList:
+		return bucket.Scalar{Type: "L"}
+	case events.DataTypeMap:
+		return bucket.Scalar{Type: "M"}
+	}
+	return bucket.Scalar{Type: "an unknown type"}
 }
 
 // limitDelta is one limit's contribution from one record (docs/design.md §6).

@@ -36,6 +36,7 @@ type run struct {
 	window    Window
 	windowKey string // the item's key: window_start, suffixed where needed
 	start     string // window_start
+	startAt   time.Time
 	shard     shardKey
 	recs      []*bucketRecord
 
@@ -67,44 +68,63 @@ func (r *run) last() *bucketRecord  { return r.recs[len(r.recs)-1] }
 // add folds rec's contribution into the run; it refuses (false) when a sum
 // would overflow an int64, and the caller starts a new run.
 func (r *run) add(rec *bucketRecord) bool {
+	// Check every sum first, then apply: a refused record leaves the run
+	// as it was. A record names each limit once (contributions), so each
+	// check sees the run's own sum.
 	events := int64(0)
-	counters := slices.Clone(r.counters)
-	overdraws := slices.Clone(r.overdraws)
-	var ok bool
 	for _, d := range rec.contrib {
 		if d.tokens != 0 {
 			events++
-			if counters, ok = addCounter(counters, d.name, d.tokens); !ok {
+			if !fits(r.counters, d.name, d.tokens) {
 				return false
 			}
 		}
-		if d.overdraw {
-			if overdraws, ok = addCounter(overdraws, d.name, 1); !ok {
-				return false
-			}
+		if d.overdraw && !fits(r.overdraws, d.name, 1) {
+			return false
 		}
 	}
 	if r.events > math.MaxInt64-events {
 		return false
 	}
-	r.counters, r.overdraws = counters, overdraws
+	for _, d := range rec.contrib {
+		if d.tokens != 0 {
+			r.counters = addCounter(r.counters, d.name, d.tokens)
+		}
+		if d.overdraw {
+			r.overdraws = addCounter(r.overdraws, d.name, 1)
+		}
+	}
 	r.events += events
 	r.recs = append(r.recs, rec)
 	return true
 }
 
-// addCounter adds n to the counter called name, keeping cs sorted.
-func addCounter(cs []counter, name string, n int64) ([]counter, bool) {
-	i, found := slices.BinarySearchFunc(cs, name, func(c counter, name string) int { return strings.Compare(c.name, name) })
+// findCounter returns where the counter called name is in cs (sorted), or
+// where it would go.
+func findCounter(cs []counter, name string) (int, bool) {
+	return slices.BinarySearchFunc(cs, name, func(c counter, name string) int { return strings.Compare(c.name, name) })
+}
+
+// fits reports whether adding n to the counter called name keeps it within
+// an int64.
+func fits(cs []counter, name string, n int64) bool {
+	i, found := findCounter(cs, name)
 	if !found {
-		return slices.Insert(cs, i, counter{name: name, n: n}), true
+		return true
 	}
 	s := cs[i].n + n
-	if (n > 0 && s < cs[i].n) || (n < 0 && s > cs[i].n) {
-		return cs, false
+	return !((n > 0 && s < cs[i].n) || (n < 0 && s > cs[i].n))
+}
+
+// addCounter adds n to the counter called name, keeping cs sorted; the sum
+// must fit (fits).
+func addCounter(cs []counter, name string, n int64) []counter {
+	i, found := findCounter(cs, name)
+	if !found {
+		return slices.Insert(cs, i, counter{name: name, n: n})
 	}
-	cs[i].n = s
-	return cs, true
+	cs[i].n += n
+	return cs
 }
 
 // plan groups the contributing records into runs, per window, and the runs
@@ -126,14 +146,19 @@ func plan(recs []*bucketRecord, windows []Window) (keys []snapKey, byKey map[sna
 		}
 		sh := shardKey{rec.id.Namespace, rec.id.Entity, rec.id.Resource, rec.id.Shard}
 		for _, w := range windows {
+			o := open{sh, w}
+			// A run's item is its shard's, window's and window start's (the
+			// configured windows are the same for the whole batch): the
+			// key strings are made only when a run starts.
+			startAt, _ := windowStart(w, rec.instant)
+			cur := current[o]
+			if cur != nil && cur.startAt.Equal(startAt) && cur.add(rec) {
+				continue
+			}
 			wk := SnapshotKey(w, rec.instant, windows)
 			uk := schema.UsageKey(sh.ns, sh.entity, sh.resource, wk)
 			key := snapKey{uk.PK, uk.SK}
-			o := open{sh, w}
-			if r := current[o]; r != nil && r.key == key && r.add(rec) {
-				continue
-			}
-			r := &run{key: key, window: w, windowKey: wk, start: WindowKey(w, rec.instant), shard: sh}
+			r := &run{key: key, window: w, windowKey: wk, start: WindowKey(w, rec.instant), startAt: startAt, shard: sh}
 			if !r.add(rec) {
 				continue // unreachable: one record's sums always fit
 			}
@@ -244,7 +269,7 @@ func (a *Aggregator) writeRun(ctx, work context.Context, r *run, ttl int64) {
 			r.err = errDeadline
 			return
 		}
-		one := &run{shard: r.shard, window: r.window, windowKey: r.windowKey, start: r.start, key: r.key}
+		one := &run{shard: r.shard, window: r.window, windowKey: r.windowKey, start: r.start, startAt: r.startAt, key: r.key}
 		one.add(rec) // cannot overflow: it fit in the run
 		in := a.updateInput(one, true, ttl)
 		_, err := a.db.UpdateItem(work, in)
@@ -294,33 +319,47 @@ const (
 
 // updateInput builds the snapshot UpdateItem of a run (docs/design.md §6) or, with
 // single, the fallback's write of the one record r holds (docs/design.md §6).
+//
+// The request is built with few allocations: its S and N members come from
+// two slabs of the exact size, its maps are sized once, and the
+// expression's aliases are constants for the first limits.
 func (a *Aggregator) updateInput(r *run, single bool, ttl int64) *dynamodb.UpdateItemInput {
 	keys := schema.UsageItemKeys(r.shard.ns, r.shard.entity, r.shard.resource, r.windowKey)
-	names := map[string]string{
-		"#res": schema.AttrResource,
-		"#win": schema.AttrWindow,
-		"#wst": schema.AttrWindowStart,
-		"#ttl": schema.AttrTTL,
-		"#te":  schema.AttrTotalEvents,
-		"#sq":  schema.SeqAttr(r.shard.shard),
+	nc, no := len(r.counters), len(r.overdraws)
+	names := make(map[string]string, 6+nc+no)
+	names["#res"] = schema.AttrResource
+	names["#win"] = schema.AttrWindow
+	names["#wst"] = schema.AttrWindowStart
+	names["#ttl"] = schema.AttrTTL
+	names["#te"] = schema.AttrTotalEvents
+	names["#sq"] = schema.SeqAttr(r.shard.shard)
+
+	// S members: :e :r :w :k :g2p :g2s :g4p :g4s, then :seq or :first and
+	// :last, then the key's PK and SK. N members: :ttl :events and one
+	// per counter.
+	ss := make([]types.AttributeValueMemberS, 0, 12)
+	ns := make([]types.AttributeValueMemberN, 0, 2+nc+no)
+	s := func(v string) types.AttributeValue {
+		ss = append(ss, types.AttributeValueMemberS{Value: v})
+		return &ss[len(ss)-1]
 	}
-	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 	n := func(v int64) types.AttributeValue {
-		return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+		ns = append(ns, types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)})
+		return &ns[len(ns)-1]
 	}
-	values := map[string]types.AttributeValue{
-		":e":      s(r.shard.entity),
-		":r":      s(r.shard.resource),
-		":w":      s(string(r.window)),
-		":k":      s(r.start),
-		":g2p":    s(keys.GSI2.PK),
-		":g2s":    s(keys.GSI2.SK),
-		":g4p":    s(keys.GSI4.PK),
-		":g4s":    s(keys.GSI4.SK),
-		":ttl":    n(ttl),
-		":events": n(r.events),
-	}
+	values := make(map[string]types.AttributeValue, 12+nc+no)
+	values[":e"] = s(r.shard.entity)
+	values[":r"] = s(r.shard.resource)
+	values[":w"] = s(string(r.window))
+	values[":k"] = s(r.start)
+	values[":g2p"] = s(keys.GSI2.PK)
+	values[":g2s"] = s(keys.GSI2.SK)
+	values[":g4p"] = s(keys.GSI4.PK)
+	values[":g4s"] = s(keys.GSI4.SK)
+	values[":ttl"] = n(ttl)
+	values[":events"] = n(r.events)
 	var b strings.Builder
+	b.Grow(len(snapshotSet) + len(" ADD #te :events") + 16 + 16*(nc+no))
 	b.WriteString(snapshotSet)
 	cond := runCondition
 	if single {
@@ -334,25 +373,52 @@ func (a *Aggregator) updateInput(r *run, single bool, ttl int64) *dynamodb.Updat
 	}
 	b.WriteString(" ADD ")
 	for i, c := range r.counters {
-		alias, val := "#l"+strconv.Itoa(i), ":d"+strconv.Itoa(i)
+		alias, val := positional("#l", i), positional(":d", i)
 		names[alias] = c.name
 		values[val] = n(c.n)
-		b.WriteString(alias + " " + val + ", ")
+		b.WriteString(alias)
+		b.WriteByte(' ')
+		b.WriteString(val)
+		b.WriteString(", ")
 	}
 	for i, c := range r.overdraws {
-		alias, val := "#od"+strconv.Itoa(i), ":o"+strconv.Itoa(i)
+		alias, val := positional("#od", i), positional(":o", i)
 		names[alias] = schema.OverdrawAttr(c.name)
 		values[val] = n(c.n)
-		b.WriteString(alias + " " + val + ", ")
+		b.WriteString(alias)
+		b.WriteByte(' ')
+		b.WriteString(val)
+		b.WriteString(", ")
 	}
 	b.WriteString("#te :events")
 	return &dynamodb.UpdateItemInput{
-		TableName:                           aws.String(a.cfg.TableName),
-		Key:                                 keys.Key.AttributeValues(),
+		TableName: aws.String(a.cfg.TableName),
+		Key: map[string]types.AttributeValue{
+			schema.AttrPK: s(keys.Key.PK),
+			schema.AttrSK: s(keys.Key.SK),
+		},
 		UpdateExpression:                    aws.String(b.String()),
 		ConditionExpression:                 aws.String(cond),
 		ExpressionAttributeNames:            names,
 		ExpressionAttributeValues:           values,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
+}
+
+// positional returns prefix followed by i in decimal; the aliases of the
+// first limits are constants, so that common writes make no alias strings.
+func positional(prefix string, i int) string {
+	if i < 4 {
+		switch prefix {
+		case "#l":
+			return [...]string{"#l0", "#l1", "#l2", "#l3"}[i]
+		case ":d":
+			return [...]string{":d0", ":d1", ":d2", ":d3"}[i]
+		case "#od":
+			return [...]string{"#od0", "#od1", "#od2", "#od3"}[i]
+		case ":o":
+			return [...]string{":o0", ":o1", ":o2", ":o3"}[i]
+		}
+	}
+	return prefix + strconv.Itoa(i)
 }

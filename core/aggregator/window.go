@@ -14,20 +14,27 @@ func DefaultWindows() []Window { return []Window{Hourly, Daily} }
 // snapshot's window_start (docs/design.md, "Usage snapshots"). An unknown
 // window gives "".
 func WindowKey(w Window, t time.Time) string {
-	t = t.UTC()
-	y, m, d := t.Date()
-	var start time.Time
-	switch w {
-	case Hourly:
-		start = time.Date(y, m, d, t.Hour(), 0, 0, 0, time.UTC)
-	case Daily:
-		start = time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
-	case Monthly:
-		start = time.Date(y, m, 1, 0, 0, 0, 0, time.UTC)
-	default:
+	start, ok := windowStart(w, t)
+	if !ok {
 		return ""
 	}
 	return start.Format("2006-01-02T15:04:05Z")
+}
+
+// windowStart returns the UTC start of the window w containing t; ok is
+// false for an unknown window.
+func windowStart(w Window, t time.Time) (start time.Time, ok bool) {
+	t = t.UTC()
+	y, m, d := t.Date()
+	switch w {
+	case Hourly:
+		return time.Date(y, m, d, t.Hour(), 0, 0, 0, time.UTC), true
+	case Daily:
+		return time.Date(y, m, d, 0, 0, 0, 0, time.UTC), true
+	case Monthly:
+		return time.Date(y, m, 1, 0, 0, 0, 0, time.UTC), true
+	}
+	return time.Time{}, false
 }
 
 // SnapshotKey returns the window key under which the snapshot of window w

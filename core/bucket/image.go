@@ -211,10 +211,59 @@ func DecodeImage(item map[string]types.AttributeValue) (Image, error) {
 // corrupt attributes is reported is unspecified, and img is then
 // unspecified too.
 func (img *Image) Decode(item map[string]types.AttributeValue) error {
+	return DecodeItem(img, item, SDKScalar)
+}
+
+// Scalar is one attribute value as the image decoder reads it: its
+// DynamoDB type and, for an S or an N, its text, for a BOOL, its value.
+// DecodeItem reads items of any attribute representation through it, so
+// that an image arriving in another shape (a stream record's) decodes
+// without being converted to SDK values first.
+type Scalar struct {
+	// Type names the DynamoDB type: "S", "N", "BOOL", "B", "NULL", "SS",
+	// "NS", "BS", "L" or "M"; "nothing" for a missing value and "an
+	// unknown type" for anything else.
+	Type string
+	// Nil marks a value of Type that holds nothing (a typed-nil SDK
+	// member): it is no usable value of any type.
+	Nil bool
+	// Text is an S's or an N's text.
+	Text string
+	// Bool is a BOOL's value.
+	Bool bool
+}
+
+// SDKScalar reads an SDK attribute value as a Scalar.
+func SDKScalar(v types.AttributeValue) Scalar {
+	switch m := v.(type) {
+	case *types.AttributeValueMemberS:
+		if m == nil {
+			return Scalar{Type: "S", Nil: true}
+		}
+		return Scalar{Type: "S", Text: m.Value}
+	case *types.AttributeValueMemberN:
+		if m == nil {
+			return Scalar{Type: "N", Nil: true}
+		}
+		return Scalar{Type: "N", Text: m.Value}
+	case *types.AttributeValueMemberBOOL:
+		if m == nil {
+			return Scalar{Type: "BOOL", Nil: true}
+		}
+		return Scalar{Type: "BOOL", Bool: m.Value}
+	}
+	return Scalar{Type: typeName(v)}
+}
+
+// DecodeItem is Image.Decode for an item whose attribute values are of any
+// type V, read through scalar: the same rules, the same errors, and the
+// same reuse of img's storage.
+func DecodeItem[V any](img *Image, item map[string]V, scalar func(V) Scalar) error {
 	buf := img.store[:0]
 	*img = Image{ShardCount: 1}
-	for k, v := range item {
+	for k, av := range item {
 		var err error
+		v := scalar(av)
 		switch k {
 		case schema.AttrEntityID:
 			img.Entity, err = str(k, v)
@@ -303,6 +352,9 @@ func limitFor(buf []LimitImage, name string) (*LimitImage, []LimitImage) {
 			return &buf[i], buf
 		}
 	}
+	if cap(buf) == 0 {
+		buf = make([]LimitImage, 0, 2) // most items carry one or two limits besides wcu
+	}
 	buf = append(buf, LimitImage{Name: name})
 	return &buf[len(buf)-1], buf
 }
@@ -341,7 +393,7 @@ func fieldBit(f schema.LimitField) LimitFields {
 	return 0
 }
 
-func (l *LimitImage) set(attr string, bit LimitFields, v types.AttributeValue) error {
+func (l *LimitImage) set(attr string, bit LimitFields, v Scalar) error {
 	var err error
 	switch bit {
 	case FieldSoft:
@@ -387,47 +439,44 @@ func (l *LimitImage) numField(bit LimitFields) *int64 {
 
 func corrupt(attr, reason string) error { return &CorruptItemError{Attribute: attr, Reason: reason} }
 
-func wrongType(attr, want string, v types.AttributeValue) error {
-	return corrupt(attr, "want "+want+", have "+typeName(v))
+func wrongType(attr, want string, v Scalar) error {
+	return corrupt(attr, "want "+want+", have "+v.Type)
 }
 
-func num(attr string, v types.AttributeValue) (int64, error) {
-	m, ok := v.(*types.AttributeValueMemberN)
-	if !ok || m == nil {
+func num(attr string, v Scalar) (int64, error) {
+	if v.Type != "N" || v.Nil {
 		return 0, wrongType(attr, "N", v)
 	}
-	n, err := strconv.ParseInt(m.Value, 10, 64)
+	n, err := strconv.ParseInt(v.Text, 10, 64)
 	if err != nil {
-		return 0, corrupt(attr, "N "+strconv.Quote(m.Value)+" is not an int64")
+		return 0, corrupt(attr, "N "+strconv.Quote(v.Text)+" is not an int64")
 	}
 	return n, nil
 }
 
-func str(attr string, v types.AttributeValue) (string, error) {
-	m, ok := v.(*types.AttributeValueMemberS)
-	if !ok || m == nil {
+func str(attr string, v Scalar) (string, error) {
+	if v.Type != "S" || v.Nil {
 		return "", wrongType(attr, "S", v)
 	}
-	return m.Value, nil
+	return v.Text, nil
 }
 
-func boolean(attr string, v types.AttributeValue) (bool, error) {
-	m, ok := v.(*types.AttributeValueMemberBOOL)
-	if !ok || m == nil {
+func boolean(attr string, v Scalar) (bool, error) {
+	if v.Type != "BOOL" || v.Nil {
 		return false, wrongType(attr, "BOOL", v)
 	}
-	return m.Value, nil
+	return v.Bool, nil
 }
 
 // stamp decodes an N deadline; a BOOL is a present, expired stamp
 // (docs/compatibility.md C8).
-func stamp(attr string, v types.AttributeValue) (Stamp, error) {
-	switch m := v.(type) {
-	case *types.AttributeValueMemberBOOL:
-		if m != nil {
+func stamp(attr string, v Scalar) (Stamp, error) {
+	switch v.Type {
+	case "BOOL":
+		if !v.Nil {
 			return Stamp{Present: true}, nil
 		}
-	case *types.AttributeValueMemberN:
+	case "N":
 		n, err := num(attr, v)
 		if err != nil {
 			return Stamp{}, err

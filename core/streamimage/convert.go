@@ -306,6 +306,65 @@ func ImageToDynamoDB(img map[string]events.DynamoDBAttributeValue) (map[string]d
 	return out, nil
 }
 
+// CheckImage reports the error ImageToDynamoDB would return for img, without
+// converting anything: nil when every attribute converts. It allocates
+// nothing on success, so a consumer that reads the Lambda event shape
+// directly keeps ImageToDynamoDB's rules.
+func CheckImage(img map[string]events.DynamoDBAttributeValue) error {
+	for k, v := range img {
+		if err := Check(v); err != nil {
+			return within(err, keySeg(k))
+		}
+	}
+	return nil
+}
+
+// Check reports the error ToDynamoDB would return for av, without
+// converting it. After a nil result the events accessors matching
+// av.DataType() do not panic on av or on anything nested in it.
+func Check(av events.DynamoDBAttributeValue) error {
+	if av == (events.DynamoDBAttributeValue{}) {
+		return leafError(fmt.Errorf("%w: zero events.DynamoDBAttributeValue", ErrNilValue))
+	}
+	var err error
+	switch t := av.DataType(); t {
+	case events.DataTypeString:
+		_, err = access(av, events.DynamoDBAttributeValue.String)
+	case events.DataTypeNumber:
+		_, err = access(av, events.DynamoDBAttributeValue.Number)
+	case events.DataTypeBinary:
+		_, err = access(av, events.DynamoDBAttributeValue.Binary)
+	case events.DataTypeBoolean:
+		_, err = access(av, events.DynamoDBAttributeValue.Boolean)
+	case events.DataTypeNull:
+	case events.DataTypeStringSet:
+		_, err = access(av, events.DynamoDBAttributeValue.StringSet)
+	case events.DataTypeNumberSet:
+		_, err = access(av, events.DynamoDBAttributeValue.NumberSet)
+	case events.DataTypeBinarySet:
+		_, err = access(av, events.DynamoDBAttributeValue.BinarySet)
+	case events.DataTypeList:
+		l, aerr := access(av, events.DynamoDBAttributeValue.List)
+		if aerr != nil {
+			return aerr
+		}
+		for i, e := range l {
+			if err := Check(e); err != nil {
+				return within(err, indexSeg(i))
+			}
+		}
+	case events.DataTypeMap:
+		m, aerr := access(av, events.DynamoDBAttributeValue.Map)
+		if aerr != nil {
+			return aerr
+		}
+		return CheckImage(m)
+	default:
+		return leafError(fmt.Errorf("%w: events DataType %d", ErrUnsupportedType, t))
+	}
+	return err
+}
+
 // access calls one of the events accessors, which panic when the value's
 // content does not match its DataType, and turns such a panic into an error.
 func access[T any](av events.DynamoDBAttributeValue, get func(events.DynamoDBAttributeValue) T) (v T, err error) {
@@ -333,4 +392,59 @@ func cloneBytesSlice(bs [][]byte) [][]byte {
 		out[i] = bytes.Clone(b)
 	}
 	return out
+}
+
+// Arena converts Lambda event images into DynamoDB API items like
+// ImageToDynamoDB, with the same results and errors, but takes the S, N and
+// BOOL members it returns from chunks it shares between every image it
+// converts, so a batch of images costs a few allocations per image (its
+// map) instead of one per attribute. The items stay valid after the Arena
+// is dropped; an Arena is not safe for concurrent use. The zero value is
+// ready to use.
+type Arena struct {
+	s []ddbtypes.AttributeValueMemberS
+	n []ddbtypes.AttributeValueMemberN
+	b []ddbtypes.AttributeValueMemberBOOL
+}
+
+// arenaChunk is how many members of one type an Arena allocates at a time.
+const arenaChunk = 256
+
+// Image converts img as ImageToDynamoDB does.
+func (a *Arena) Image(img map[string]events.DynamoDBAttributeValue) (map[string]ddbtypes.AttributeValue, error) {
+	if img == nil {
+		return nil, nil
+	}
+	if err := CheckImage(img); err != nil {
+		return nil, err
+	}
+	out := make(map[string]ddbtypes.AttributeValue, len(img))
+	for k, v := range img {
+		switch v.DataType() {
+		case events.DataTypeString:
+			out[k] = arenaNext(&a.s, ddbtypes.AttributeValueMemberS{Value: v.String()})
+		case events.DataTypeNumber:
+			out[k] = arenaNext(&a.n, ddbtypes.AttributeValueMemberN{Value: v.Number()})
+		case events.DataTypeBoolean:
+			out[k] = arenaNext(&a.b, ddbtypes.AttributeValueMemberBOOL{Value: v.Boolean()})
+		default:
+			c, err := ToDynamoDB(v)
+			if err != nil {
+				return nil, within(err, keySeg(k))
+			}
+			out[k] = c
+		}
+	}
+	return out, nil
+}
+
+// arenaNext stores v in the next free slot of *chunk, starting a new chunk
+// when it is full (never growing one in place: earlier slots are in use),
+// and returns the slot.
+func arenaNext[T any](chunk *[]T, v T) *T {
+	if len(*chunk) == cap(*chunk) {
+		*chunk = make([]T, 0, arenaChunk)
+	}
+	*chunk = append(*chunk, v)
+	return &(*chunk)[len(*chunk)-1]
 }

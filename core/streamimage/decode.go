@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 )
@@ -104,7 +105,11 @@ func buildEvent[V any](in jsonEvent[V], image func(map[string]V) (map[string]eve
 	if in.Records != nil {
 		ev.Records = make([]events.DynamoDBEventRecord, len(in.Records))
 	}
-	for i, r := range in.Records {
+	for i := range in.Records {
+		r := in.Records[i]
+		// The input's images are dropped as they are converted, so that a
+		// large batch is not held twice until the whole event is built.
+		in.Records[i].Change.Keys, in.Records[i].Change.NewImage, in.Records[i].Change.OldImage = nil, nil, nil
 		rec := events.DynamoDBEventRecord{
 			AWSRegion:      r.AWSRegion,
 			EventID:        r.EventID,
@@ -179,6 +184,9 @@ func decodeRawImage(raw map[string]json.RawMessage) (map[string]events.DynamoDBA
 // a generic tree (numbers kept as json.Number) and walked, which keeps deep
 // nesting linear.
 func decodeAttribute(raw json.RawMessage) (events.DynamoDBAttributeValue, error) {
+	if av, ok := decodeScalar(raw); ok {
+		return av, nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var tree any
@@ -337,4 +345,40 @@ func jsonKind(v any) string {
 	default:
 		return fmt.Sprintf("%T", v)
 	}
+}
+
+// decodeScalar decodes, without the generic tree, the attribute values a
+// bucket image is made of, in the compact form DynamoDB and Lambda write
+// them: {"S":"text"} and {"N":"digits"} whose text has no escape and is
+// valid UTF-8 (so its bytes are its value), {"BOOL":true|false} and
+// {"NULL":true}. ok is false for anything else, which decodeAttribute then
+// decodes in full; raw is already valid JSON (encoding/json checks a value
+// before handing it to an Unmarshaler).
+func decodeScalar(raw []byte) (av events.DynamoDBAttributeValue, ok bool) {
+	switch {
+	case string(raw) == `{"BOOL":true}`:
+		return events.NewBooleanAttribute(true), true
+	case string(raw) == `{"BOOL":false}`:
+		return events.NewBooleanAttribute(false), true
+	case string(raw) == `{"NULL":true}`:
+		return events.NewNullAttribute(), true
+	}
+	var number bool
+	var rest []byte
+	switch {
+	case bytes.HasPrefix(raw, []byte(`{"S":"`)):
+		rest = raw[len(`{"S":"`):]
+	case bytes.HasPrefix(raw, []byte(`{"N":"`)):
+		rest, number = raw[len(`{"N":"`):], true
+	default:
+		return events.DynamoDBAttributeValue{}, false
+	}
+	text, ok := bytes.CutSuffix(rest, []byte(`"}`))
+	if !ok || bytes.IndexByte(text, '"') >= 0 || bytes.IndexByte(text, '\\') >= 0 || !utf8.Valid(text) {
+		return events.DynamoDBAttributeValue{}, false
+	}
+	if number {
+		return events.NewNumberAttribute(string(text)), true
+	}
+	return events.NewStringAttribute(string(text)), true
 }

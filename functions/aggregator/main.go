@@ -30,5 +30,5 @@ func main() {
 		log.Error("aggregator init failed", "error", err)
 		os.Exit(1)
 	}
-	lambda.Start(agg.Handle)
+	lambda.Start(handler(agg))
 }

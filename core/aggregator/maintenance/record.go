@@ -36,7 +36,8 @@ type Record struct {
 	// ID is the bucket the record is about.
 	ID schema.BucketID
 	// NewItem and OldItem are the images as SDK attribute values (OldItem is
-	// nil for an INSERT); NewImage and OldImage are the same decoded.
+	// nil for an INSERT, and may be nil whenever OldImage is set: it is read
+	// only in its absence); NewImage and OldImage are the same decoded.
 	NewItem, OldItem   map[string]types.AttributeValue
 	NewImage, OldImage *bucket.Image
 	// At is the record's ApproximateCreationDateTime (zero when absent).

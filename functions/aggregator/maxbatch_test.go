@@ -1,0 +1,240 @@
+package main
+
+// BenchmarkMaxBatch states the Lambda's memory at the largest batch an event
+// source mapping can deliver (BatchSize 10,000): main's handler (wire and
+// handler, as main wires them) behind aws-lambda-go's own handler adapter
+// (lambda.NewHandler, the code lambda.Start runs per invocation: JSON
+// decode of the payload, Handle, JSON encode of the response), on one
+// 10,000-record event against DynamoDB Local.
+//
+// The event: 10,000 MODIFY records of 500 buckets (entities `key-000` to
+// `key-499`, resource gpt-4, limits rpm and tpm and the reserved wcu, as the
+// client writes them), each consuming rpm 1 and tpm 100–1,999 tokens, one
+// record every 0.36 s of stream time from 12:20 UTC, so the hourly window
+// rolls once. It is about 20 MB of JSON; real stream batches are smaller
+// (Lambda caps an invocation's payload at 6 MB), so this is a bound.
+//
+// While the invocation runs, a sampler reads runtime/metrics every
+// millisecond; the benchmark reports, per invocation:
+//
+//   - peak-heap-inuse-MB: the highest heap in use (objects plus the unused
+//     part of their spans: MemStats.HeapInuse) seen, including the payload
+//     bytes the runtime holds and the test binary's own baseline;
+//   - peak-heap-objects-MB: the highest bytes of heap objects seen
+//     (MemStats.HeapAlloc);
+//   - baseline-heap-inuse-MB: the heap in use just before the invocation,
+//     after a GC, with the payload already read (the runtime's buffer);
+//   - alloc-MB: bytes allocated during the invocation (MemStats.TotalAlloc);
+//   - B/record, allocs/record: the same per record.
+//
+// The peaks depend on when the GC runs (GOGC=100 unless set); the
+// allocation figures do not. The table is fresh for every invocation, so
+// every snapshot is written.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
+	"github.com/zae-limiter/zae-limiter-go/core/streamimage"
+	"github.com/zae-limiter/zae-limiter-go/internal/ddblocal"
+	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
+)
+
+const (
+	maxBatchRecords = 10_000
+	maxBatchBuckets = 500
+	maxBatchNS      = "mAxBaTcHnS"
+)
+
+func BenchmarkMaxBatch(b *testing.B) {
+	payload := maxBatchEvent(b)
+	var peakInuse, peakObjects, baseline, allocated, mallocs uint64
+	for range b.N {
+		b.StopTimer()
+		tbl := ddbtest.NewTable(b)
+		for k, v := range map[string]string{
+			"TABLE_NAME": tbl.Name, "AWS_ENDPOINT_URL_DYNAMODB": tbl.Endpoint, "AWS_REGION": ddblocal.Region,
+			"AWS_ACCESS_KEY_ID": ddblocal.AccessKeyID, "AWS_SECRET_ACCESS_KEY": ddblocal.SecretAccessKey,
+			"AWS_CONFIG_FILE": os.DevNull, "AWS_SHARED_CREDENTIALS_FILE": os.DevNull,
+		} {
+			b.Setenv(k, v)
+		}
+		h := wiredHandler(b)
+		runtime.GC()
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
+		s := startHeapSampler()
+		b.StartTimer()
+		out, err := h.Invoke(context.Background(), payload)
+		b.StopTimer()
+		inuse, objects := s.stop()
+		var after runtime.MemStats
+		runtime.ReadMemStats(&after)
+		if err != nil {
+			b.Fatalf("Invoke: %v", err)
+		}
+		var resp events.DynamoDBEventResponse
+		if err := json.Unmarshal(out, &resp); err != nil || len(resp.BatchItemFailures) > 0 {
+			b.Fatalf("response %s (%v)", out, err)
+		}
+		peakInuse, peakObjects = max(peakInuse, inuse), max(peakObjects, objects)
+		baseline = max(baseline, before.HeapInuse)
+		allocated += after.TotalAlloc - before.TotalAlloc
+		mallocs += after.Mallocs - before.Mallocs
+	}
+	n := float64(b.N)
+	const mb = 1 << 20
+	b.ReportMetric(float64(peakInuse)/mb, "peak-heap-inuse-MB")
+	b.ReportMetric(float64(peakObjects)/mb, "peak-heap-objects-MB")
+	b.ReportMetric(float64(baseline)/mb, "baseline-heap-inuse-MB")
+	b.ReportMetric(float64(allocated)/n/mb, "alloc-MB")
+	b.ReportMetric(float64(allocated)/n/maxBatchRecords, "B/record")
+	b.ReportMetric(float64(mallocs)/n/maxBatchRecords, "allocs/record")
+	b.ReportMetric(float64(len(payload))/mb, "event-MB")
+	b.ReportMetric(maxBatchRecords, "records/op")
+}
+
+// wiredHandler wires the aggregator as main does and wraps main's handler
+// as lambda.Start would. The EMF sink wire points at os.Stdout is pointed at
+// the null device for the benchmark's output.
+func wiredHandler(b *testing.B) lambda.Handler {
+	b.Helper()
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = null.Close() })
+	stdout := os.Stdout
+	os.Stdout = null
+	agg, _, err := wire(context.Background(), quietLogger(), true)
+	os.Stdout = stdout
+	if err != nil {
+		b.Fatal(err)
+	}
+	return lambda.NewHandler(handler(agg))
+}
+
+// heapSampler records the peak heap while it runs.
+type heapSampler struct {
+	done chan struct{}
+	wg   sync.WaitGroup
+	// peaks, written by the sampling goroutine, read after stop.
+	inuse, objects uint64
+}
+
+// The runtime/metrics behind MemStats.HeapInuse (objects plus unused) and
+// MemStats.HeapAlloc (objects).
+const (
+	metricHeapObjects = "/memory/classes/heap/objects:bytes"
+	metricHeapUnused  = "/memory/classes/heap/unused:bytes"
+)
+
+func startHeapSampler() *heapSampler {
+	s := &heapSampler{done: make(chan struct{})}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		samples := []metrics.Sample{{Name: metricHeapObjects}, {Name: metricHeapUnused}}
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			metrics.Read(samples)
+			objects, unused := samples[0].Value.Uint64(), samples[1].Value.Uint64()
+			s.objects = max(s.objects, objects)
+			s.inuse = max(s.inuse, objects+unused)
+			select {
+			case <-s.done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return s
+}
+
+// stop ends the sampling (after one last reading) and returns the peaks.
+func (s *heapSampler) stop() (inuse, objects uint64) {
+	close(s.done)
+	s.wg.Wait()
+	return s.inuse, s.objects
+}
+
+// maxBatchEvent builds the 10,000-record event's JSON (see the top of the
+// file). Seeds are fixed: every run builds the same bytes.
+func maxBatchEvent(b *testing.B) []byte {
+	b.Helper()
+	rng := rand.New(rand.NewPCG(2026, 12))
+	start := time.Date(2026, 11, 30, 12, 20, 0, 0, time.UTC)
+	type state struct{ rpmTc, tpmTc, wcuTc int64 }
+	buckets := make([]state, maxBatchBuckets)
+	image := func(entity string, st state, rfMs int64) map[string]types.AttributeValue {
+		it := schema.BucketItemKeys(maxBatchNS, entity, "gpt-4", 0).Item()
+		n := schema.Num
+		it[schema.AttrEntityID], it[schema.AttrResource] = schema.Str(entity), schema.Str("gpt-4")
+		it[schema.AttrRF], it[schema.AttrShardCount] = n(rfMs), n(1)
+		it[schema.AttrCascade], it[schema.AttrPGen] = &types.AttributeValueMemberBOOL{}, n(0)
+		for _, l := range []struct {
+			name           string
+			cp, ra, rp, tc int64
+		}{
+			{"rpm", 100_000, 100_000, 60_000, st.rpmTc},
+			{"tpm", 100_000_000, 100_000_000, 60_000, st.tpmTc},
+			{schema.WCULimit, 1_000_000, 1_000_000, 1_000, st.wcuTc},
+		} {
+			it["b_"+l.name+"_cp"], it["b_"+l.name+"_ra"], it["b_"+l.name+"_rp"] = n(l.cp), n(l.ra), n(l.rp)
+			it["b_"+l.name+"_tk"], it["b_"+l.name+"_tc"] = n(l.cp-l.tc%l.cp), n(l.tc)
+		}
+		return it
+	}
+	ev := events.DynamoDBEvent{Records: make([]events.DynamoDBEventRecord, maxBatchRecords)}
+	for i := range ev.Records {
+		k := rng.IntN(maxBatchBuckets)
+		entity := fmt.Sprintf("key-%03d", k)
+		at := start.Add(time.Duration(i) * 360 * time.Millisecond)
+		old := buckets[k]
+		nw := state{rpmTc: old.rpmTc + 1000, tpmTc: old.tpmTc + (100+rng.Int64N(1900))*1000, wcuTc: old.wcuTc + 1000}
+		buckets[k] = nw
+		oldImg, err := streamimage.ImageFromDynamoDB(image(entity, old, at.UnixMilli()-1000))
+		if err != nil {
+			b.Fatal(err)
+		}
+		newImg, err := streamimage.ImageFromDynamoDB(image(entity, nw, at.UnixMilli()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		keys := schema.BucketKey(maxBatchNS, entity, "gpt-4", 0)
+		seq := strconv.Itoa(100_000_000_000_000_000 + i)
+		ev.Records[i] = events.DynamoDBEventRecord{
+			AWSRegion: ddblocal.Region, EventID: seq, EventName: "MODIFY",
+			EventSource: streamimage.EventSource, EventVersion: "1.1",
+			EventSourceArn: "arn:aws:dynamodb:" + ddblocal.Region + ":000000000000:table/maxbatch/stream/2026-11-30T00:00:00.000",
+			Change: events.DynamoDBStreamRecord{
+				ApproximateCreationDateTime: events.SecondsEpochTime{Time: at.Truncate(time.Second)},
+				Keys: map[string]events.DynamoDBAttributeValue{
+					schema.AttrPK: events.NewStringAttribute(keys.PK), schema.AttrSK: events.NewStringAttribute(keys.SK),
+				},
+				NewImage: newImg, OldImage: oldImg,
+				SequenceNumber: seq, SizeBytes: 600, StreamViewType: "NEW_AND_OLD_IMAGES",
+			},
+		}
+	}
+	payload, err := json.Marshal(ev)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return payload
+}
