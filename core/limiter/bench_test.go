@@ -623,14 +623,26 @@ func pairedTime(n int, op, ref func() error) (opNs, refNs float64, err error) {
 	return float64(spent[0].Nanoseconds()) / float64(n), float64(spent[1].Nanoseconds()) / float64(n), nil
 }
 
+// cannedClock is the clock of the limiter and of the bare request of
+// BenchmarkClientCost. It reads the wall clock, as the default clock does,
+// so the acquire pays what a clock read costs, but answers cannedNow: the
+// canned image was written at cannedNow and its vu is 1 ms later, so on
+// the wall clock every acquire after the first would find vu passed and
+// take a refill pass, which resolves config (a GetItem the canned endpoint
+// refuses), not the fast path.
+func cannedClock() time.Time {
+	_ = time.Now()
+	return cannedNow
+}
+
 // cannedBare returns the bare call of BenchmarkClientCost: an SDK
-// UpdateItem of the fast-path request, built once, sent to a canned
-// endpoint.
-func cannedBare(tb testing.TB) func() error {
+// UpdateItem of the fast-path request at cannedNow, built once, sent to
+// canned.
+func cannedBare(tb testing.TB, canned *cannedDynamoDB) func() error {
 	tb.Helper()
 	ctx := context.Background()
-	db := newCannedDynamoDB().client()
-	in := cannedFastPath(tb, cannedTable, time.Now())
+	db := canned.client()
+	in := cannedFastPath(tb, cannedTable, cannedNow)
 	if _, err := db.UpdateItem(ctx, in); err != nil {
 		tb.Fatal(err)
 	}
@@ -640,13 +652,14 @@ func cannedBare(tb testing.TB) func() error {
 	}
 }
 
-// cannedAcquire returns the acquire of BenchmarkClientCost, on a limiter
-// whose pair cache is warm, and its canned endpoint.
-func cannedAcquire(tb testing.TB) (func() error, *cannedDynamoDB) {
+// cannedAcquire returns the acquire of BenchmarkClientCost: lim.Acquire on
+// canned, by a limiter on cannedClock whose pair cache one acquire has
+// warmed. canned answers UpdateItem only, so an acquire that strays from
+// the fast path fails.
+func cannedAcquire(tb testing.TB, canned *cannedDynamoDB) func() error {
 	tb.Helper()
 	ctx := context.Background()
-	canned := newCannedDynamoDB()
-	lim, err := limiter.New(canned.client(), cannedTable, benchNS, limiter.Options{})
+	lim, err := limiter.New(canned.client(), cannedTable, benchNS, limiter.Options{Clock: cannedClock})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -657,7 +670,7 @@ func cannedAcquire(tb testing.TB) (func() error, *cannedDynamoDB) {
 		// A literal Consume per call, as callers write it.
 		_, err := lim.Acquire(ctx, cannedEntity, cannedResource, limiter.Consume{"rpm": 1, "tpm": 100})
 		return err
-	}, canned
+	}
 }
 
 // BenchmarkClientCost measures the client's own CPU time and allocations
@@ -674,10 +687,11 @@ func cannedAcquire(tb testing.TB) (func() error, *cannedDynamoDB) {
 func BenchmarkClientCost(b *testing.B) {
 	var bare clientCost
 	b.Run("bare-UpdateItem", func(b *testing.B) {
-		bare = measureClientCost(b, cannedBare(b))
+		bare = measureClientCost(b, cannedBare(b, newCannedDynamoDB()))
 	})
 	b.Run("acquire", func(b *testing.B) {
-		acquire, canned := cannedAcquire(b)
+		canned := newCannedDynamoDB()
+		acquire := cannedAcquire(b, canned)
 		before := canned.calls.Load()
 		c := measureClientCost(b, acquire)
 		if calls := canned.calls.Load() - before; calls != int64(b.N) {
@@ -687,7 +701,7 @@ func BenchmarkClientCost(b *testing.B) {
 			b.ReportMetric(c.allocs/bare.allocs, "allocs-ratio")
 			b.ReportMetric(c.bytes/bare.bytes, "B-ratio")
 		}
-		opNs, refNs, err := pairedTime(b.N, acquire, cannedBare(b))
+		opNs, refNs, err := pairedTime(b.N, acquire, cannedBare(b, newCannedDynamoDB()))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -695,37 +709,58 @@ func BenchmarkClientCost(b *testing.B) {
 	})
 }
 
-// TestBareCallSendsTheFastPathRequest: the bare call of BenchmarkClientCost
-// and an acquire at the same clock reading send the same request body, so
-// the benchmark compares the limiter with exactly its own DynamoDB call.
+// TestBareCallSendsTheFastPathRequest: the bare call and the acquire of
+// BenchmarkClientCost, set up as the benchmark sets them up, send the same
+// request body, so the benchmark compares the limiter with exactly its own
+// DynamoDB call.
 func TestBareCallSendsTheFastPathRequest(t *testing.T) {
-	ctx := context.Background()
 	canned := newCannedDynamoDB()
 	canned.record = true
-	db := canned.client()
-	if _, err := db.UpdateItem(ctx, cannedFastPath(t, cannedTable, cannedNow)); err != nil {
+	bare := cannedBare(t, canned)
+	acquire := cannedAcquire(t, canned)
+	for _, f := range []func() error{bare, acquire} {
+		if err := f(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := canned.recorded()
+	if len(reqs) != 4 {
+		t.Fatalf("%d requests, want 4 (each side's setup call and one call)", len(reqs))
+	}
+	var want map[string]any
+	if err := json.Unmarshal(reqs[0], &want); err != nil {
 		t.Fatal(err)
 	}
-	lim, err := limiter.New(db, cannedTable, benchNS, limiter.Options{Clock: func() time.Time { return cannedNow }})
+	for i, req := range reqs[1:] {
+		var got map[string]any
+		if err := json.Unmarshal(req, &got); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(want, got) {
+			t.Fatalf("request %d differs from the bare call's:\nbare %s\ngot  %s", i+1, reqs[0], req)
+		}
+	}
+}
+
+// TestClientCostSetup runs BenchmarkClientCost's acquire as the timed loop
+// and pairedTime run it: many times in a row, each one UpdateItem (the only
+// call the canned endpoint answers), so the benchmark's setup cannot break
+// unnoticed (it did once: the canned image's vu fell behind the wall
+// clock, and every timed acquire became a refill pass).
+func TestClientCostSetup(t *testing.T) {
+	canned := newCannedDynamoDB()
+	acquire := cannedAcquire(t, canned)
+	const n = 2*pairBlock + 1
+	before := canned.calls.Load()
+	opNs, refNs, err := pairedTime(n, acquire, cannedBare(t, newCannedDynamoDB()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lim.Acquire(ctx, cannedEntity, cannedResource, cannedConsume()); err != nil {
-		t.Fatal(err)
+	if calls := canned.calls.Load() - before; calls != n {
+		t.Errorf("%d acquires sent %d requests, want one each", n, calls)
 	}
-	reqs := canned.recorded()
-	if len(reqs) != 2 {
-		t.Fatalf("%d requests, want 2", len(reqs))
-	}
-	var bare, acquire map[string]any
-	if err := json.Unmarshal(reqs[0], &bare); err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(reqs[1], &acquire); err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(bare, acquire) {
-		t.Fatalf("the bare call and the acquire send different requests:\nbare    %s\nacquire %s", reqs[0], reqs[1])
+	if opNs <= 0 || refNs <= 0 {
+		t.Errorf("pairedTime measured %v and %v ns per call, want both positive", opNs, refNs)
 	}
 }
 
@@ -735,7 +770,7 @@ func TestBareCallSendsTheFastPathRequest(t *testing.T) {
 func TestCannedEndpointAnswersLikeDynamoDB(t *testing.T) {
 	canned := newCannedDynamoDB()
 	db := canned.client(func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = false })
-	lim, err := limiter.New(db, cannedTable, benchNS, limiter.Options{Clock: func() time.Time { return cannedNow }})
+	lim, err := limiter.New(db, cannedTable, benchNS, limiter.Options{Clock: cannedClock})
 	if err != nil {
 		t.Fatal(err)
 	}
