@@ -296,16 +296,24 @@ func (img *Image) Decode(item map[string]types.AttributeValue) error {
 	return nil
 }
 
-// limitFor returns the entry for name in buf, appending one if needed.
+// limitFor returns the entry for name in buf, appending one if needed. A
+// buf with no storage yet gets room for limitsHint limits at once.
 func limitFor(buf []LimitImage, name string) (*LimitImage, []LimitImage) {
 	for i := range buf {
 		if buf[i].Name == name {
 			return &buf[i], buf
 		}
 	}
+	if cap(buf) == 0 {
+		buf = make([]LimitImage, 0, limitsHint)
+	}
 	buf = append(buf, LimitImage{Name: name})
 	return &buf[len(buf)-1], buf
 }
+
+// limitsHint is the room a fresh decoding makes for limits at once: the
+// common bucket of up to two limits besides wcu (a larger one grows).
+const limitsHint = 2
 
 func fieldBit(f schema.LimitField) LimitFields {
 	switch f {
