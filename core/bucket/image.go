@@ -345,7 +345,8 @@ func DecodeItem[V any](img *Image, item map[string]V, scalar func(V) Scalar) err
 	return nil
 }
 
-// limitFor returns the entry for name in buf, appending one if needed.
+// limitFor returns the entry for name in buf, appending one if needed. A
+// buf with no storage yet gets room for limitsHint limits at once.
 func limitFor(buf []LimitImage, name string) (*LimitImage, []LimitImage) {
 	for i := range buf {
 		if buf[i].Name == name {
@@ -353,11 +354,15 @@ func limitFor(buf []LimitImage, name string) (*LimitImage, []LimitImage) {
 		}
 	}
 	if cap(buf) == 0 {
-		buf = make([]LimitImage, 0, 2) // most items carry one or two limits besides wcu
+		buf = make([]LimitImage, 0, limitsHint)
 	}
 	buf = append(buf, LimitImage{Name: name})
 	return &buf[len(buf)-1], buf
 }
+
+// limitsHint is the room a fresh decoding makes for limits at once: the
+// common bucket of up to two limits besides wcu (a larger one grows).
+const limitsHint = 2
 
 func fieldBit(f schema.LimitField) LimitFields {
 	switch f {

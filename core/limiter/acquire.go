@@ -271,8 +271,11 @@ func (l *Limiter) acquire(ctx context.Context, req *request) (*Lease, error) {
 		respeculated++
 		return false, nil, nil
 	}
-	for {
-		if img := l.pairs.get(req.entity, req.resource).imageOf(shard); shape == fastpath.ShapeEnforce &&
+	for cur, first := st, true; ; first = false {
+		if !first {
+			cur = l.pairs.get(req.entity, req.resource) // the last pass may have taught it
+		}
+		if img := cur.imageOf(shard); shape == fastpath.ShapeEnforce &&
 			img != nil && img.HasVU && img.VU <= l.nowMs() {
 			// The cached image shows vu passed: a refill pass, no read.
 			id := schema.BucketID{Namespace: l.ns, Entity: req.entity, Resource: req.resource, Shard: shard}
@@ -395,16 +398,7 @@ func (l *Limiter) learnItem(entity, resource string, shard int, item map[string]
 }
 
 func (l *Limiter) learnPair(entity, resource string, shard int, img *bucket.Image, now int64) {
-	l.pairs.update(entity, resource, func(p *pairState) {
-		p.image, p.imageShard = img, shard
-		if img.HasShardCount && img.ShardCount > p.shardCount {
-			p.shardCount = img.ShardCount
-		}
-		if img.HasParent || img.HasPGen {
-			p.cascadeKnown, p.cascade, p.parentID = true, img.HasCascade && img.Cascade, img.ParentID
-		}
-		p.bypassed = img.Bypass.Live(now)
-	})
+	l.pairs.learnImage(entity, resource, shard, img, now)
 }
 
 // childAdmitted finishes an acquire whose own write succeeded: a lone lease,
@@ -415,7 +409,10 @@ func (l *Limiter) childAdmitted(ctx context.Context, req *request, c, p speculat
 		if p.ok {
 			l.refund(ctx, p) // cascade mismatch: the cache debited a parent
 		}
-		return &Lease{lim: l, resource: req.resource, parts: []leasePart{l.admittedPart(ctx, c)}}, nil
+		lease := &Lease{lim: l, resource: req.resource}
+		lease.one[0] = l.admittedPart(ctx, c, lease.loneBuf[:0])
+		lease.parts = lease.one[:]
+		return lease, nil
 	}
 	if parent := c.img.ParentID; p.req == nil || p.req.entity != parent {
 		if p.ok {
@@ -431,7 +428,7 @@ func (l *Limiter) childAdmitted(ctx context.Context, req *request, c, p speculat
 		return nil, p.err
 	}
 	if p.ok {
-		return &Lease{lim: l, resource: req.resource, parts: []leasePart{l.admittedPart(ctx, c), l.admittedPart(ctx, p)}}, nil
+		return &Lease{lim: l, resource: req.resource, parts: []leasePart{l.admittedPart(ctx, c, nil), l.admittedPart(ctx, p, nil)}}, nil
 	}
 	switch p.cls.Reason {
 	case fastpath.ReasonDisabled:
@@ -465,7 +462,7 @@ func (l *Limiter) childAdmitted(ctx context.Context, req *request, c, p speculat
 		var rle *RateLimitExceeded
 		switch {
 		case lease != nil:
-			return &Lease{lim: l, resource: req.resource, parts: []leasePart{l.admittedPart(ctx, c), lease.parts[0]}}, nil
+			return &Lease{lim: l, resource: req.resource, parts: []leasePart{l.admittedPart(ctx, c, nil), lease.parts[0]}}, nil
 		case errors.As(err, &rle):
 			l.refund(ctx, c)
 			return nil, &RateLimitExceeded{Statuses: append(imageStatuses(c), rle.Statuses...)}
@@ -477,7 +474,7 @@ func (l *Limiter) childAdmitted(ctx context.Context, req *request, c, p speculat
 	// Parent-only slow path: the child's debit stands if the parent's
 	// materialised write lands (docs/design.md §5).
 	if part, err := l.parentOnly(ctx, p.req, p.id.Shard); err == nil {
-		return &Lease{lim: l, resource: req.resource, parts: []leasePart{l.admittedPart(ctx, c), part}}, nil
+		return &Lease{lim: l, resource: req.resource, parts: []leasePart{l.admittedPart(ctx, c, nil), part}}, nil
 	}
 	l.refund(ctx, c)
 	return l.slowPath(ctx, req, c.id.Shard)
@@ -508,9 +505,9 @@ func (l *Limiter) parentOnly(ctx context.Context, preq *request, shard int) (lea
 
 // admittedPart builds the lease part of a successful fast-path write
 // (docs/design.md §5), refunding the debit of an enforce-shaped write that landed
-// on a bypassed bucket.
-func (l *Limiter) admittedPart(ctx context.Context, sp speculation) leasePart {
-	part := imagePart(sp)
+// on a bypassed bucket. The part's entries go to dst when it has the room.
+func (l *Limiter) admittedPart(ctx context.Context, sp speculation, dst []leaseEntry) leasePart {
+	part := imagePart(sp, dst)
 	if sp.shape == fastpath.ShapeEnforce && sp.img.Bypass.Live(sp.now) {
 		// Bypass discovered: give the tokens back, keep the tc (ADR-151
 		// decision 3).
@@ -521,10 +518,16 @@ func (l *Limiter) admittedPart(ctx context.Context, sp speculation) leasePart {
 }
 
 // imagePart describes the declared limits of a successful write from its
-// ALL_NEW image, materialised at the write's clock reading.
-func imagePart(sp speculation) leasePart {
+// ALL_NEW image, materialised at the write's clock reading. The entries
+// are appended to dst[:0] when it has the room, else to a new slice.
+func imagePart(sp speculation, dst []leaseEntry) leasePart {
 	img := sp.img
 	part := leasePart{entity: sp.id.Entity, shard: sp.id.Shard, bypassed: sp.shape == fastpath.ShapeBypass}
+	if cap(dst) >= len(sp.req.declared) {
+		part.entries = dst[:0]
+	} else {
+		part.entries = make([]leaseEntry, 0, len(sp.req.declared))
+	}
 	shards := max(img.ShardCount, 1)
 	for _, d := range sp.req.declared {
 		e := leaseEntry{name: d.Name, initial: d.Amount}
@@ -542,7 +545,7 @@ func imagePart(sp speculation) leasePart {
 
 // imageStatuses are the statuses of a successful write's declared limits.
 func imageStatuses(sp speculation) []LimitStatus {
-	part := imagePart(sp)
+	part := imagePart(sp, nil)
 	out := make([]LimitStatus, 0, len(part.entries))
 	for _, e := range part.entries {
 		out = append(out, e.status(sp.id.Entity, sp.id.Resource, e.initial))

@@ -129,12 +129,47 @@ func (c *pairCache) update(entity, resource string, f func(*pairState)) {
 	s := c.shard(k)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var st pairState
-	if e, _ := s.find(k); e != nil && c.live(e.at) {
-		st = e.val
-	}
+	at := c.now()
+	st := c.currentAt(s, k, at)
 	f(&st)
-	s.put(k, st, c.now())
+	s.put(k, st, at)
+}
+
+// learnImage is update with pairState.learnImage, called directly: the
+// fast path's own update, with no state escaping to the heap through a
+// function value.
+func (c *pairCache) learnImage(entity, resource string, shard int, img *bucket.Image, now int64) {
+	k := pairKey{entity, resource}
+	s := c.shard(k)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at := c.now()
+	st := c.currentAt(s, k, at)
+	st.learnImage(shard, img, now)
+	s.put(k, st, at)
+}
+
+// currentAt is k's state in s if it is live at at (the zero state when
+// there is none); the caller holds s.mu and reads the clock once for this
+// and the put that follows.
+func (c *pairCache) currentAt(s *pairShard, k pairKey, at time.Time) pairState {
+	if e, _ := s.find(k); e != nil && (c.ttl <= 0 || at.Sub(e.at) < c.ttl) {
+		return e.val
+	}
+	return pairState{}
+}
+
+// learnImage updates st from an image of shard taken at now
+// (docs/design.md §7), and keeps the image for refill passes.
+func (st *pairState) learnImage(shard int, img *bucket.Image, now int64) {
+	st.image, st.imageShard = img, shard
+	if img.HasShardCount && img.ShardCount > st.shardCount {
+		st.shardCount = img.ShardCount
+	}
+	if img.HasParent || img.HasPGen {
+		st.cascadeKnown, st.cascade, st.parentID = true, img.HasCascade && img.Cascade, img.ParentID
+	}
+	st.bypassed = img.Bypass.Live(now)
 }
 
 // len is the number of pairs held (expired ones included until touched).

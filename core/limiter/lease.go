@@ -48,7 +48,17 @@ type Lease struct {
 	mu    sync.Mutex
 	parts []leasePart // parts[0] is the requesting entity's
 	done  bool
+
+	// one and loneBuf back parts and parts[0].entries of a lone fast-path
+	// admission (childAdmitted), so that lease is one allocation.
+	one     [1]leasePart
+	loneBuf [loneEntries]leaseEntry
 }
+
+// loneEntries is how many limits a lone lease holds without another
+// allocation: the common request of up to two limits (a larger one takes
+// a slice of its own).
+const loneEntries = 2
 
 // Entity is the requesting entity; Resource the resource.
 func (l *Lease) Entity() string {

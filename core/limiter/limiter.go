@@ -170,7 +170,7 @@ func New(db DB, table, ns string, o Options) (*Limiter, error) {
 	store := config.NewStore(db, table, config.WithClock(o.Clock), config.WithCacheTTL(o.ConfigCacheTTL), config.WithLogger(o.Logger),
 		config.WithOnChange(rejects.clear))
 	return &Limiter{
-		db: onceWrites{DB: db, sleep: o.Sleep}, table: table, ns: ns,
+		db: newOnceWrites(db, o.Sleep), table: table, ns: ns,
 		store: store, resolver: store.Resolver(), rejects: rejects,
 		writes: fastpath.NewWrites(table), pairs: newPairCache(o.PairCacheSize, o.PairCacheTTL, o.Clock),
 		now: o.Clock, intn: o.Rand, log: o.Logger, sleep: o.Sleep,

@@ -28,10 +28,25 @@ const throttleRetries = 3
 type onceWrites struct {
 	DB
 	sleep func(context.Context, time.Duration) error
+	// once is the option list of a call that passes none: the SDK's
+	// retries off. Built once and only ever read (the SDK ranges over it;
+	// its capacity is its length, so an append copies).
+	once []func(*dynamodb.Options)
 }
 
-func sendOnce(opts []func(*dynamodb.Options)) []func(*dynamodb.Options) {
-	return append(opts[:len(opts):len(opts)], func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
+func newOnceWrites(db DB, sleep func(context.Context, time.Duration) error) onceWrites {
+	return onceWrites{DB: db, sleep: sleep, once: []func(*dynamodb.Options){noRetries}}
+}
+
+// noRetries turns the SDK's retries off for one call.
+func noRetries(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }
+
+// sendOnce returns opts with the SDK's retries off.
+func (d onceWrites) sendOnce(opts []func(*dynamodb.Options)) []func(*dynamodb.Options) {
+	if len(opts) == 0 {
+		return d.once[:len(d.once):len(d.once)]
+	}
+	return append(opts[:len(opts):len(opts)], noRetries)
 }
 
 // throttled reports an error DynamoDB returns before it applies anything.
@@ -62,12 +77,12 @@ func retryThrottled[T any](ctx context.Context, sleep func(context.Context, time
 
 func (d onceWrites) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	return retryThrottled(ctx, d.sleep, func() (*dynamodb.UpdateItemOutput, error) {
-		return d.DB.UpdateItem(ctx, in, sendOnce(opts)...)
+		return d.DB.UpdateItem(ctx, in, d.sendOnce(opts)...)
 	})
 }
 
 func (d onceWrites) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	return retryThrottled(ctx, d.sleep, func() (*dynamodb.PutItemOutput, error) {
-		return d.DB.PutItem(ctx, in, sendOnce(opts)...)
+		return d.DB.PutItem(ctx, in, d.sendOnce(opts)...)
 	})
 }

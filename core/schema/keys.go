@@ -466,6 +466,23 @@ type BucketID struct {
 // PK returns the bucket's partition key.
 func (b BucketID) PK() string { return BucketPK(b.Namespace, b.Entity, b.Resource, b.Shard) }
 
+// AppendPK appends the bucket's partition key (PK) to dst and returns
+// the extended slice: a caller that builds several strings at once keeps
+// them in one allocation.
+func (b BucketID) AppendPK(dst []byte) []byte {
+	if b.Shard < 0 {
+		panic("schema: negative shard " + strconv.Itoa(b.Shard))
+	}
+	dst = append(dst, b.Namespace...)
+	dst = append(dst, '/')
+	dst = append(dst, PrefixBucket...)
+	dst = append(dst, b.Entity...)
+	dst = append(dst, '#')
+	dst = append(dst, b.Resource...)
+	dst = append(dst, '#')
+	return strconv.AppendInt(dst, int64(b.Shard), 10)
+}
+
 // Key returns the bucket's primary key.
 func (b BucketID) Key() Key { return Key{b.PK(), SKState} }
 

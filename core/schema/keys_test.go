@@ -186,6 +186,12 @@ func TestParseBucketPK(t *testing.T) {
 		if got.Key() != (schema.Key{PK: c.pk, SK: "#STATE"}) {
 			t.Errorf("Key() = %+v", got.Key())
 		}
+		if a := string(got.AppendPK(nil)); a != c.pk {
+			t.Errorf("AppendPK(nil) = %q, want %q", a, c.pk)
+		}
+		if a := string(got.AppendPK([]byte("x:"))); a != "x:"+c.pk {
+			t.Errorf("AppendPK(x:) = %q, want %q", a, "x:"+c.pk)
+		}
 	}
 	bad := []struct{ pk, reason string }{
 		{"", "'/'"},

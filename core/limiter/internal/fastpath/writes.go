@@ -606,70 +606,87 @@ func checkLimits(dst []int64, op string, n int, at limitAt, signed bool) ([]int6
 // fill builds the request: the cached expressions plus this call's names
 // and numbers.
 func (w *Writes) fill(id schema.BucketID, set *exprSet, at limitAt, milli []int64, nums numbers) *dynamodb.UpdateItemInput {
-	// Attribute names: one string holding every per-limit attribute.
-	size := 0
+	// One string holds the partition key, every per-limit attribute name
+	// and every number, in that order; ends[i] is where the i-th piece
+	// after the key ends.
+	var tstack [1024]byte
+	var estack [64]int
+	buf, ends := id.AppendPK(tstack[:0]), estack[:0]
+	pkEnd := len(buf)
 	for _, r := range set.names {
 		if r.limit >= 0 {
 			name, _ := at(r.limit)
-			size += len(schema.BucketAttrPrefix) + len(name) + 1 + len(r.field)
+			buf = append(buf, schema.BucketAttrPrefix...)
+			buf = append(buf, name...)
+			buf = append(buf, '_')
+			buf = append(buf, r.field...)
+			ends = append(ends, len(buf))
 		}
 	}
-	var sb strings.Builder
-	sb.Grow(size)
-	for _, r := range set.names {
-		if r.limit >= 0 {
-			name, _ := at(r.limit)
-			sb.WriteString(schema.BucketAttrPrefix)
-			sb.WriteString(name)
-			sb.WriteByte('_')
-			sb.WriteString(string(r.field))
-		}
+	for _, r := range set.values {
+		buf = strconv.AppendInt(buf, valueOf(r, milli, nums), 10)
+		ends = append(ends, len(buf))
 	}
-	attrs := sb.String()
+	text := string(buf)
+	start, next := pkEnd, 0
+	piece := func() string {
+		s := text[start:ends[next]]
+		start = ends[next]
+		next++
+		return s
+	}
+
 	names := make(map[string]string, len(set.names))
-	off := 0
 	for _, r := range set.names {
 		if r.limit < 0 {
 			names[r.alias] = r.attr
-			continue
+		} else {
+			names[r.alias] = piece()
 		}
-		name, _ := at(r.limit)
-		end := off + len(schema.BucketAttrPrefix) + len(name) + 1 + len(r.field)
-		names[r.alias] = attrs[off:end]
-		off = end
 	}
 
-	// Values: one string holding every number, one array of members.
-	var dstack [512]byte
-	var estack [64]int
-	digits, ends := dstack[:0], estack[:0]
-	for _, r := range set.values {
-		digits = strconv.AppendInt(digits, valueOf(r, milli, nums), 10)
-		ends = append(ends, len(digits))
+	blk := new(inputBlock)
+	members := blk.members[:0]
+	if len(set.values) > len(blk.members) {
+		members = make([]types.AttributeValueMemberN, len(set.values))
 	}
-	text := string(digits)
-	members := make([]types.AttributeValueMemberN, len(set.values))
+	members = members[:len(set.values)]
 	values := make(map[string]types.AttributeValue, len(set.values))
-	start := 0
 	for i, r := range set.values {
-		members[i].Value = text[start:ends[i]]
-		start = ends[i]
+		members[i].Value = piece()
 		values[r.alias] = &members[i]
 	}
 
-	strs := new([3]string)
-	strs[0], strs[1], strs[2] = w.table, set.update, set.condition
-	in := &dynamodb.UpdateItemInput{
-		TableName:                 &strs[0],
-		Key:                       id.Key().AttributeValues(),
-		UpdateExpression:          &strs[1],
+	blk.key[0].Value, blk.key[1].Value = text[:pkEnd], schema.SKState
+	blk.strs[0], blk.strs[1], blk.strs[2] = w.table, set.update, set.condition
+	in := &blk.in
+	*in = dynamodb.UpdateItemInput{
+		TableName:                 &blk.strs[0],
+		Key:                       map[string]types.AttributeValue{schema.AttrPK: &blk.key[0], schema.AttrSK: &blk.key[1]},
+		UpdateExpression:          &blk.strs[1],
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
 	}
 	if set.condition != "" {
-		in.ConditionExpression = &strs[2]
+		in.ConditionExpression = &blk.strs[2]
 	}
 	return in
+}
+
+// blockValues is how many value members an inputBlock holds: the
+// fast-path write of the common request of up to two limits (3 per limit
+// and 5 more); a larger one takes its members from a slice of its own.
+const blockValues = 11
+
+// inputBlock is one call's request with what its pointers point to (table
+// name, expressions, key and number members), allocated together: one
+// allocation instead of one per part. Nothing in it is shared with another
+// call.
+type inputBlock struct {
+	in      dynamodb.UpdateItemInput
+	strs    [3]string
+	key     [2]types.AttributeValueMemberS
+	members [blockValues]types.AttributeValueMemberN
 }
 
 func valueOf(r valueRef, milli []int64, nums numbers) int64 {
