@@ -13,7 +13,6 @@ import (
 
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
-	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
 )
 
 // callsKey carries an acquire's call counter in its context.
@@ -54,7 +53,8 @@ func (d callCountingDB) TransactWriteItems(ctx context.Context, in *dynamodb.Tra
 	return d.DB.TransactWriteItems(ctx, in, o...)
 }
 
-// hotKeyDuration is how long BenchmarkHotKey hammers the pair.
+// hotKeyDuration is how long BenchmarkHotKey hammers the pair (a tenth of
+// it under -short).
 const hotKeyDuration = 3 * time.Second
 
 // BenchmarkHotKey is the contention workload (docs/decisions.md P26): 64
@@ -63,9 +63,9 @@ const hotKeyDuration = 3 * time.Second
 // hotKeyDuration. It reports, per outcome (admitted, 429, other), the
 // count, the DynamoDB calls per acquire and the p50/p99 latency, so the
 // cost of contention is visible. "other" must stay 0: contention is a
-// verdict, never an outage.
+// verdict, never an outage. It runs on an emulator of its own (benchTable).
 func BenchmarkHotKey(b *testing.B) {
-	tbl := ddbtest.NewTable(b)
+	tbl := benchTable(b)
 	db := callCountingDB{DB: tbl.DB}
 	var lims []*limiter.Limiter
 	for range 4 {
@@ -82,7 +82,7 @@ func BenchmarkHotKey(b *testing.B) {
 	}
 	var mu sync.Mutex
 	outcomes := map[string][]sample{}
-	deadline := time.Now().Add(hotKeyDuration)
+	deadline := time.Now().Add(benchDuration(hotKeyDuration))
 	var wg sync.WaitGroup
 	for g := range 64 {
 		wg.Add(1)

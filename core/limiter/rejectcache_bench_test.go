@@ -16,7 +16,6 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
 	"github.com/zae-limiter/zae-limiter-go/internal/benchkit"
-	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
 )
 
 // failedWrites counts the conditional writes DynamoDB refused: each is
@@ -52,7 +51,8 @@ func (d *failedWrites) TransactWriteItems(ctx context.Context, in *dynamodb.Tran
 	return out, err
 }
 
-// rcBenchDuration is how long each BenchmarkRejectionCache case offers load.
+// rcBenchDuration is how long each BenchmarkRejectionCache case offers load
+// (a tenth of it under -short).
 const rcBenchDuration = 3 * time.Second
 
 // BenchmarkRejectionCache is the rejection cache's workload (docs/design.md
@@ -62,9 +62,10 @@ const rcBenchDuration = 3 * time.Second
 // (admissions never above what the limit allows), the DynamoDB calls and
 // the write units billed (a refused conditional write is billed one) per
 // acquire and per second, and the local and server rejections. Run it with
-// -benchtime=1x: each case times itself.
+// -benchtime=1x: each case times itself. It runs on an emulator of its own
+// (benchTable).
 func BenchmarkRejectionCache(b *testing.B) {
-	tbl := ddbtest.NewTable(b)
+	tbl := benchTable(b)
 	const rate = 50 // per second
 	setup, err := limiter.New(tbl.DB, tbl.Name, benchNS, limiter.Options{})
 	if err != nil {
@@ -94,7 +95,7 @@ func BenchmarkRejectionCache(b *testing.B) {
 				const goroutines = 64
 				interval := time.Duration(float64(time.Second) * goroutines / float64(over*rate))
 				start := time.Now()
-				deadline := start.Add(rcBenchDuration)
+				deadline := start.Add(benchDuration(rcBenchDuration))
 				var wg sync.WaitGroup
 				for range goroutines {
 					wg.Add(1)
