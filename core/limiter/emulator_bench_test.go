@@ -78,6 +78,37 @@ func timeConcurrently(ctx context.Context, g, n int, op benchkit.Op) (time.Durat
 	return time.Since(start), first
 }
 
+// runFor runs op on g goroutines, each taking the next i, until d has
+// passed; it returns how many ops completed, the wall time until the last
+// one did, and the first error.
+func runFor(ctx context.Context, g int, d time.Duration, op benchkit.Op) (int, time.Duration, error) {
+	var next, done atomic.Int64
+	var (
+		once  sync.Once
+		first error
+		wg    sync.WaitGroup
+		stop  atomic.Bool
+	)
+	start := time.Now()
+	deadline := start.Add(d)
+	for range g {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() && time.Now().Before(deadline) {
+				if err := op(ctx, int(next.Add(1)-1)); err != nil {
+					once.Do(func() { first = err })
+					stop.Store(true)
+					return
+				}
+				done.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	return int(done.Load()), time.Since(start), first
+}
+
 // benchDuration is d, or a tenth of it under -short (make bench-smoke runs
 // every benchmark once, quickly).
 func benchDuration(d time.Duration) time.Duration {
