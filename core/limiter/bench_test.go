@@ -330,9 +330,10 @@ func setupFastReject(tb testing.TB, r acquireRun, _ int) benchkit.Op {
 // (only when -bench selects floor/UpdateItem too), and goal, the p50/floor
 // the issue asks for, where it asks for one.
 // Calls and write units per acquire come from a metering decorator on the
-// limiter's DB; a failed conditional write reports no units.
+// limiter's DB; a failed conditional write reports no units. It runs on an
+// emulator of its own (benchTable).
 func BenchmarkAcquire(b *testing.B) {
-	env := &acquireEnv{tbl: ddbtest.NewTable(b)}
+	env := &acquireEnv{tbl: benchTable(b)}
 	benchWarmEmulator(b, env)
 	b.Run("floor", func(b *testing.B) {
 		ctx := context.Background()

