@@ -17,6 +17,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/aggregator"
 	"github.com/zae-limiter/zae-limiter-go/core/aggregator/maintenance"
@@ -523,7 +524,7 @@ func TestMaintainerAndMetrics(t *testing.T) {
 	got := m.calls[0]
 	if got[0].Seq != "10" || got[1].Seq != "11" || got[0].OldItem != nil || got[0].OldImage != nil || got[1].OldImage == nil ||
 		got[0].ID != (schema.BucketID{Namespace: ns, Entity: "u1", Resource: "api", Shard: 0}) ||
-		!got[1].At.Equal(start.Add(30*time.Second)) || got[1].NewImage.Limits[0].Consumed != 2000 || got[1].NewItem["rf"] == nil {
+		!got[1].At.Equal(start.Add(30*time.Second)) || got[1].NewImage.Limits[0].Consumed != 2000 || rawRF(t, got[1]) == nil {
 		t.Fatalf("maintenance records %+v", got)
 	}
 
@@ -733,4 +734,18 @@ func TestFailedRunBlocksLaterRunsOfItsItem(t *testing.T) {
 			t.Fatalf("%s: rpm %q, want %q (%v)", wk, it["rpm"], want, it)
 		}
 	}
+}
+
+// rawRF is the rf attribute of the raw new image a maintenance record
+// builds on demand.
+func rawRF(t *testing.T, r maintenance.Record) types.AttributeValue {
+	t.Helper()
+	if r.RawNew == nil {
+		t.Fatal("no RawNew")
+	}
+	item, err := r.RawNew()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return item["rf"]
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/zae-limiter/zae-limiter-go/core/aggregator/maintenance"
-	"github.com/zae-limiter/zae-limiter-go/core/streamimage"
 )
 
 // Maintainer does the best-effort bucket upkeep of docs/design.md §6
@@ -120,9 +119,8 @@ func (a *Aggregator) handle(ctx context.Context, ev events.DynamoDBEvent) (event
 	if a.maint != nil && len(recs) > 0 {
 		if a.canStart(ctx) {
 			mrecs := make([]maintenance.Record, len(recs))
-			var arena streamimage.Arena
 			for i, r := range recs {
-				mrecs[i] = r.maintenanceRecordIn(&arena)
+				mrecs[i] = r.maintenanceRecord()
 			}
 			st.maint = a.runMaintainer(ctx, work, mrecs)
 		} else {

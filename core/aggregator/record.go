@@ -7,6 +7,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/zae-limiter/zae-limiter-go/core/aggregator/maintenance"
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
@@ -66,23 +68,22 @@ type bucketRecord struct {
 	contrib []limitDelta
 }
 
-// maintenanceRecord converts r for the best-effort maintainer.
+// maintenanceRecord converts r for the best-effort maintainer. NewItem is
+// left to RawNew (only a Path 2 clone reads it, so converting every record's
+// image would cost the batch its largest allocation for nothing), OldItem
+// nil: the maintainer reads OldImage, which is set for every MODIFY.
 func (r *bucketRecord) maintenanceRecord() maintenance.Record {
-	var a streamimage.Arena
-	return r.maintenanceRecordIn(&a)
-}
-
-// maintenanceRecordIn converts r for the best-effort maintainer, its
-// NewItem from a (shared by a batch's records). OldItem is left nil: the
-// maintainer reads OldImage, which is set for every MODIFY.
-func (r *bucketRecord) maintenanceRecordIn(a *streamimage.Arena) maintenance.Record {
-	newItem, _ := a.Image(r.newItem) // cannot fail: parse checked the image
 	return maintenance.Record{
 		Seq: r.seq, ID: r.id,
-		NewItem:  newItem,
+		RawNew:   r.rawNew,
 		NewImage: r.newImg, OldImage: r.oldImg,
 		At: r.at,
 	}
+}
+
+// rawNew converts the record's stream NewImage to SDK attribute values.
+func (r *bucketRecord) rawNew() (map[string]types.AttributeValue, error) {
+	return streamimage.ImageToDynamoDB(r.newItem)
 }
 
 // poisonError says why a bucket record is unusable. Its text names no key

@@ -211,7 +211,19 @@ func DecodeImage(item map[string]types.AttributeValue) (Image, error) {
 // corrupt attributes is reported is unspecified, and img is then
 // unspecified too.
 func (img *Image) Decode(item map[string]types.AttributeValue) error {
-	return DecodeItem(img, item, SDKScalar)
+	// The loop of DecodeItem, written out for SDK values: a call of the
+	// generic function would move a caller's Image to the heap (an
+	// allocation per fast-path acquire).
+	buf := img.startDecode()
+	for k, av := range item {
+		var err error
+		if buf, err = img.decodeAttr(buf, k, SDKScalar(av)); err != nil {
+			img.store = buf
+			return err
+		}
+	}
+	img.finishDecode(buf)
+	return nil
 }
 
 // Scalar is one attribute value as the image decoder reads it: its
@@ -259,78 +271,97 @@ func SDKScalar(v types.AttributeValue) Scalar {
 // type V, read through scalar: the same rules, the same errors, and the
 // same reuse of img's storage.
 func DecodeItem[V any](img *Image, item map[string]V, scalar func(V) Scalar) error {
-	buf := img.store[:0]
-	*img = Image{ShardCount: 1}
+	buf := img.startDecode()
 	for k, av := range item {
 		var err error
-		v := scalar(av)
-		switch k {
-		case schema.AttrEntityID:
-			img.Entity, err = str(k, v)
-		case schema.AttrResource:
-			img.Resource, err = str(k, v)
-		case schema.AttrRF:
-			img.RF, err = num(k, v)
-			img.HasRF = true
-		case schema.AttrShardCount:
-			img.ShardCount, err = num(k, v)
-			img.HasShardCount = true
-			if err == nil && img.ShardCount < 1 {
-				err = corrupt(k, "shard_count below 1")
-			}
-		case schema.AttrCascade:
-			img.Cascade, err = boolean(k, v)
-			img.HasCascade = true
-		case schema.AttrParentID:
-			img.ParentID, err = str(k, v)
-			img.HasParent = true
-		case schema.AttrPGen:
-			img.PGen, err = num(k, v)
-			img.HasPGen = true
-		case schema.AttrDisabled:
-			img.Disabled, err = boolean(k, v)
-			img.HasDisabled = true
-		case schema.AttrBypass:
-			img.Bypass, err = stamp(k, v)
-		case schema.AttrVU:
-			img.VU, err = num(k, v)
-			img.HasVU = true
-		case schema.AttrTTL:
-			img.TTL, err = num(k, v)
-			img.HasTTL = true
-		case schema.AttrSched:
-			img.Sched, err = str(k, v)
-			img.HasSched = true
-		case schema.AttrRSched:
-			img.ResetSched, err = str(k, v)
-			img.HasResetSched = true
-		case schema.AttrSchedTZ:
-			img.SchedTZ, err = str(k, v)
-			img.HasSchedTZ = true
-		default:
-			name, f, ok := schema.ParseBucketAttr(k)
-			if !ok {
-				continue
-			}
-			bit := fieldBit(f)
-			if bit == 0 {
-				continue // a field this implementation does not know: preserve, ignore
-			}
-			var l *LimitImage
-			if name == schema.WCULimit {
-				l = &img.WCU
-				l.Name = schema.WCULimit
-			} else {
-				l, buf = limitFor(buf, name)
-			}
-			err = l.set(k, bit, v)
-		}
-		if err != nil {
+		if buf, err = img.decodeAttr(buf, k, scalar(av)); err != nil {
 			img.store = buf
 			return err
 		}
 	}
-	// Present limits first, then partial ones, each sorted by name.
+	img.finishDecode(buf)
+	return nil
+}
+
+// startDecode empties img for a decoding and returns its limit storage,
+// emptied, for reuse.
+func (img *Image) startDecode() []LimitImage {
+	buf := img.store[:0]
+	*img = Image{ShardCount: 1}
+	return buf
+}
+
+// decodeAttr decodes one attribute k of value v into img, its limits
+// gathering in buf.
+func (img *Image) decodeAttr(buf []LimitImage, k string, v Scalar) ([]LimitImage, error) {
+	var err error
+	switch k {
+	case schema.AttrEntityID:
+		img.Entity, err = str(k, v)
+	case schema.AttrResource:
+		img.Resource, err = str(k, v)
+	case schema.AttrRF:
+		img.RF, err = num(k, v)
+		img.HasRF = true
+	case schema.AttrShardCount:
+		img.ShardCount, err = num(k, v)
+		img.HasShardCount = true
+		if err == nil && img.ShardCount < 1 {
+			err = corrupt(k, "shard_count below 1")
+		}
+	case schema.AttrCascade:
+		img.Cascade, err = boolean(k, v)
+		img.HasCascade = true
+	case schema.AttrParentID:
+		img.ParentID, err = str(k, v)
+		img.HasParent = true
+	case schema.AttrPGen:
+		img.PGen, err = num(k, v)
+		img.HasPGen = true
+	case schema.AttrDisabled:
+		img.Disabled, err = boolean(k, v)
+		img.HasDisabled = true
+	case schema.AttrBypass:
+		img.Bypass, err = stamp(k, v)
+	case schema.AttrVU:
+		img.VU, err = num(k, v)
+		img.HasVU = true
+	case schema.AttrTTL:
+		img.TTL, err = num(k, v)
+		img.HasTTL = true
+	case schema.AttrSched:
+		img.Sched, err = str(k, v)
+		img.HasSched = true
+	case schema.AttrRSched:
+		img.ResetSched, err = str(k, v)
+		img.HasResetSched = true
+	case schema.AttrSchedTZ:
+		img.SchedTZ, err = str(k, v)
+		img.HasSchedTZ = true
+	default:
+		name, f, ok := schema.ParseBucketAttr(k)
+		if !ok {
+			return buf, nil
+		}
+		bit := fieldBit(f)
+		if bit == 0 {
+			return buf, nil // a field this implementation does not know: preserve, ignore
+		}
+		var l *LimitImage
+		if name == schema.WCULimit {
+			l = &img.WCU
+			l.Name = schema.WCULimit
+		} else {
+			l, buf = limitFor(buf, name)
+		}
+		err = l.set(k, bit, v)
+	}
+	return buf, err
+}
+
+// finishDecode sorts the decoded limits in buf into img: present limits
+// first, then partial ones, each by name.
+func (img *Image) finishDecode(buf []LimitImage) {
 	p := 0
 	for i := range buf {
 		if buf[i].Present() {
@@ -342,7 +373,6 @@ func DecodeItem[V any](img *Image, item map[string]V, scalar func(V) Scalar) err
 	slices.SortFunc(buf[:p], byName)
 	slices.SortFunc(buf[p:], byName)
 	img.Limits, img.Partial, img.store = buf[:p:p], buf[p:], buf
-	return nil
 }
 
 // limitFor returns the entry for name in buf, appending one if needed. A

@@ -307,17 +307,19 @@ func (d *demo) acquire(ctx context.Context) error {
 	// its capacity, not its stored balance plus a capacity
 	// (docs/decisions.md P25).
 	clk.Advance(65 * time.Second)
-	burst, calls := 0, 0
+	burst, calls, local := 0, 0, 0
 	for range 150 {
 		if _, err := lim.Acquire(ctx, acqVIP, acqResource, limiter.Consume{"rpm": 1}); err == nil {
 			burst++
 		} else if !errors.As(err, &rle) {
 			return err
+		} else if rle.Local {
+			local++
 		}
 		calls += len(db.take())
 	}
-	fmt.Fprintf(d.out, "%s idle 65s, then 150 requests at one instant: %d admitted, the rpm capacity of 100 (%d calls)\n",
-		acqVIP, burst, calls)
+	fmt.Fprintf(d.out, "%s idle 65s, then 150 requests at one instant: %d admitted, the rpm capacity of 100 (%d calls; %d 429s decided locally)\n",
+		acqVIP, burst, calls, local)
 
 	fmt.Fprintln(d.out, "a limit the pair does not have is bad input (400); nothing is written:")
 	if _, err := try("rpd", acqKey, acqResource, limiter.Consume{"rpd": 1}); !limiter.IsValidationError(err) {

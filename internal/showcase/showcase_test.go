@@ -73,7 +73,7 @@ func TestRunShowsEachStep(t *testing.T) {
 		"  lease   admitted, rpm 97, tpm 96800 left   refill pass, no read: UpdateItem",
 		"          Rollback gives back rpm 1 and tpm 500; 1 call: UpdateItem",
 		"  peek    admitted, rpm 98, tpm 97300 left   refill pass, no read: UpdateItem",
-		"key-vip idle 65s, then 150 requests at one instant: 100 admitted, the rpm capacity of 100 (150 calls)",
+		"key-vip idle 65s, then 150 requests at one instant: 100 admitted, the rpm capacity of 100 (100 calls; 50 429s decided locally)",
 		`  rpd     *schema.ValidationError: invalid limits "rpd": is not a limit of entity key-a on resource anthropic/claude`,
 	} {
 		if !strings.Contains(step, "\n"+want+"\n") {

@@ -113,12 +113,13 @@ func (m *Maintainer) collect(records []Record, p *plan) ([]image, []*state, map[
 		r := &records[i]
 		nw := r.NewImage
 		if nw == nil {
-			if len(r.NewItem) == 0 {
+			raw, err := r.newItem()
+			if err != nil || len(raw) == 0 {
 				p.corrupt++
 				m.log.Warn("maintenance: record without a new image skipped", "seq", r.Seq)
 				continue
 			}
-			img, err := bucket.DecodeImage(r.NewItem)
+			img, err := bucket.DecodeImage(raw)
 			if err != nil {
 				p.corrupt++
 				m.log.Warn("maintenance: undecodable new image skipped", "seq", r.Seq, "error", err.Error())
@@ -438,7 +439,8 @@ func (m *Maintainer) propagate(im *image, byID map[schema.BucketID]*state, p *pl
 		}})
 	}
 	// Path 2: clone shard 0's NewImage into the new shards.
-	if len(im.rec.NewItem) == 0 {
+	raw, err := im.rec.newItem()
+	if err != nil || len(raw) == 0 {
 		m.log.Warn("maintenance: no raw new image, Path 2 clones skipped")
 		return
 	}
@@ -450,7 +452,7 @@ func (m *Maintainer) propagate(im *image, byID map[schema.BucketID]*state, p *pl
 		}
 		p.ops = append(p.ops, op{kind: opClone, id: dst, put: &dynamodb.PutItemInput{
 			TableName:                aws.String(m.table),
-			Item:                     cloneItem(im.rec.NewItem, im.new, dst, newSC),
+			Item:                     cloneItem(raw, im.new, dst, newSC),
 			ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
 			ExpressionAttributeNames: map[string]string{"#pk": schema.AttrPK},
 		}})

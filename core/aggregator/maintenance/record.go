@@ -40,8 +40,21 @@ type Record struct {
 	// only in its absence); NewImage and OldImage are the same decoded.
 	NewItem, OldItem   map[string]types.AttributeValue
 	NewImage, OldImage *bucket.Image
+	// RawNew, when NewItem is nil, builds it on demand: only a Path 2 clone
+	// copies the raw image (every attribute, known or not), so a caller that
+	// holds the image in another form need not convert every record.
+	RawNew func() (map[string]types.AttributeValue, error)
 	// At is the record's ApproximateCreationDateTime (zero when absent).
 	At time.Time
+}
+
+// newItem is r's NewItem, built by RawNew when it was not given (nil when
+// neither gives one).
+func (r *Record) newItem() (map[string]types.AttributeValue, error) {
+	if len(r.NewItem) > 0 || r.RawNew == nil {
+		return r.NewItem, nil
+	}
+	return r.RawNew()
 }
 
 // Stats counts what one Run did.
