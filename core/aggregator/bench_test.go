@@ -207,15 +207,7 @@ func BenchmarkAggregator(b *testing.B) {
 		for range b.N {
 			b.StopTimer()
 			var nowMs atomic.Int64
-			clock := func() time.Time { return time.UnixMilli(nowMs.Load()).UTC() }
-			snap, maint := &writeCounter{db: unsentDB{}}, &writeCounter{db: unsentDB{}}
-			agg, err := aggregator.New(snap, aggregator.Config{TableName: "unsent", Windows: benchWindows}, aggregator.Options{
-				Clock: clock, Logger: quiet, Metrics: aggregator.WriterSink(io.Discard),
-				Maintainer: maintenance.New(maint, "unsent", maintenance.Options{Clock: clock, Logger: quiet}),
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
+			agg, snap, maint := unsentAggregator(b, &nowMs, quiet)
 			for _, bt := range s.batches {
 				nowMs.Store(bt.now.UnixMilli())
 				var m allocMeter
@@ -245,15 +237,7 @@ func BenchmarkAggregator(b *testing.B) {
 		var snapWrites, maintWrites int64
 		for b.Loop() {
 			var nowMs atomic.Int64
-			clock := func() time.Time { return time.UnixMilli(nowMs.Load()).UTC() }
-			snap, maint := &writeCounter{db: unsentDB{}}, &writeCounter{db: unsentDB{}}
-			agg, err := aggregator.New(snap, aggregator.Config{TableName: "unsent", Windows: benchWindows}, aggregator.Options{
-				Clock: clock, Logger: quiet, Metrics: aggregator.WriterSink(io.Discard),
-				Maintainer: maintenance.New(maint, "unsent", maintenance.Options{Clock: clock, Logger: quiet}),
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
+			agg, snap, maint := unsentAggregator(b, &nowMs, quiet)
 			for _, bt := range batches {
 				nowMs.Store(bt.now.UnixMilli())
 				if _, err := agg.Handle(context.Background(), bt.ev); err != nil {
@@ -611,6 +595,22 @@ func (c *writeCounter) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o
 }
 
 // unsentDB answers every call with success and sends nothing.
+// unsentAggregator is an aggregator and maintainer on DBs that count
+// writes without sending them, on a clock that reads *nowMs.
+func unsentAggregator(b *testing.B, nowMs *atomic.Int64, log *slog.Logger) (*aggregator.Aggregator, *writeCounter, *writeCounter) {
+	b.Helper()
+	clock := func() time.Time { return time.UnixMilli(nowMs.Load()).UTC() }
+	snap, maint := &writeCounter{db: unsentDB{}}, &writeCounter{db: unsentDB{}}
+	agg, err := aggregator.New(snap, aggregator.Config{TableName: "unsent", Windows: benchWindows}, aggregator.Options{
+		Clock: clock, Logger: log, Metrics: aggregator.WriterSink(io.Discard),
+		Maintainer: maintenance.New(maint, "unsent", maintenance.Options{Clock: clock, Logger: log}),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return agg, snap, maint
+}
+
 type unsentDB struct{}
 
 func (unsentDB) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
