@@ -95,8 +95,11 @@ func pairHash(seed maphash.Seed, entity, resource string) uint64 {
 }
 
 // live reports whether an entry learned at learned is within the age bound.
-func (c *pairCache) live(learned time.Time) bool {
-	return c.ttl <= 0 || c.now().Sub(learned) < c.ttl
+func (c *pairCache) live(learned time.Time) bool { return c.liveAt(learned, c.now()) }
+
+// liveAt is live with the clock read at at.
+func (c *pairCache) liveAt(learned, at time.Time) bool {
+	return c.ttl <= 0 || at.Sub(learned) < c.ttl
 }
 
 // get returns the pair's state; an unknown (or forgotten) pair has one
@@ -153,7 +156,7 @@ func (c *pairCache) learnImage(entity, resource string, shard int, img *bucket.I
 // there is none); the caller holds s.mu and reads the clock once for this
 // and the put that follows.
 func (c *pairCache) currentAt(s *pairShard, k pairKey, at time.Time) pairState {
-	if e, _ := s.find(k); e != nil && (c.ttl <= 0 || at.Sub(e.at) < c.ttl) {
+	if e, _ := s.find(k); e != nil && c.liveAt(e.at, at) {
 		return e.val
 	}
 	return pairState{}
