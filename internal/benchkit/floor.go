@@ -49,17 +49,15 @@ func floorUpdate(table, pk string) *dynamodb.UpdateItemInput {
 			"SK": &types.AttributeValueMemberS{Value: "#STATE"},
 		},
 		UpdateExpression:    aws.String("ADD #t0 :n0, #c0 :p0, #wt :nw, #wc :pw"),
-		ConditionExpression: aws.String("attribute_exists(PK) AND #t0 >= :h0 AND #wt >= :hw"),
+		ConditionExpression: aws.String("attribute_exists(PK) AND #t0 >= :p0 AND #wt >= :pw"),
 		ExpressionAttributeNames: map[string]string{
 			"#t0": "b_x_tk", "#c0": "b_x_tc", "#wt": "b_wcu_tk", "#wc": "b_wcu_tc",
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":n0": &types.AttributeValueMemberN{Value: "-1000"},
 			":p0": &types.AttributeValueMemberN{Value: "1000"},
-			":h0": &types.AttributeValueMemberN{Value: "1000"},
 			":nw": &types.AttributeValueMemberN{Value: "-1000"},
 			":pw": &types.AttributeValueMemberN{Value: "1000"},
-			":hw": &types.AttributeValueMemberN{Value: "1000"},
 		},
 		ReturnValues:                        types.ReturnValueAllNew,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,

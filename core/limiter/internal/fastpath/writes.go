@@ -10,6 +10,7 @@
 package fastpath
 
 import (
+	"hash/maphash"
 	"maps"
 	"strconv"
 	"strings"
@@ -111,20 +112,26 @@ func (e *ShardCapError) Error() string {
 // The expression strings depend only on the shape (kind of write, number of
 // limits, which are conditioned), so Writes builds them once per shape and
 // caches them; a call only fills names and values. A Writes is owned by a
-// limiter and is safe for concurrent use. Every returned input is fresh: the
-// caller may modify it.
+// limiter and is safe for concurrent use. Every returned input is fresh
+// except two maps and what they hold, which requests share and nobody may
+// modify: ExpressionAttributeNames, shared by the requests of one shape and
+// one set of limit names (names.go), and Key, shared by the requests to one
+// bucket (keys.go).
 type Writes struct {
 	table string
 
 	mu    sync.Mutex                            // serialises cache inserts
 	cache atomic.Pointer[map[shapeKey]*exprSet] // copy-on-write; lookups take no lock
+	keys  *keyCache                             // Key maps of recent buckets (keys.go)
 }
 
 // maxCachedShapes bounds the cache; shapes beyond it are built per call.
 const maxCachedShapes = 1024
 
 // NewWrites returns a builder for the named table.
-func NewWrites(table string) *Writes { return &Writes{table: table} }
+func NewWrites(table string) *Writes {
+	return &Writes{table: table, keys: &keyCache{seed: maphash.MakeSeed()}}
+}
 
 // FastPath builds the speculative write of docs/design.md §5 in the given shape on
 // bucket id, at one clock reading now (epoch ms). Every limit in limits is
@@ -134,14 +141,14 @@ func NewWrites(table string) *Writes { return &Writes{table: table} }
 // Enforce:
 //
 //	ADD #t0 :n0, #c0 :p0, …, #wt :nw, #wc :pw
-//	attribute_exists(PK) AND (#o0 > :now OR #byp > :now OR #t0 >= :h0) AND …
-//	  AND #wt >= :hw AND (attribute_not_exists(#ttl) OR #ttl > :nows)
+//	attribute_exists(PK) AND (#o0 > :now OR #byp > :now OR #t0 >= :p0) AND …
+//	  AND #wt >= :pw AND (attribute_not_exists(#ttl) OR #ttl > :nows)
 //	  AND attribute_not_exists(#dis) AND (attribute_not_exists(#vu) OR #vu > :now)
 //
 // Bypass:
 //
 //	ADD #c0 :p0, …, #wt :nw, #wc :pw
-//	attribute_exists(PK) AND #byp > :now AND #wt >= :hw
+//	attribute_exists(PK) AND #byp > :now AND #wt >= :pw
 //	  AND (attribute_not_exists(#ttl) OR #ttl > :nows) AND attribute_not_exists(#dis)
 //
 // A name that is empty, `wcu`, or repeated, or an amount that is negative
@@ -295,11 +302,9 @@ type valueKind uint8
 
 const (
 	vNeg  valueKind = iota // −amount×1000 of limit i
-	vPos                   // +amount×1000 of limit i
-	vHold                  // amount×1000 of limit i (condition)
+	vPos                   // +amount×1000 of limit i (also a condition's bound)
 	vNW                    // −1000
-	vPW                    // +1000
-	vHW                    // 1000
+	vPW                    // +1000 (also the wcu condition's bound)
 	vNow                   // now, ms
 	vNowS                  // now // 1000, s
 	vOld                   // old shard count
@@ -319,12 +324,18 @@ type valueRef struct {
 	limit int
 }
 
-// exprSet is the per-shape part of a write: immutable once built.
+// exprSet is the per-shape part of a write: immutable once built, except
+// for the names maps it shares (names.go), which are added, never changed.
 type exprSet struct {
 	update    string
 	condition string // "" when unconditioned
+	limits    int    // how many limits the shape names
 	names     []nameRef
 	values    []valueRef
+
+	named    nameCache
+	fixed    sync.Once
+	fixedMap map[string]string
 }
 
 // exprs returns the expressions of shape k, building and caching them on
@@ -372,6 +383,7 @@ func (b *exprBuilder) name(alias string, limit int, field schema.LimitField, att
 		}
 	}
 	b.set.names = append(b.set.names, nameRef{alias: alias, limit: limit, field: field, attr: attr})
+	b.set.limits = max(b.set.limits, limit+1)
 	return alias
 }
 
@@ -453,7 +465,7 @@ func newExprs(k shapeKey) *exprSet {
 // wcuAndTTLTerms appends the terms both fast-path shapes share after the
 // per-limit ones.
 func (b *exprBuilder) wcuAndTTLTerms() {
-	b.and(b.wcuTk() + " >= " + b.value(":hw", vHW, -1))
+	b.and(b.wcuTk() + " >= " + b.value(":pw", vPW, -1))
 	ttl := b.ttl()
 	b.and("(attribute_not_exists(" + ttl + ") OR " + ttl + " > " + b.value(":nows", vNowS, -1) + ")")
 	b.and("attribute_not_exists(" + b.disabled() + ")")
@@ -473,7 +485,8 @@ func newEnforceExprs(n int) *exprSet {
 		o := b.name(idx("#o", i), i, schema.LimitSoft, "")
 		b.item(t, " ", b.value(idx(":n", i), vNeg, i))
 		b.item(c, " ", b.value(idx(":p", i), vPos, i))
-		b.and("(" + o + " > " + now + " OR " + byp + " > " + now + " OR " + t + " >= " + b.value(idx(":h", i), vHold, i) + ")")
+		// The condition reuses the credit's placeholder: both are amount×1000.
+		b.and("(" + o + " > " + now + " OR " + byp + " > " + now + " OR " + t + " >= " + b.value(idx(":p", i), vPos, i) + ")")
 	}
 	b.item(b.wcuTk(), " ", b.value(":nw", vNW, -1))
 	b.item(b.wcuTc(), " ", b.value(":pw", vPW, -1))
@@ -528,7 +541,7 @@ func newRetryExprs(n int, hard func(int) bool) *exprSet {
 		b.item(t, " ", b.value(idx(":n", i), vNeg, i))
 		b.item(b.name(idx("#c", i), i, schema.LimitConsumed, ""), " ", b.value(idx(":p", i), vPos, i))
 		if hard(i) {
-			b.and(t + " >= " + b.value(idx(":h", i), vHold, i))
+			b.and(t + " >= " + b.value(idx(":p", i), vPos, i))
 		}
 	}
 	vu := b.vu()
@@ -606,44 +619,16 @@ func checkLimits(dst []int64, op string, n int, at limitAt, signed bool) ([]int6
 // fill builds the request: the cached expressions plus this call's names
 // and numbers.
 func (w *Writes) fill(id schema.BucketID, set *exprSet, at limitAt, milli []int64, nums numbers) *dynamodb.UpdateItemInput {
-	// One string holds the partition key, every per-limit attribute name
-	// and every number, in that order; ends[i] is where the i-th piece
-	// after the key ends.
-	var tstack [1024]byte
-	var estack [64]int
-	buf, ends := id.AppendPK(tstack[:0]), estack[:0]
-	pkEnd := len(buf)
-	for _, r := range set.names {
-		if r.limit >= 0 {
-			name, _ := at(r.limit)
-			buf = append(buf, schema.BucketAttrPrefix...)
-			buf = append(buf, name...)
-			buf = append(buf, '_')
-			buf = append(buf, r.field...)
-			ends = append(ends, len(buf))
-		}
-	}
+	// One string holds every number; ends[i] is where the i-th one ends.
+	var tstack [256]byte
+	var estack [32]int
+	pk := id.AppendPK(tstack[:0])
+	buf, ends := pk[len(pk):], estack[:0]
 	for _, r := range set.values {
 		buf = strconv.AppendInt(buf, valueOf(r, milli, nums), 10)
 		ends = append(ends, len(buf))
 	}
 	text := string(buf)
-	start, next := pkEnd, 0
-	piece := func() string {
-		s := text[start:ends[next]]
-		start = ends[next]
-		next++
-		return s
-	}
-
-	names := make(map[string]string, len(set.names))
-	for _, r := range set.names {
-		if r.limit < 0 {
-			names[r.alias] = r.attr
-		} else {
-			names[r.alias] = piece()
-		}
-	}
 
 	blk := new(inputBlock)
 	members := blk.members[:0]
@@ -652,19 +637,20 @@ func (w *Writes) fill(id schema.BucketID, set *exprSet, at limitAt, milli []int6
 	}
 	members = members[:len(set.values)]
 	values := make(map[string]types.AttributeValue, len(set.values))
+	start := 0
 	for i, r := range set.values {
-		members[i].Value = piece()
+		members[i].Value = text[start:ends[i]]
+		start = ends[i]
 		values[r.alias] = &members[i]
 	}
 
-	blk.key[0].Value, blk.key[1].Value = text[:pkEnd], schema.SKState
 	blk.strs[0], blk.strs[1], blk.strs[2] = w.table, set.update, set.condition
 	in := &blk.in
 	*in = dynamodb.UpdateItemInput{
 		TableName:                 &blk.strs[0],
-		Key:                       map[string]types.AttributeValue{schema.AttrPK: &blk.key[0], schema.AttrSK: &blk.key[1]},
+		Key:                       w.keys.keyFor(pk),
 		UpdateExpression:          &blk.strs[1],
-		ExpressionAttributeNames:  names,
+		ExpressionAttributeNames:  set.namesFor(at),
 		ExpressionAttributeValues: values,
 	}
 	if set.condition != "" {
@@ -674,18 +660,17 @@ func (w *Writes) fill(id schema.BucketID, set *exprSet, at limitAt, milli []int6
 }
 
 // blockValues is how many value members an inputBlock holds: the
-// fast-path write of the common request of up to two limits (3 per limit
-// and 5 more); a larger one takes its members from a slice of its own.
-const blockValues = 11
+// fast-path write of the common request of up to two limits (2 per limit
+// and 4 more); a larger one takes its members from a slice of its own.
+const blockValues = 8
 
 // inputBlock is one call's request with what its pointers point to (table
-// name, expressions, key and number members), allocated together: one
+// name, expressions and number members), allocated together: one
 // allocation instead of one per part. Nothing in it is shared with another
 // call.
 type inputBlock struct {
 	in      dynamodb.UpdateItemInput
 	strs    [3]string
-	key     [2]types.AttributeValueMemberS
 	members [blockValues]types.AttributeValueMemberN
 }
 
@@ -693,11 +678,11 @@ func valueOf(r valueRef, milli []int64, nums numbers) int64 {
 	switch r.kind {
 	case vNeg:
 		return -milli[r.limit]
-	case vPos, vHold:
+	case vPos:
 		return milli[r.limit]
 	case vNW:
 		return -bucket.WCUDebit
-	case vPW, vHW:
+	case vPW:
 		return bucket.WCUDebit
 	case vNow:
 		return nums.now

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -49,9 +50,9 @@ func TestFastPathEnforceGolden(t *testing.T) {
 		t.Errorf("update:\n got %s\nwant %s", got, want)
 	}
 	if got, want := aws.ToString(in.ConditionExpression), "attribute_exists(PK)"+
-		" AND (#o0 > :now OR #byp > :now OR #t0 >= :h0)"+
-		" AND (#o1 > :now OR #byp > :now OR #t1 >= :h1)"+
-		" AND #wt >= :hw AND (attribute_not_exists(#ttl) OR #ttl > :nows)"+
+		" AND (#o0 > :now OR #byp > :now OR #t0 >= :p0)"+
+		" AND (#o1 > :now OR #byp > :now OR #t1 >= :p1)"+
+		" AND #wt >= :pw AND (attribute_not_exists(#ttl) OR #ttl > :nows)"+
 		" AND attribute_not_exists(#dis) AND (attribute_not_exists(#vu) OR #vu > :now)"; got != want {
 		t.Errorf("condition:\n got %s\nwant %s", got, want)
 	}
@@ -64,9 +65,9 @@ func TestFastPathEnforceGolden(t *testing.T) {
 		t.Errorf("names = %v", in.ExpressionAttributeNames)
 	}
 	wantValues := map[string]string{
-		":n0": "-1000", ":p0": "1000", ":h0": "1000",
-		":n1": "-1500000", ":p1": "1500000", ":h1": "1500000",
-		":nw": "-1000", ":pw": "1000", ":hw": "1000",
+		":n0": "-1000", ":p0": "1000",
+		":n1": "-1500000", ":p1": "1500000",
+		":nw": "-1000", ":pw": "1000",
 		":now": "1700000000123", ":nows": "1700000000",
 	}
 	if got := values(in); !maps.Equal(got, wantValues) {
@@ -91,7 +92,7 @@ func TestFastPathBypassGolden(t *testing.T) {
 		t.Errorf("update:\n got %s\nwant %s", got, want)
 	}
 	if got, want := aws.ToString(in.ConditionExpression),
-		"attribute_exists(PK) AND #byp > :now AND #wt >= :hw"+
+		"attribute_exists(PK) AND #byp > :now AND #wt >= :pw"+
 			" AND (attribute_not_exists(#ttl) OR #ttl > :nows) AND attribute_not_exists(#dis)"; got != want {
 		t.Errorf("condition:\n got %s\nwant %s", got, want)
 	}
@@ -103,7 +104,7 @@ func TestFastPathBypassGolden(t *testing.T) {
 		t.Errorf("names = %v", in.ExpressionAttributeNames)
 	}
 	wantValues := map[string]string{
-		":p0": "1000", ":p1": "0", ":nw": "-1000", ":pw": "1000", ":hw": "1000",
+		":p0": "1000", ":p1": "0", ":nw": "-1000", ":pw": "1000",
 		":now": "1700000000123", ":nows": "1700000000",
 	}
 	if got := values(in); !maps.Equal(got, wantValues) {
@@ -138,9 +139,9 @@ func TestAdjustRetryDoubleGolden(t *testing.T) {
 		{"retry", func() (*dynamodb.UpdateItemInput, error) {
 			return w.Retry(testID, []RetryLimit{{"rpm", 2, true}, {"tpm", 5, false}, {"rpd", 0, true}, {"x", 1, true}}, testNow)
 		}, "ADD #t0 :n0, #c0 :p0, #t1 :n1, #c1 :p1, #t2 :n2, #c2 :p2, #t3 :n3, #c3 :p3",
-			"attribute_exists(PK) AND #t0 >= :h0 AND #t3 >= :h3 AND (attribute_not_exists(#vu) OR #vu > :now)",
-			map[string]string{":n0": "-2000", ":p0": "2000", ":h0": "2000", ":n1": "-5000", ":p1": "5000",
-				":n2": "0", ":p2": "0", ":n3": "-1000", ":p3": "1000", ":h3": "1000", ":now": "1700000000123"}},
+			"attribute_exists(PK) AND #t0 >= :p0 AND #t3 >= :p3 AND (attribute_not_exists(#vu) OR #vu > :now)",
+			map[string]string{":n0": "-2000", ":p0": "2000", ":n1": "-5000", ":p1": "5000",
+				":n2": "0", ":p2": "0", ":n3": "-1000", ":p3": "1000", ":now": "1700000000123"}},
 		{"double", func() (*dynamodb.UpdateItemInput, error) { return w.Double("ns1", "user-1", "openai/gpt-4", 4) },
 			"SET #sc = :new", "#sc = :old", map[string]string{":new": "8", ":old": "4"}},
 		{"double from 1", func() (*dynamodb.UpdateItemInput, error) { return w.Double("ns1", "user-1", "openai/gpt-4", 1) },
@@ -433,11 +434,26 @@ func TestShapeCache(t *testing.T) {
 		unsafe.StringData(*a.ConditionExpression) != unsafe.StringData(*b.ConditionExpression) {
 		t.Error("same shape must share the cached expression strings")
 	}
+	// The names map is shared by the requests of one shape and one set of
+	// limit names, and by no others; everything else is the call's own.
 	*a.UpdateExpression = "mutated"
-	a.ExpressionAttributeNames["#t0"] = "mutated"
+	a.ExpressionAttributeValues[":p0"] = &types.AttributeValueMemberN{Value: "666"}
 	c := mustFast(t, w, ShapeEnforce, []Declared{{"rpm", 1}, {"tpm", 2}}, testNow)
-	if aws.ToString(c.UpdateExpression) == "mutated" || c.ExpressionAttributeNames["#t0"] != "b_rpm_tk" {
+	if aws.ToString(c.UpdateExpression) == "mutated" || values(c)[":p0"] != "1000" {
 		t.Error("a caller's change leaked into the cache")
+	}
+	if !sameMap(a.ExpressionAttributeNames, c.ExpressionAttributeNames) {
+		t.Error("one shape and one set of names must share the names map")
+	}
+	if sameMap(a.ExpressionAttributeNames, b.ExpressionAttributeNames) || b.ExpressionAttributeNames["#t0"] != "b_x.y_tk" {
+		t.Errorf("other names must have their own map: %v", b.ExpressionAttributeNames)
+	}
+	// A name sequence is told apart however its names split: ("ab","c")
+	// is not ("a","bc").
+	d := mustFast(t, w, ShapeEnforce, []Declared{{"ab", 1}, {"c", 2}}, testNow)
+	e := mustFast(t, w, ShapeEnforce, []Declared{{"a", 1}, {"bc", 2}}, testNow)
+	if d.ExpressionAttributeNames["#t0"] != "b_ab_tk" || e.ExpressionAttributeNames["#t0"] != "b_a_tk" {
+		t.Errorf("names %v and %v", d.ExpressionAttributeNames, e.ExpressionAttributeNames)
 	}
 	mustFast(t, w, ShapeBypass, []Declared{{"rpm", 1}, {"tpm", 2}}, testNow)
 	mustFast(t, w, ShapeEnforce, []Declared{{"rpm", 1}}, testNow)
@@ -449,6 +465,28 @@ func TestShapeCache(t *testing.T) {
 	r2, _ := w.Retry(testID, []RetryLimit{{"a", 1, false}, {"b", 1, true}}, testNow)
 	if aws.ToString(r1.ConditionExpression) == aws.ToString(r2.ConditionExpression) {
 		t.Error("retry masks share a shape")
+	}
+}
+
+// sameMap reports whether a and b are one map (not two equal ones).
+func sameMap(a, b map[string]string) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
+// TestNameSetsBounded: a shape keeps at most maxNameSets names maps; names
+// beyond them still get a correct map, built for the call.
+func TestNameSetsBounded(t *testing.T) {
+	w := NewWrites("tbl")
+	for i := range maxNameSets + 20 {
+		name := "n" + strconv.Itoa(i)
+		in := mustFast(t, w, ShapeEnforce, []Declared{{name, 1}}, testNow)
+		if got := in.ExpressionAttributeNames["#t0"]; got != "b_"+name+"_tk" {
+			t.Fatalf("#t0 = %s for %s", got, name)
+		}
+	}
+	set := w.exprs(shapeKey{kind: kindEnforce, n: 1})
+	if got := len(*set.named.sets.Load()); got != maxNameSets {
+		t.Errorf("%d names maps kept, want %d", got, maxNameSets)
 	}
 }
 
@@ -485,7 +523,7 @@ func TestShapeCacheBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkAliases(t, in)
-	if !strings.Contains(aws.ToString(in.ConditionExpression), "#t69 >= :h69") {
+	if !strings.Contains(aws.ToString(in.ConditionExpression), "#t69 >= :p69") {
 		t.Error("limit 69 not conditioned")
 	}
 	if got := len(*w.cache.Load()); got != want {
@@ -673,5 +711,46 @@ func TestDoubleNeverPassesTheCap(t *testing.T) {
 	}
 	if _, err := w.Double("tEsTnAmEsP0", "e", "r", 32); err == nil {
 		t.Fatal("doubling at the cap must be refused")
+	}
+}
+
+// TestKeyCache: requests to one bucket share its Key map; every other
+// bucket (another shard included) gets its own, and a bucket whose slot
+// another took gets a correct key again.
+func TestKeyCache(t *testing.T) {
+	w := NewWrites("tbl")
+	key := func(id schema.BucketID) map[string]types.AttributeValue {
+		t.Helper()
+		in, err := w.FastPath(id, ShapeEnforce, []Declared{{"rpm", 1}}, testNow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return in.Key
+	}
+	pkOf := func(k map[string]types.AttributeValue) string {
+		return k[schema.AttrPK].(*types.AttributeValueMemberS).Value
+	}
+	same := func(a, b map[string]types.AttributeValue) bool {
+		return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+	}
+	a := key(testID)
+	if !same(a, key(testID)) {
+		t.Error("one bucket's requests must share its Key map")
+	}
+	other := testID
+	other.Shard++
+	if b := key(other); same(a, b) || pkOf(b) != string(other.AppendPK(nil)) {
+		t.Errorf("another shard's key = %v", b)
+	}
+	// More buckets than slots: every key is still its bucket's.
+	for i := range 3 * keySlots {
+		id := schema.BucketID{Namespace: "ns1", Entity: "e" + strconv.Itoa(i), Resource: "r"}
+		k := key(id)
+		if pkOf(k) != string(id.AppendPK(nil)) || k[schema.AttrSK].(*types.AttributeValueMemberS).Value != schema.SKState {
+			t.Fatalf("bucket %d: key %v", i, k)
+		}
+	}
+	if pkOf(key(testID)) != string(testID.AppendPK(nil)) {
+		t.Error("a bucket whose slot was taken got a wrong key")
 	}
 }
