@@ -233,7 +233,7 @@ func (p *Provisioner) ApplyPlan(ctx context.Context, pl *Plan) (*Result, error) 
 func (p *Provisioner) recordIntent(ctx context.Context, pl *Plan) error {
 	ns, req, me := pl.Namespace, pl.Request, pl.Request.Owner.Key()
 	prev := pl.Previous
-	if err := p.putOwner(ctx, p.ownerItem(ns, req, statusApplying, pl.Hash, prev.LastApplied, prev.MovingTo)); err != nil {
+	if err := p.putOwner(ctx, p.ownerItem(ns, req, statusApplying, pl.Hash, prev.Committed(), prev.LastApplied, prev.MovingTo)); err != nil {
 		return err
 	}
 	var ws []claimWrite
@@ -348,7 +348,7 @@ func (p *Provisioner) commit(ctx context.Context, pl *Plan, failed map[manifest.
 		}
 		return nil
 	}
-	return p.putOwner(ctx, p.ownerItem(ns, pl.Request, statusApplied, pl.Hash, p.nowString(), ""))
+	return p.putOwner(ctx, p.ownerItem(ns, pl.Request, statusApplied, pl.Hash, "", p.nowString(), ""))
 }
 
 // createEntities writes, in batches, the entity configs the plan creates on

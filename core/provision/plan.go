@@ -290,7 +290,10 @@ func diffConfig(c *Change, unsupported bool) {
 	c.limits = unsupported || !slices.Equal(cur.Limits, want.Limits)
 	c.access = cur.Disabled != want.Disabled
 	c.cascade = cur.Cascade != want.Cascade
-	c.onUnavailable = want.OnUnavailable != "" && cur.OnUnavailable != want.OnUnavailable
+	// The owner of the system target owns its on_unavailable as it owns
+	// access and cascade: a manifest without one clears it, and a release
+	// takes it back to the prior image (none: cleared).
+	c.onUnavailable = cur.OnUnavailable != want.OnUnavailable
 	c.write = c.limits || c.access || c.cascade || c.onUnavailable
 }
 
@@ -362,7 +365,7 @@ func describeChange(c Change) []string {
 		w = append(w, "cascade: "+c.cur.Cascade.String()+" → "+c.want.Cascade.String())
 	}
 	if c.onUnavailable {
-		w = append(w, "on_unavailable: "+orUnset(string(c.cur.OnUnavailable))+" → "+string(c.want.OnUnavailable))
+		w = append(w, "on_unavailable: "+orUnset(string(c.cur.OnUnavailable))+" → "+orUnset(string(c.want.OnUnavailable)))
 	}
 	if c.restore {
 		w = append(w, "restored as it was before this owner took it")

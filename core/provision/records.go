@@ -25,6 +25,10 @@ const (
 	attrMovingTo    = "moving_to"
 	attrLastApplied = "last_applied"
 	attrAppliedHash = "applied_hash"
+	// attrCommittedHash is, while an apply is in flight, the manifest hash
+	// of the owner's last commit: what a CloudFormation rollback of that
+	// apply resends (docs/design.md §12).
+	attrCommittedHash = "committed_hash"
 	// attrFrom is the owner a claim was taken from; kept until that owner's
 	// release confirms the handover.
 	attrFrom = "taken_from"
@@ -81,6 +85,7 @@ func (p *Provisioner) readOwner(ctx context.Context, ns, owner string) (State, e
 	s.MovingTo = str(out.Item[attrMovingTo])
 	s.LastApplied = str(out.Item[attrLastApplied])
 	s.AppliedHash = str(out.Item[attrAppliedHash])
+	s.committedHash = str(out.Item[attrCommittedHash])
 	return s, nil
 }
 
@@ -143,7 +148,7 @@ func claimKey(ns string, t manifest.Target) schema.Key {
 }
 
 // ownerItem is an owner record.
-func (p *Provisioner) ownerItem(ns string, req Request, status, hash, lastApplied, movingTo string) map[string]types.AttributeValue {
+func (p *Provisioner) ownerItem(ns string, req Request, status, hash, committed, lastApplied, movingTo string) map[string]types.AttributeValue {
 	key := req.Owner.Key()
 	it := schema.ProvisionerItemKeys(ns, schema.ProvisionerOwnerKey(ns, key)).Item()
 	it[attrOwner] = schema.Str(key)
@@ -156,6 +161,9 @@ func (p *Provisioner) ownerItem(ns string, req Request, status, hash, lastApplie
 	}
 	if hash != "" {
 		it[attrAppliedHash] = schema.Str(hash)
+	}
+	if committed != "" && status == statusApplying {
+		it[attrCommittedHash] = schema.Str(committed)
 	}
 	if lastApplied != "" {
 		it[attrLastApplied] = schema.Str(lastApplied)

@@ -47,6 +47,19 @@ type State struct {
 	Targets []manifest.Target
 	// Pending are held targets whose fan-outs are owed.
 	Pending []manifest.Target
+
+	committedHash string // while Applying: the hash of the last commit
+}
+
+// Committed is the manifest hash of the owner's last commit: AppliedHash
+// when no apply is in flight; while one is, the hash it started from ("" when
+// the owner never committed). A CloudFormation rollback resends the
+// properties of that commit.
+func (s State) Committed() string {
+	if !s.Applying {
+		return s.AppliedHash
+	}
+	return s.committedHash
 }
 
 // legacyState is an earlier provisioner's state record (R10): the targets

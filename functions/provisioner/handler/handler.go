@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -197,6 +198,20 @@ func isTableName(s string) bool {
 // (stack, logical id) applies its manifest as the owner of what it names.
 func (h *Handler) applyLimits(ctx context.Context, ev cfn.Event) (string, map[string]string, error) {
 	m, tolerated, err := manifestOf(ev)
+	// unsure holds the refusal of an Update whose only problems are unknown
+	// fields the previous properties did not carry: it stands unless the
+	// Update goes back to what this resource last committed (the rollback
+	// of a failed Update that had removed the fields, docs/design.md §12).
+	var unsure error
+	if err != nil && ev.RequestType == cfn.RequestUpdate {
+		if unchanged, ok := h.unchangedRefused(ev, err); ok {
+			return ev.PhysicalResourceID, unchanged, nil
+		}
+		if onlyUnknown(err) {
+			unsure = err
+			m, tolerated, err = manifest.FromPropertiesTolerating(ev.ResourceProperties, func(manifest.Problem) bool { return true })
+		}
+	}
 	if err != nil {
 		return "", nil, err
 	}
@@ -230,6 +245,9 @@ func (h *Handler) applyLimits(ctx context.Context, ev cfn.Event) (string, map[st
 	rec, err := p.OwnerRecord(ctx, ns, owner)
 	if err != nil {
 		return "", nil, err
+	}
+	if unsure != nil && !rollbackToCommitted(ev, m, rec) {
+		return "", nil, unsure
 	}
 	var id string
 	switch {
@@ -281,7 +299,9 @@ func (h *Handler) applyLimits(ctx context.Context, ev cfn.Event) (string, map[st
 // manifestOf decodes a Create's or an Update's properties. Unknown fields
 // are errors, except in an Update whose previous properties carried the
 // same field at the same path: the stack already runs with it, and refusing
-// it would fail the rollback too (docs/decisions.md P40).
+// it would fail the rollback too (docs/decisions.md P40). applyLimits
+// tolerates one more case: properties that are what the resource last
+// committed.
 func manifestOf(ev cfn.Event) (*manifest.Manifest, []manifest.Problem, error) {
 	if ev.RequestType != cfn.RequestUpdate || len(ev.OldResourceProperties) == 0 {
 		m, err := manifest.FromProperties(ev.ResourceProperties)
@@ -299,6 +319,77 @@ func manifestOf(ev cfn.Event) (*manifest.Manifest, []manifest.Problem, error) {
 		}
 	}
 	return manifest.FromPropertiesTolerating(ev.ResourceProperties, func(p manifest.Problem) bool { return old[p.Path] })
+}
+
+// rollbackToCommitted reports whether an Update brings the resource back
+// to what it last committed from properties that are not that: m (its
+// properties, unknown fields set aside) hashes to the owner's committed
+// manifest, and the previous properties do not. That is CloudFormation's
+// rollback of a failed Update, which resends the deployed properties,
+// unknown fields and all. A forward Update that only adds an unknown field
+// comes from the committed properties and stays refused.
+func rollbackToCommitted(ev cfn.Event, m *manifest.Manifest, rec provision.State) bool {
+	committed := rec.Committed()
+	if !rec.Found || committed == "" || m.Hash() != committed {
+		return false
+	}
+	old, _, err := manifest.FromPropertiesTolerating(ev.OldResourceProperties, func(manifest.Problem) bool { return true })
+	return err != nil || old.Hash() != committed
+}
+
+// onlyUnknown reports whether err is an invalid manifest whose every
+// problem is an unknown field.
+func onlyUnknown(err error) bool {
+	var ime *manifest.InvalidManifestError
+	if !errors.As(err, &ime) || len(ime.Problems) == 0 {
+		return false
+	}
+	for _, p := range ime.Problems {
+		if !p.Unknown {
+			return false
+		}
+	}
+	return true
+}
+
+// unchangedRefused answers an Update whose properties this provisioner
+// refuses (err) but which changes nothing it reads: the properties are the
+// previous ones but for ServiceToken, and those were refused too. That is
+// the Update CloudFormation sends when a stack moves to this provisioner
+// (from the Python one, whose properties it may not take: a field it
+// ignored, a schedule of phase 2), and the rollback of that Update. Both
+// answer SUCCESS with nothing written and the problems in the log and in
+// Data (`Refused`), so neither wedges the stack; the limits stay as the
+// previous provisioner left them, until an Update this one can apply.
+func (h *Handler) unchangedRefused(ev cfn.Event, err error) (map[string]string, bool) {
+	if len(ev.OldResourceProperties) == 0 || !sameButToken(ev.ResourceProperties, ev.OldResourceProperties) {
+		return nil, false
+	}
+	var ime *manifest.InvalidManifestError
+	if !errors.As(err, &ime) {
+		return nil, false
+	}
+	for _, p := range ime.Problems {
+		h.log.Warn("provisioner: the properties are unchanged and cannot be applied here; nothing written (fix them in the template)", "problem", p.String())
+	}
+	data := h.report(&provision.Result{})
+	data["Refused"] = strconv.Itoa(len(ime.Problems))
+	return data, true
+}
+
+// sameButToken reports whether two property sets are equal once
+// ServiceToken is left out of both.
+func sameButToken(a, b map[string]any) bool {
+	strip := func(m map[string]any) map[string]any {
+		out := make(map[string]any, len(m))
+		for k, v := range m {
+			if k != "ServiceToken" {
+				out[k] = v
+			}
+		}
+		return out
+	}
+	return reflect.DeepEqual(strip(a), strip(b))
 }
 
 // takeOverFrom reads the TakeOverFrom property: one owner or a list

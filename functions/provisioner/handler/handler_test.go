@@ -670,8 +670,9 @@ func TestNamespaceIDMustMatch(t *testing.T) {
 func TestUnknownFieldOfTheDeployedProperties(t *testing.T) {
 	e := newEnv(t)
 	e.invoke(e.event("cfn-limits-create.json", nil))
-	typo := func(props map[string]any) {
+	typo := func(props map[string]any) map[string]any {
 		props["Resources"].(map[string]any)["gpt-4"].(map[string]any)["Limits"].(map[string]any)["rpm"].(map[string]any)["RefilAmount"] = "5"
+		return props
 	}
 	resp := e.invoke(e.event("cfn-limits-update.json", func(ev map[string]any) {
 		typo(ev["ResourceProperties"].(map[string]any))
@@ -681,9 +682,12 @@ func TestUnknownFieldOfTheDeployedProperties(t *testing.T) {
 		t.Fatalf("update with the deployed typo %+v", resp)
 	}
 	resp = e.invoke(e.event("cfn-limits-update.json", func(ev map[string]any) {
-		typo(ev["ResourceProperties"].(map[string]any))
+		props := ev["ResourceProperties"].(map[string]any)
+		typo(props)
+		props["Resources"].(map[string]any)["gpt-4"].(map[string]any)["Limits"].(map[string]any)["tpm"].(map[string]any)["Capacty"] = "5"
+		ev["OldResourceProperties"] = typo(e.eventProps("cfn-limits-update.json"))
 	}))
-	if resp.Status != cfn.StatusFailed || !strings.Contains(resp.Reason, "RefilAmount: unknown field") {
+	if resp.Status != cfn.StatusFailed || !strings.Contains(resp.Reason, "Capacty: unknown field") || strings.Contains(resp.Reason, "RefilAmount") {
 		t.Fatalf("update with a new typo %+v", resp)
 	}
 }
