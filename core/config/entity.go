@@ -13,9 +13,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/zae-limiter/zae-limiter-go/core/internal/query"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/ulid"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
-	"github.com/zae-limiter/zae-limiter-go/internal/query"
-	"github.com/zae-limiter/zae-limiter-go/internal/ulid"
 )
 
 // Entity is an entity's metadata item (R4, docs/design.md §2).

@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/zae-limiter/zae-limiter-go/core/internal/expr"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 	"github.com/zae-limiter/zae-limiter-go/core/version"
-	"github.com/zae-limiter/zae-limiter-go/internal/expr"
 )
 
 // Reader versions that gated features need (docs/design.md §2): a table's

@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
-	"github.com/zae-limiter/zae-limiter-go/internal/ulid"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/ulid"
 )
 
 // DB is the part of the DynamoDB API the controls use. *dynamodb.Client

@@ -10,8 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/zae-limiter/zae-limiter-go/core/internal/query"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
-	"github.com/zae-limiter/zae-limiter-go/internal/query"
 )
 
 // Scope names the buckets a change can reach.

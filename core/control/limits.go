@@ -10,9 +10,9 @@ import (
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
 	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/expr"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
-	"github.com/zae-limiter/zae-limiter-go/internal/expr"
 )
 
 // The limit setters store a level's limits through the config store (soft

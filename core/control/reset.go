@@ -17,11 +17,11 @@ import (
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
 	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/expr"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/query"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/wait"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
-	"github.com/zae-limiter/zae-limiter-go/internal/expr"
-	"github.com/zae-limiter/zae-limiter-go/internal/query"
-	"github.com/zae-limiter/zae-limiter-go/internal/wait"
 )
 
 // Reset and top-up (ADR-149, docs/design.md §8) change the balances of one

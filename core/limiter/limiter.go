@@ -12,9 +12,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/wait"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/fastpath"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
-	"github.com/zae-limiter/zae-limiter-go/internal/wait"
 )
 
 // Version is this library's protocol version, compared with the table's

@@ -10,10 +10,10 @@ import (
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
 	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/expr"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/fastpath"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
-	"github.com/zae-limiter/zae-limiter-go/internal/expr"
 )
 
 // contentionRetry is the retry-after of a request the state showed covered

@@ -77,7 +77,7 @@ func bucketItem(entity string, shard int) item {
 // carries the empty-map fix (see TestFixLocalEmptyMaps).
 func streams(tb *ddbtest.Table) *dynamodbstreams.Client { return tb.Streams }
 
-// unfixedStreams is a Streams client without ddblocal.FixEmptyMaps.
+// unfixedStreams is a Streams client without FixEmptyMaps.
 func unfixedStreams(tb *ddbtest.Table) *dynamodbstreams.Client {
 	return dynamodbstreams.NewFromConfig(ddblocal.Config(), func(o *dynamodbstreams.Options) {
 		o.BaseEndpoint = aws.String(tb.Endpoint)
@@ -541,7 +541,7 @@ func TestPollDeliversNewWrites(t *testing.T) {
 
 // DynamoDB Local writes an empty map into stream records as {} and the SDK
 // decodes that as nil or as a copy of a neighbouring value;
-// ddblocal.FixEmptyMaps restores {"M": {}}.
+// FixEmptyMaps restores {"M": {}}.
 func TestFixLocalEmptyMaps(t *testing.T) {
 	tb := ddbtest.NewBareTable(t)
 	written := item{

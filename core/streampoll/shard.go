@@ -267,7 +267,7 @@ func (p *Poller) fill(ctx context.Context, sh *shard, limit int) (read, error) {
 			if err != nil {
 				hint := ""
 				if errors.Is(err, streamimage.ErrNilValue) {
-					hint = " (DynamoDB Local sends empty maps in a form the SDK reads as nil; build the client with ddblocal.Streams, which applies ddblocal.FixEmptyMaps)"
+					hint = " (DynamoDB Local sends empty maps in a form the SDK reads as nil; build the client with the option streampoll.FixEmptyMaps)"
 				}
 				return read{}, fmt.Errorf("streampoll: shard %s: record %s: %w%s", sh.id, aws.ToString(r.EventID), err, hint)
 			}

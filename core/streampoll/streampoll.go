@@ -42,7 +42,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
-	"github.com/zae-limiter/zae-limiter-go/internal/wait"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/wait"
 )
 
 // StreamsAPI is the part of the DynamoDB Streams API the poller uses.

@@ -24,7 +24,6 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/aggregator"
 	"github.com/zae-limiter/zae-limiter-go/core/streamimage"
 	"github.com/zae-limiter/zae-limiter-go/core/streampoll"
-	"github.com/zae-limiter/zae-limiter-go/internal/ddblocal"
 )
 
 // runLocal parses -event and -follow and runs the mode asked for; it
@@ -93,7 +92,7 @@ func followStream(ctx context.Context, awsCfg aws.Config, db *dynamodb.Client, a
 		opts = append(opts, func(o *dynamodbstreams.Options) { o.BaseEndpoint = aws.String(ep) })
 	}
 	if local {
-		opts = append(opts, ddblocal.FixEmptyMaps)
+		opts = append(opts, streampoll.FixEmptyMaps)
 	}
 	streams := dynamodbstreams.NewFromConfig(awsCfg, opts...)
 	p, err := streampoll.New(streams, arn, streampoll.Options{

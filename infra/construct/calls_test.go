@@ -25,9 +25,9 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 	"github.com/zae-limiter/zae-limiter-go/core/streampoll"
+	"github.com/zae-limiter/zae-limiter-go/functions/provisioner/customresource"
 	"github.com/zae-limiter/zae-limiter-go/functions/provisioner/handler"
 	"github.com/zae-limiter/zae-limiter-go/internal/clock"
-	"github.com/zae-limiter/zae-limiter-go/internal/customresource"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
 	"github.com/zae-limiter/zae-limiter-go/internal/iamcalls"
 )

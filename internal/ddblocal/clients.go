@@ -8,6 +8,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+
+	"github.com/zae-limiter/zae-limiter-go/core/streampoll"
 )
 
 // Config returns an AWS config for the emulator: fixed region and static
@@ -36,10 +38,11 @@ func DynamoDB(endpoint string, optFns ...func(*dynamodb.Options)) *dynamodb.Clie
 }
 
 // Streams returns a DynamoDB Streams client for the emulator at endpoint
-// (DynamoDB Local serves both APIs on one port), with FixEmptyMaps applied.
+// (DynamoDB Local serves both APIs on one port), with streampoll.FixEmptyMaps
+// applied.
 func Streams(endpoint string, optFns ...func(*dynamodbstreams.Options)) *dynamodbstreams.Client {
 	opts := append([]func(*dynamodbstreams.Options){func(o *dynamodbstreams.Options) {
 		o.BaseEndpoint = aws.String(endpoint)
-	}, FixEmptyMaps}, optFns...)
+	}, streampoll.FixEmptyMaps}, optFns...)
 	return dynamodbstreams.NewFromConfig(Config(), opts...)
 }

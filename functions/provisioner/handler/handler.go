@@ -1,6 +1,6 @@
 // Package handler is the provisioner function's handler (docs/design.md §12):
 // it decodes a Lambda payload, answers CloudFormation requests for limits
-// resources and the version stamp through internal/customresource, and
+// resources and the version stamp through functions/provisioner/customresource, and
 // plans or applies direct invocations with core/provision. The function's
 // main wires it; the command line and `make run` call RunEvent and
 // RunManifest, the same code the -event and -manifest flags run.
@@ -27,7 +27,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/provision"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 	"github.com/zae-limiter/zae-limiter-go/core/version"
-	"github.com/zae-limiter/zae-limiter-go/internal/customresource"
+	"github.com/zae-limiter/zae-limiter-go/functions/provisioner/customresource"
 )
 
 // Settings are the function's configuration (its environment).

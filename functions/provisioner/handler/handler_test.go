@@ -23,8 +23,8 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/provision"
 	"github.com/zae-limiter/zae-limiter-go/core/version"
+	"github.com/zae-limiter/zae-limiter-go/functions/provisioner/customresource"
 	"github.com/zae-limiter/zae-limiter-go/functions/provisioner/handler"
-	"github.com/zae-limiter/zae-limiter-go/internal/customresource"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
 	"github.com/zae-limiter/zae-limiter-go/internal/faultproxy"
 )

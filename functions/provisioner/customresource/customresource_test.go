@@ -21,7 +21,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/cfn"
 
-	"github.com/zae-limiter/zae-limiter-go/internal/customresource"
+	"github.com/zae-limiter/zae-limiter-go/functions/provisioner/customresource"
 )
 
 // receiver is CloudFormation's side: it records every PUT and answers with

@@ -1,4 +1,4 @@
-package ddblocal
+package streampoll
 
 import (
 	"bytes"
@@ -12,8 +12,8 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
-// FixEmptyMaps is a dynamodbstreams client option for DynamoDB Local; Streams
-// applies it to every client it builds.
+// FixEmptyMaps is a dynamodbstreams client option for a poller reading
+// DynamoDB Local's streams (the emulator of local runs and tests).
 //
 // DynamoDB Local writes an empty map attribute ({"M": {}} in the table) into
 // stream records as {} with no type key, and the SDK's Streams deserializer
@@ -33,7 +33,7 @@ func FixEmptyMaps(o *dynamodbstreams.Options) {
 type emptyMapFix struct{}
 
 // ID implements middleware.DeserializeMiddleware.
-func (emptyMapFix) ID() string { return "ddblocal.FixEmptyMaps" }
+func (emptyMapFix) ID() string { return "streampoll.FixEmptyMaps" }
 
 // HandleDeserialize implements middleware.DeserializeMiddleware.
 func (emptyMapFix) HandleDeserialize(ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler) (middleware.DeserializeOutput, middleware.Metadata, error) {
