@@ -92,6 +92,7 @@ import (
 
 	"github.com/zae-limiter/zae-limiter-go/core/aggregator"
 	"github.com/zae-limiter/zae-limiter-go/core/aggregator/maintenance"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/capability"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
@@ -381,7 +382,7 @@ func generateStream(b *testing.B) (*benchStream, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := lim.Store().SetResourceLimits(ctx, benchNS, benchResource,
+	if err := lim.Store().Writer(capability.ConfigWrite{}).SetResourceLimits(ctx, benchNS, benchResource,
 		[]limit.Limit{limit.PerMinute("rpm", 100), limit.PerMinute("tpm", 100_000)}); err != nil {
 		return nil, err
 	}

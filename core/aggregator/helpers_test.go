@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/aggregator"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/capability"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
@@ -217,7 +218,7 @@ func (e *env) mustHandle(recs []events.DynamoDBEventRecord) {
 
 func (e *env) setLimits(resource string, limits ...limit.Limit) {
 	e.t.Helper()
-	if err := e.fast.Store().SetResourceLimits(context.Background(), ns, resource, limits); err != nil {
+	if err := e.fast.Store().Writer(capability.ConfigWrite{}).SetResourceLimits(context.Background(), ns, resource, limits); err != nil {
 		e.t.Fatal(err)
 	}
 }

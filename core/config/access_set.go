@@ -8,21 +8,8 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
-// SetAccess stores the `disabled` setting of one config level
-// (docs/design.md §7, §8): the resource (entity ""), the entity on a
-// resource, or the entity for every resource (resource `_default_`).
-// AccessInherit removes the setting, so the level defers to the next one
-// of the walk; AccessEnforce stores false (a carve-out: it re-admits the
-// entity to a disabled resource); AccessDisabled stores true; AccessBypass
-// stores "bypass", after the version gate at SoftBypassVersion, and
-// ratchets client_min_version. Limits and every other attribute of the
-// item are kept; an item that does not exist yet is created.
-//
-// There is no system-level setting: entity and resource both "" (or an
-// unknown Access) is a *schema.ValidationError, and nothing is written.
-// SetAccess writes config only; the buckets already stamped are re-stamped
-// by the fan-out of core/control.
-func (s *Store) SetAccess(ctx context.Context, ns, entity, resource string, a Access) error {
+// setAccess is Writer.SetAccess.
+func (s *Store) setAccess(ctx context.Context, ns, entity, resource string, a Access) error {
 	t, err := accessTarget(ns, entity, resource)
 	if err != nil {
 		return err
@@ -118,13 +105,8 @@ func (s *Store) setAttr(ctx context.Context, t target, attr string, v types.Attr
 	return s.wrap(t, op, ErrConflict)
 }
 
-// SetCascade stores the cascade policy of a resource (entity "") or of an
-// entity on a resource or for every resource (`_default_`):
-// CascadeOn/CascadeOff override the entity's own META default, CascadeUnset
-// removes the setting. The policy needs readers at CascadePolicyVersion
-// (the gate, then the ratchet). Buckets are re-stamped by the fan-out of
-// core/control. There is no system-level policy (a validation error).
-func (s *Store) SetCascade(ctx context.Context, ns, entity, resource string, p CascadePolicy) error {
+// setCascade is Writer.SetCascade.
+func (s *Store) setCascade(ctx context.Context, ns, entity, resource string, p CascadePolicy) error {
 	t, err := accessTarget(ns, entity, resource)
 	if err != nil {
 		return err

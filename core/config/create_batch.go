@@ -32,17 +32,8 @@ type NewEntityConfig struct {
 // puts and the registry update make DynamoDB's 100.
 const maxCreateBatch = 99
 
-// CreateEntityConfigs creates entity config items in namespace ns that do
-// not exist yet, in transactions of up to 99 items of one resource with
-// that resource's registry update (R9 `ADD #r :n`), each put under
-// attribute_not_exists(PK). Each item is attribute for attribute the one
-// the setters write (docs/design.md §7). A transaction whose condition fails
-// (an item appeared meanwhile) writes nothing, and its configs are
-// returned: the caller writes those through the setters. A config with
-// nothing to write is skipped. The inputs are validated before anything is
-// written. The version gates of soft limits, bypass and cascade policies
-// are the caller's: RequireReaders before, Ratchet after.
-func (s *Store) CreateEntityConfigs(ctx context.Context, ns string, cs []NewEntityConfig) (left []NewEntityConfig, err error) {
+// createEntityConfigs is Writer.CreateEntityConfigs.
+func (s *Store) createEntityConfigs(ctx context.Context, ns string, cs []NewEntityConfig) (left []NewEntityConfig, err error) {
 	type put struct {
 		cfg  NewEntityConfig
 		t    target
@@ -130,16 +121,8 @@ func anyConditionFailed(err error) bool {
 	return false
 }
 
-// DeleteEntityConfigs deletes whole the entity config items of namespace
-// ns given as the caller read them (strongly consistently): limits, access
-// and cascade settings alike, in transactions of up to 99 items of one
-// resource with that resource's registry update (R9 `ADD #r :-n`), each
-// delete under attribute_exists(PK). An item that holds anything else (an
-// attribute this version does not know, a schedule) is not deleted here,
-// and neither is a batch whose condition failed (an item vanished
-// meanwhile): their keys are returned, and the caller deletes them through
-// the setters, which keep what they must.
-func (s *Store) DeleteEntityConfigs(ctx context.Context, ns string, items map[schema.Key]map[string]types.AttributeValue) (left []schema.Key, err error) {
+// deleteEntityConfigs is Writer.DeleteEntityConfigs.
+func (s *Store) deleteEntityConfigs(ctx context.Context, ns string, items map[schema.Key]map[string]types.AttributeValue) (left []schema.Key, err error) {
 	if err := validateNamespace(ns); err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/capability"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
@@ -31,23 +32,23 @@ func TestCreateEntityConfigsIsTheSetters(t *testing.T) {
 		{Entity: "x", Resource: "q", Cascade: config.CascadeOff},
 		{Entity: "y", Resource: "r"}, // nothing to write
 	}
-	left, err := st.CreateEntityConfigs(e.ctx, e.ns, cs)
+	left, err := st.Writer(capability.ConfigWrite{}).CreateEntityConfigs(e.ctx, e.ns, cs)
 	if err != nil || len(left) != 0 {
 		t.Fatalf("%v %v", left, err)
 	}
 	for _, c := range cs {
 		if len(c.Limits) > 0 {
-			if err := st.SetEntityLimits(e.ctx, other, c.Entity, c.Resource, c.Limits); err != nil {
+			if err := st.Writer(capability.ConfigWrite{}).SetEntityLimits(e.ctx, other, c.Entity, c.Resource, c.Limits); err != nil {
 				t.Fatal(err)
 			}
 		}
 		if c.Access != config.AccessInherit {
-			if err := st.SetAccess(e.ctx, other, c.Entity, c.Resource, c.Access); err != nil {
+			if err := st.Writer(capability.ConfigWrite{}).SetAccess(e.ctx, other, c.Entity, c.Resource, c.Access); err != nil {
 				t.Fatal(err)
 			}
 		}
 		if c.Cascade != config.CascadeUnset {
-			if err := st.SetCascade(e.ctx, other, c.Entity, c.Resource, c.Cascade); err != nil {
+			if err := st.Writer(capability.ConfigWrite{}).SetCascade(e.ctx, other, c.Entity, c.Resource, c.Cascade); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -65,7 +66,7 @@ func TestCreateEntityConfigsIsTheSetters(t *testing.T) {
 		{Entity: "z", Resource: "r", Limits: []limit.Limit{limit.PerMinute("rpm", 1)}},
 		{Entity: "u", Resource: "r", Limits: []limit.Limit{limit.PerMinute("rpm", 2)}},
 	}
-	left, err = st.CreateEntityConfigs(e.ctx, e.ns, again)
+	left, err = st.Writer(capability.ConfigWrite{}).CreateEntityConfigs(e.ctx, e.ns, again)
 	if err != nil || len(left) != 2 {
 		t.Fatalf("a batch with an existing item: %v %v", left, err)
 	}
@@ -95,7 +96,7 @@ func TestDeleteEntityConfigs(t *testing.T) {
 		{Entity: "v", Resource: "r", Cascade: config.CascadeOn},
 		{Entity: "w", Resource: "r", Limits: []limit.Limit{limit.PerMinute("rpm", 7)}},
 	}
-	if left, err := st.CreateEntityConfigs(e.ctx, e.ns, cs); err != nil || len(left) != 0 {
+	if left, err := st.Writer(capability.ConfigWrite{}).CreateEntityConfigs(e.ctx, e.ns, cs); err != nil || len(left) != 0 {
 		t.Fatalf("%v %v", left, err)
 	}
 	wk := schema.EntityConfigKey(e.ns, "w", "r")
@@ -105,7 +106,7 @@ func TestDeleteEntityConfigs(t *testing.T) {
 		k := schema.EntityConfigKey(e.ns, c.Entity, c.Resource)
 		items[k] = e.get(t, k)
 	}
-	left, err := st.DeleteEntityConfigs(e.ctx, e.ns, items)
+	left, err := st.Writer(capability.ConfigWrite{}).DeleteEntityConfigs(e.ctx, e.ns, items)
 	if err != nil || len(left) != 1 || left[0] != wk {
 		t.Fatalf("left %v, %v", left, err)
 	}

@@ -56,22 +56,8 @@ const maxAncestorHops = 32
 // pincAbsent is the incarnation of an entity without `pinc` (docs/design.md §2).
 const pincAbsent = "0"
 
-// CreateEntity creates entity id in namespace ns (R4): `entity_id`, `name`,
-// `parent_id` (S, or NULL for a root), `cascade`, `metadata`, `created_at`
-// and a fresh ULID `pinc`, with GSI4 keys and, for a child, GSI1 keys.
-//
-// A parent must exist: the META put and a ConditionCheck on the parent's
-// META commit in one TransactWriteItems, so a parent deleted concurrently
-// cannot be missed between a read and the write. Before writing, the
-// parent's ancestry is walked (strongly consistent GetItems, at most 32
-// hops) to refuse a cycle: an entity can be neither its own parent nor its
-// own ancestor, which a dangling parent_id of an earlier incarnation could
-// otherwise create.
-//
-// Errors: invalid input is a *schema.ValidationError; an existing entity
-// *EntityExistsError; a missing parent *EntityNotFoundError naming the
-// parent.
-func (s *Store) CreateEntity(ctx context.Context, ns, id string, opts EntityOptions) (Entity, error) {
+// createEntity is Writer.CreateEntity.
+func (s *Store) createEntity(ctx context.Context, ns, id string, opts EntityOptions) (Entity, error) {
 	if err := validateNamespace(ns); err != nil {
 		return Entity{}, err
 	}
@@ -295,18 +281,8 @@ func (s *Store) Children(ctx context.Context, ns, parent string) ([]Entity, erro
 	}
 }
 
-// DeleteEntity deletes entity id of namespace ns and everything it owns:
-// its entity config items (each with its R9 registry decrement), every other
-// item of its partition (usage snapshots, operation records), its buckets
-// (found on GSI3 `{ns}/ENTITY#{id}` with SK prefix `BUCKET#`), and last its
-// META. Deletes go in BatchWriteItem chunks of 25 with UnprocessedItems
-// retried. Because META goes last, a failed call leaves the entity in place
-// and can simply be repeated. Children are not touched: they keep a
-// dangling parent_id, as upstream.
-//
-// A missing entity is *EntityNotFoundError. The entity's cached config slots
-// are evicted.
-func (s *Store) DeleteEntity(ctx context.Context, ns, id string) error {
+// deleteEntity is Writer.DeleteEntity.
+func (s *Store) deleteEntity(ctx context.Context, ns, id string) error {
 	if err := validateNamespace(ns); err != nil {
 		return err
 	}

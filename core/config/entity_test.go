@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/capability"
 	"github.com/zae-limiter/zae-limiter-go/core/internal/ulid"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
@@ -24,7 +25,7 @@ func TestCreateGetEntity(t *testing.T) {
 	seed := [32]byte{7}
 	st := e.store(config.WithClock(clock.Now), config.WithEntropy(rand.NewChaCha8(seed)))
 
-	got, err := st.CreateEntity(e.ctx, e.ns, "org-1", config.EntityOptions{
+	got, err := st.Writer(capability.ConfigWrite{}).CreateEntity(e.ctx, e.ns, "org-1", config.EntityOptions{
 		Name: "Acme", Cascade: true, Metadata: map[string]string{"tier": "gold", "empty": ""},
 	})
 	if err != nil {
@@ -65,7 +66,7 @@ func TestCreateGetEntity(t *testing.T) {
 	}
 
 	// A default name is the id; a second incarnation gets a new pinc.
-	plain, err := st.CreateEntity(e.ctx, e.ns, "plain", config.EntityOptions{})
+	plain, err := st.Writer(capability.ConfigWrite{}).CreateEntity(e.ctx, e.ns, "plain", config.EntityOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func TestCreateGetEntity(t *testing.T) {
 	}
 
 	var exists *config.EntityExistsError
-	if _, err := st.CreateEntity(e.ctx, e.ns, "org-1", config.EntityOptions{}); !errors.As(err, &exists) || exists.EntityID != "org-1" {
+	if _, err := st.Writer(capability.ConfigWrite{}).CreateEntity(e.ctx, e.ns, "org-1", config.EntityOptions{}); !errors.As(err, &exists) || exists.EntityID != "org-1" {
 		t.Fatalf("second create = %v, want EntityExistsError", err)
 	}
 	var nf *config.EntityNotFoundError
@@ -104,7 +105,7 @@ func TestCreateEntityValidation(t *testing.T) {
 		{"a/b", "ok", config.EntityOptions{}, "namespace_id"},
 	}
 	for _, c := range cases {
-		_, err := st.CreateEntity(e.ctx, c.ns, c.id, c.opts)
+		_, err := st.Writer(capability.ConfigWrite{}).CreateEntity(e.ctx, c.ns, c.id, c.opts)
 		var ve *schema.ValidationError
 		if !errors.As(err, &ve) || ve.Field != c.field {
 			t.Errorf("CreateEntity(%q, %q, %+v) = %v, want validation error on %s", c.ns, c.id, c.opts, err, c.field)
@@ -122,7 +123,7 @@ func TestChildren(t *testing.T) {
 		id, parent string
 		cascade    bool
 	}{{"org", "", false}, {"org2", "", false}, {"k2", "org", true}, {"k1", "org", false}, {"k3", "org2", true}} {
-		if _, err := st.CreateEntity(e.ctx, e.ns, c.id, config.EntityOptions{ParentID: c.parent, Cascade: c.cascade}); err != nil {
+		if _, err := st.Writer(capability.ConfigWrite{}).CreateEntity(e.ctx, e.ns, c.id, config.EntityOptions{ParentID: c.parent, Cascade: c.cascade}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -143,7 +144,7 @@ func TestChildren(t *testing.T) {
 
 	// A missing parent: nothing is written.
 	var nf *config.EntityNotFoundError
-	if _, err := st.CreateEntity(e.ctx, e.ns, "orphan", config.EntityOptions{ParentID: "ghost"}); !errors.As(err, &nf) || nf.EntityID != "ghost" {
+	if _, err := st.Writer(capability.ConfigWrite{}).CreateEntity(e.ctx, e.ns, "orphan", config.EntityOptions{ParentID: "ghost"}); !errors.As(err, &nf) || nf.EntityID != "ghost" {
 		t.Fatalf("create under a missing parent = %v", err)
 	}
 	if e.get(t, schema.EntityMetaKey(e.ns, "orphan")) != nil {
@@ -152,21 +153,21 @@ func TestChildren(t *testing.T) {
 
 	// A cycle through a dangling parent_id: b's parent a is deleted, then a
 	// is recreated under b.
-	if _, err := st.CreateEntity(e.ctx, e.ns, "a", config.EntityOptions{}); err != nil {
+	if _, err := st.Writer(capability.ConfigWrite{}).CreateEntity(e.ctx, e.ns, "a", config.EntityOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.CreateEntity(e.ctx, e.ns, "b", config.EntityOptions{ParentID: "a"}); err != nil {
+	if _, err := st.Writer(capability.ConfigWrite{}).CreateEntity(e.ctx, e.ns, "b", config.EntityOptions{ParentID: "a"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.DeleteEntity(e.ctx, e.ns, "a"); err != nil {
+	if err := st.Writer(capability.ConfigWrite{}).DeleteEntity(e.ctx, e.ns, "a"); err != nil {
 		t.Fatal(err)
 	}
 	var ie *schema.InvalidIdentifierError
-	if _, err := st.CreateEntity(e.ctx, e.ns, "a", config.EntityOptions{ParentID: "b"}); !errors.As(err, &ie) || ie.Field != schema.FieldParentID {
+	if _, err := st.Writer(capability.ConfigWrite{}).CreateEntity(e.ctx, e.ns, "a", config.EntityOptions{ParentID: "b"}); !errors.As(err, &ie) || ie.Field != schema.FieldParentID {
 		t.Fatalf("cycle = %v, want InvalidIdentifierError on parent_id", err)
 	}
 	// Under another parent it is fine.
-	if _, err := st.CreateEntity(e.ctx, e.ns, "a", config.EntityOptions{ParentID: "org"}); err != nil {
+	if _, err := st.Writer(capability.ConfigWrite{}).CreateEntity(e.ctx, e.ns, "a", config.EntityOptions{ParentID: "org"}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -177,13 +178,13 @@ func TestCreateEntityParentDeletedConcurrently(t *testing.T) {
 	e := newEnv(t)
 	p := faultproxy.Start(t, e.tbl.Endpoint)
 	st := config.NewStore(p.DynamoDB(), e.tbl.Name)
-	if _, err := st.CreateEntity(e.ctx, e.ns, "parent", config.EntityOptions{}); err != nil {
+	if _, err := st.Writer(capability.ConfigWrite{}).CreateEntity(e.ctx, e.ns, "parent", config.EntityOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	p.Add(faultproxy.Rule{Operation: "TransactWriteItems", Fault: faultproxy.Delay(0), Count: 1,
 		OnFire: func(string) { e.del(t, schema.EntityMetaKey(e.ns, "parent")) }})
 	var nf *config.EntityNotFoundError
-	if _, err := st.CreateEntity(e.ctx, e.ns, "child", config.EntityOptions{ParentID: "parent"}); !errors.As(err, &nf) || nf.EntityID != "parent" {
+	if _, err := st.Writer(capability.ConfigWrite{}).CreateEntity(e.ctx, e.ns, "child", config.EntityOptions{ParentID: "parent"}); !errors.As(err, &nf) || nf.EntityID != "parent" {
 		t.Fatalf("CreateEntity = %v, want EntityNotFoundError(parent)", err)
 	}
 	if e.get(t, schema.EntityMetaKey(e.ns, "child")) != nil {
@@ -197,15 +198,15 @@ func TestDeleteEntity(t *testing.T) {
 	st := e.store(config.WithClock(clock.Now))
 	ctx, ns := e.ctx, e.ns
 	for _, c := range []struct{ id, parent string }{{"org", ""}, {"e", "org"}, {"f", "org"}} {
-		if _, err := st.CreateEntity(ctx, ns, c.id, config.EntityOptions{ParentID: c.parent}); err != nil {
+		if _, err := st.Writer(capability.ConfigWrite{}).CreateEntity(ctx, ns, c.id, config.EntityOptions{ParentID: c.parent}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	rpm := []limit.Limit{limit.PerMinute("rpm", 10)}
-	must(t, st.SetSystemLimits(ctx, ns, []limit.Limit{limit.PerMinute("sys", 1)}, config.SystemOptions{}))
-	must(t, st.SetEntityLimits(ctx, ns, "e", "r1", rpm))
-	must(t, st.SetEntityLimits(ctx, ns, "e", schema.DefaultResource, rpm))
-	must(t, st.SetEntityLimits(ctx, ns, "f", "r1", rpm))
+	must(t, st.Writer(capability.ConfigWrite{}).SetSystemLimits(ctx, ns, []limit.Limit{limit.PerMinute("sys", 1)}, config.SystemOptions{}))
+	must(t, st.Writer(capability.ConfigWrite{}).SetEntityLimits(ctx, ns, "e", "r1", rpm))
+	must(t, st.Writer(capability.ConfigWrite{}).SetEntityLimits(ctx, ns, "e", schema.DefaultResource, rpm))
+	must(t, st.Writer(capability.ConfigWrite{}).SetEntityLimits(ctx, ns, "f", "r1", rpm))
 
 	// Buckets: 2 + 30 for e (more than one BatchWriteItem chunk), 1 for f,
 	// a usage snapshot in e's partition.
@@ -229,7 +230,7 @@ func TestDeleteEntity(t *testing.T) {
 		t.Fatalf("Resolve before delete = %+v, %v", res, err)
 	}
 
-	must(t, st.DeleteEntity(ctx, ns, "e"))
+	must(t, st.Writer(capability.ConfigWrite{}).DeleteEntity(ctx, ns, "e"))
 
 	for _, k := range append(eBuckets,
 		schema.EntityMetaKey(ns, "e"), schema.EntityConfigKey(ns, "e", "r1"),
@@ -257,10 +258,10 @@ func TestDeleteEntity(t *testing.T) {
 		t.Fatalf("Resolve after delete = %+v, %v", res, err)
 	}
 	var nf *config.EntityNotFoundError
-	if err := st.DeleteEntity(ctx, ns, "e"); !errors.As(err, &nf) {
+	if err := st.Writer(capability.ConfigWrite{}).DeleteEntity(ctx, ns, "e"); !errors.As(err, &nf) {
 		t.Fatalf("second DeleteEntity = %v", err)
 	}
-	if err := st.DeleteEntity(ctx, ns, "bad#id"); !schema.IsValidationError(err) {
+	if err := st.Writer(capability.ConfigWrite{}).DeleteEntity(ctx, ns, "bad#id"); !schema.IsValidationError(err) {
 		t.Fatalf("DeleteEntity(bad#id) = %v", err)
 	}
 }
@@ -271,13 +272,13 @@ func TestDeleteEntityRetriesUnprocessed(t *testing.T) {
 	e := newEnv(t)
 	fake := &unprocessedWrites{DB: e.tbl.DB, left: 2}
 	st := config.NewStore(fake, e.tbl.Name, config.WithBatchRetries(5, time.Millisecond))
-	if _, err := st.CreateEntity(e.ctx, e.ns, "e", config.EntityOptions{}); err != nil {
+	if _, err := st.Writer(capability.ConfigWrite{}).CreateEntity(e.ctx, e.ns, "e", config.EntityOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for shard := range 5 {
 		e.put(t, schema.BucketItemKeys(e.ns, "e", "r", shard), map[string]types.AttributeValue{"rf": n("1")})
 	}
-	must(t, st.DeleteEntity(e.ctx, e.ns, "e"))
+	must(t, st.Writer(capability.ConfigWrite{}).DeleteEntity(e.ctx, e.ns, "e"))
 	if n := e.count(t); n != 0 {
 		t.Fatalf("%d items left", n)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/capability"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
@@ -69,24 +70,24 @@ func TestExpressionsArePositional(t *testing.T) {
 	ctx, ns := e.ctx, e.ns
 	names := []limit.Limit{limit.PerMinute("a.b", 1), limit.PerMinute("x-y", 2).AsSoft(), limit.PerMinute("t_p_m", 3)}
 	const res = "openai/gpt-4"
-	if _, err := st.CreateEntity(ctx, ns, "org", config.EntityOptions{}); err != nil {
+	if _, err := st.Writer(capability.ConfigWrite{}).CreateEntity(ctx, ns, "org", config.EntityOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.CreateEntity(ctx, ns, "k:1@org", config.EntityOptions{ParentID: "org"}); err != nil {
+	if _, err := st.Writer(capability.ConfigWrite{}).CreateEntity(ctx, ns, "k:1@org", config.EntityOptions{ParentID: "org"}); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 { // create, then update
-		must(t, st.SetEntityLimits(ctx, ns, "k:1@org", res, names))
-		must(t, st.SetEntityLimits(ctx, ns, "k:1@org", schema.DefaultResource, names))
-		must(t, st.SetResourceLimits(ctx, ns, res, names))
-		must(t, st.SetSystemLimits(ctx, ns, names, config.SystemOptions{OnUnavailable: config.OnUnavailableAllow}))
+		must(t, st.Writer(capability.ConfigWrite{}).SetEntityLimits(ctx, ns, "k:1@org", res, names))
+		must(t, st.Writer(capability.ConfigWrite{}).SetEntityLimits(ctx, ns, "k:1@org", schema.DefaultResource, names))
+		must(t, st.Writer(capability.ConfigWrite{}).SetResourceLimits(ctx, ns, res, names))
+		must(t, st.Writer(capability.ConfigWrite{}).SetSystemLimits(ctx, ns, names, config.SystemOptions{OnUnavailable: config.OnUnavailableAllow}))
 	}
-	must(t, st.SetEntityLimits(ctx, ns, "k:1@org", res, names[:1])) // removes two
-	must(t, st.DeleteEntityLimits(ctx, ns, "k:1@org", res))
-	must(t, st.DeleteResourceLimits(ctx, ns, res))
-	must(t, st.DeleteSystemLimits(ctx, ns))
+	must(t, st.Writer(capability.ConfigWrite{}).SetEntityLimits(ctx, ns, "k:1@org", res, names[:1])) // removes two
+	must(t, st.Writer(capability.ConfigWrite{}).DeleteEntityLimits(ctx, ns, "k:1@org", res))
+	must(t, st.Writer(capability.ConfigWrite{}).DeleteResourceLimits(ctx, ns, res))
+	must(t, st.Writer(capability.ConfigWrite{}).DeleteSystemLimits(ctx, ns))
 	must(t, st.WriteVersion(ctx, config.VersionRecord{}))
-	must(t, st.DeleteEntity(ctx, ns, "k:1@org"))
+	must(t, st.Writer(capability.ConfigWrite{}).DeleteEntity(ctx, ns, "k:1@org"))
 
 	if len(rec.exprs) < 10 {
 		t.Fatalf("only %d expressions recorded", len(rec.exprs))

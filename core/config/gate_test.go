@@ -7,6 +7,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/capability"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
@@ -63,7 +64,7 @@ func TestSoftLimitsPassTheGate(t *testing.T) {
 	soft := []limit.Limit{limit.PerMinute("rpm", 10), limit.PerMinute("tpm", 1000).AsSoft()}
 	must(t, st.WriteVersion(e.ctx, config.VersionRecord{LambdaVersion: "0.16.0", ClientMinVersion: "0.0.0"}))
 	var vm *config.VersionMismatchError
-	if err := st.SetResourceLimits(e.ctx, e.ns, "gpt", soft); !errors.As(err, &vm) {
+	if err := st.Writer(capability.ConfigWrite{}).SetResourceLimits(e.ctx, e.ns, "gpt", soft); !errors.As(err, &vm) {
 		t.Fatalf("readers at 0.16.0: %v, want the gate's refusal", err)
 	}
 	if e.get(t, schema.ResourceConfigKey(e.ns, "gpt")) != nil {
@@ -73,9 +74,9 @@ func TestSoftLimitsPassTheGate(t *testing.T) {
 		t.Fatalf("a refused write ratcheted: %+v", rec)
 	}
 	// Hard limits pass without the gate.
-	must(t, st.SetResourceLimits(e.ctx, e.ns, "gpt", soft[:1]))
+	must(t, st.Writer(capability.ConfigWrite{}).SetResourceLimits(e.ctx, e.ns, "gpt", soft[:1]))
 	must(t, st.WriteVersion(e.ctx, config.VersionRecord{LambdaVersion: "0.17.0"}))
-	must(t, st.SetResourceLimits(e.ctx, e.ns, "gpt", soft))
+	must(t, st.Writer(capability.ConfigWrite{}).SetResourceLimits(e.ctx, e.ns, "gpt", soft))
 	if rec, _, _ := st.ReadVersion(e.ctx); rec.ClientMinVersion != "0.17.0" {
 		t.Fatalf("after a soft limit: %+v, want client_min_version 0.17.0", rec)
 	}
@@ -92,7 +93,7 @@ func TestSetAccess(t *testing.T) {
 	e := newEnv(t)
 	st := e.store()
 	r := st.Resolver()
-	must(t, st.SetResourceLimits(e.ctx, e.ns, "gpt", []limit.Limit{limit.PerMinute("rpm", 10)}))
+	must(t, st.Writer(capability.ConfigWrite{}).SetResourceLimits(e.ctx, e.ns, "gpt", []limit.Limit{limit.PerMinute("rpm", 10)}))
 	walk := func(entity string) config.Walk {
 		t.Helper()
 		w, err := r.ResolveAccess(e.ctx, e.ns, entity, "gpt", config.AccessOptions{Consistent: true})
@@ -101,36 +102,36 @@ func TestSetAccess(t *testing.T) {
 		}
 		return w
 	}
-	must(t, st.SetAccess(e.ctx, e.ns, "", "gpt", config.AccessDisabled))
+	must(t, st.Writer(capability.ConfigWrite{}).SetAccess(e.ctx, e.ns, "", "gpt", config.AccessDisabled))
 	if w := walk("a"); w.Mode != config.AccessDisabled || w.Level != config.LevelResource {
 		t.Fatalf("resource disabled: %+v", w)
 	}
 	if got, _ := st.GetResourceLimits(e.ctx, e.ns, "gpt"); len(got) != 1 {
 		t.Fatalf("the disable lost the limits: %v", got)
 	}
-	must(t, st.SetAccess(e.ctx, e.ns, "a", "gpt", config.AccessEnforce)) // carve-out
+	must(t, st.Writer(capability.ConfigWrite{}).SetAccess(e.ctx, e.ns, "a", "gpt", config.AccessEnforce)) // carve-out
 	if w := walk("a"); w.Mode != config.AccessEnforce || w.Level != config.LevelEntity {
 		t.Fatalf("carved out: %+v", w)
 	}
 	if w := walk("b"); w.Mode != config.AccessDisabled {
 		t.Fatalf("another entity: %+v", w)
 	}
-	must(t, st.SetAccess(e.ctx, e.ns, "b", schema.DefaultResource, config.AccessBypass))
+	must(t, st.Writer(capability.ConfigWrite{}).SetAccess(e.ctx, e.ns, "b", schema.DefaultResource, config.AccessBypass))
 	if w := walk("b"); w.Mode != config.AccessBypass || w.Level != config.LevelEntityDefault {
 		t.Fatalf("entity-wide bypass: %+v", w)
 	}
-	must(t, st.SetAccess(e.ctx, e.ns, "a", "gpt", config.AccessInherit))
+	must(t, st.Writer(capability.ConfigWrite{}).SetAccess(e.ctx, e.ns, "a", "gpt", config.AccessInherit))
 	if w := walk("a"); w.Mode != config.AccessDisabled {
 		t.Fatalf("carve-out removed: %+v", w)
 	}
-	must(t, st.SetAccess(e.ctx, e.ns, "z", "gpt", config.AccessInherit)) // nothing to remove, nothing created
+	must(t, st.Writer(capability.ConfigWrite{}).SetAccess(e.ctx, e.ns, "z", "gpt", config.AccessInherit)) // nothing to remove, nothing created
 	if e.get(t, schema.EntityConfigKey(e.ns, "z", "gpt")) != nil {
 		t.Fatal("inherit created an item")
 	}
 	for name, err := range map[string]error{
-		"system":        st.SetAccess(e.ctx, e.ns, "", "", config.AccessDisabled),
-		"unknown value": st.SetAccess(e.ctx, e.ns, "", "gpt", config.Access(42)),
-		"bad resource":  st.SetAccess(e.ctx, e.ns, "", "a#b", config.AccessDisabled),
+		"system":        st.Writer(capability.ConfigWrite{}).SetAccess(e.ctx, e.ns, "", "", config.AccessDisabled),
+		"unknown value": st.Writer(capability.ConfigWrite{}).SetAccess(e.ctx, e.ns, "", "gpt", config.Access(42)),
+		"bad resource":  st.Writer(capability.ConfigWrite{}).SetAccess(e.ctx, e.ns, "", "a#b", config.AccessDisabled),
 	} {
 		if !schema.IsValidationError(err) {
 			t.Errorf("%s: %v, want a validation error", name, err)
@@ -147,22 +148,22 @@ func TestSetAccess(t *testing.T) {
 func TestSetCascade(t *testing.T) {
 	e := newEnv(t)
 	st := e.store()
-	must(t, st.SetAccess(e.ctx, e.ns, "", "gpt", config.AccessDisabled))
-	must(t, st.SetCascade(e.ctx, e.ns, "", "gpt", config.CascadeOff))
+	must(t, st.Writer(capability.ConfigWrite{}).SetAccess(e.ctx, e.ns, "", "gpt", config.AccessDisabled))
+	must(t, st.Writer(capability.ConfigWrite{}).SetCascade(e.ctx, e.ns, "", "gpt", config.CascadeOff))
 	w, err := st.Resolver().ResolveAccess(e.ctx, e.ns, "a", "gpt", config.AccessOptions{Consistent: true})
 	if err != nil || w.Cascade != config.CascadeOff || w.Mode != config.AccessDisabled {
 		t.Fatalf("walk %+v, %v", w, err)
 	}
-	must(t, st.SetCascade(e.ctx, e.ns, "", "gpt", config.CascadeUnset))
+	must(t, st.Writer(capability.ConfigWrite{}).SetCascade(e.ctx, e.ns, "", "gpt", config.CascadeUnset))
 	if w, _ := st.Resolver().ResolveAccess(e.ctx, e.ns, "a", "gpt", config.AccessOptions{Consistent: true}); w.Cascade != config.CascadeUnset || w.Mode != config.AccessDisabled {
 		t.Fatalf("after unset: %+v", w)
 	}
-	if err := st.SetCascade(e.ctx, e.ns, "", "", config.CascadeOn); !schema.IsValidationError(err) {
+	if err := st.Writer(capability.ConfigWrite{}).SetCascade(e.ctx, e.ns, "", "", config.CascadeOn); !schema.IsValidationError(err) {
 		t.Fatalf("system level: %v", err)
 	}
 	must(t, st.WriteVersion(e.ctx, config.VersionRecord{LambdaVersion: "0.15.2"}))
 	var vm *config.VersionMismatchError
-	if err := st.SetCascade(e.ctx, e.ns, "", "gpt", config.CascadeOn); !errors.As(err, &vm) {
+	if err := st.Writer(capability.ConfigWrite{}).SetCascade(e.ctx, e.ns, "", "gpt", config.CascadeOn); !errors.As(err, &vm) {
 		t.Fatalf("readers at 0.15.2: %v, want the gate's refusal", err)
 	}
 }

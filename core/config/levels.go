@@ -64,11 +64,8 @@ func entityTarget(ns, entity, resource string) target {
 	return target{level: lv, ns: ns, entity: entity, resource: resource, keys: schema.EntityConfigItemKeys(ns, entity, resource)}
 }
 
-// SetSystemLimits replaces the limit set of namespace ns's system config
-// (R7) and, when opts.OnUnavailable is set, its on_unavailable. Other
-// attributes of an existing item (`audit_retention_days`, unknown ones) are
-// kept. See SetEntityLimits for the write protocol.
-func (s *Store) SetSystemLimits(ctx context.Context, ns string, limits []limit.Limit, opts SystemOptions) error {
+// setSystemLimits is Writer.SetSystemLimits.
+func (s *Store) setSystemLimits(ctx context.Context, ns string, limits []limit.Limit, opts SystemOptions) error {
 	if err := validateNamespace(ns); err != nil {
 		return err
 	}
@@ -78,11 +75,8 @@ func (s *Store) SetSystemLimits(ctx context.Context, ns string, limits []limit.L
 	return s.setLimits(ctx, systemTarget(ns), limits, opts.OnUnavailable)
 }
 
-// SetResourceLimits replaces the limit set of resource's config (R6) and
-// adds resource to the resource registry (R8 `resources`, in the same
-// transaction). resource cannot be `_default_`. See SetEntityLimits for the
-// write protocol.
-func (s *Store) SetResourceLimits(ctx context.Context, ns, resource string, limits []limit.Limit) error {
+// setResourceLimits is Writer.SetResourceLimits.
+func (s *Store) setResourceLimits(ctx context.Context, ns, resource string, limits []limit.Limit) error {
 	if err := validateNamespace(ns); err != nil {
 		return err
 	}
@@ -92,29 +86,8 @@ func (s *Store) SetResourceLimits(ctx context.Context, ns, resource string, limi
 	return s.setLimits(ctx, resourceTarget(ns, resource), limits, "")
 }
 
-// SetEntityLimits replaces the limit set of entity's config for resource
-// (R5; resource may be `_default_`, the entity's config for every resource).
-// The entity need not exist.
-//
-// The write protocol of every setter (docs/design.md §7): the item is read strongly
-// consistently first. A new item is put under attribute_not_exists(PK); for
-// an entity config that put and the registry increment (R9 `ADD #r :1`)
-// commit in one TransactWriteItems, so the counter counts items exactly.
-// An existing item is updated in place under attribute_exists(PK): the new
-// limit attributes are SET and every other limit attribute (`l_*`, `w_*`,
-// whatever its field) and `sched_tz` is REMOVEd, so `disabled`, `cascade`,
-// `on_unavailable` and attributes this version does not know survive
-// untouched (an update cannot lose a sibling a concurrent writer sets
-// between the read and the write). A condition failure re-reads and tries
-// again, up to four times, then ErrConflict.
-//
-// The set must hold 1 to MaxLimitsPerLevel valid limits with distinct names
-// (use the Delete methods to remove a level's limits). Nothing is written on
-// invalid input (*schema.ValidationError). An existing item carrying the
-// ADR-143 merge fields is refused with *UnsupportedConfigError (docs/design.md
-// §7): replacing its limits would silently change what it merges. The
-// resolver's cached slot for the item is evicted.
-func (s *Store) SetEntityLimits(ctx context.Context, ns, entity, resource string, limits []limit.Limit) error {
+// setEntityLimits is Writer.SetEntityLimits.
+func (s *Store) setEntityLimits(ctx context.Context, ns, entity, resource string, limits []limit.Limit) error {
 	if err := validateEntityScope(ns, entity, resource); err != nil {
 		return err
 	}
@@ -394,19 +367,16 @@ func (s *Store) read(ctx context.Context, t target) (Decoded, error) {
 	return d, nil
 }
 
-// DeleteSystemLimits removes namespace ns's system limits. See
-// DeleteEntityLimits.
-func (s *Store) DeleteSystemLimits(ctx context.Context, ns string) error {
+// deleteSystemLimits is Writer.DeleteSystemLimits.
+func (s *Store) deleteSystemLimits(ctx context.Context, ns string) error {
 	if err := validateNamespace(ns); err != nil {
 		return err
 	}
 	return s.deleteLimits(ctx, systemTarget(ns))
 }
 
-// DeleteResourceLimits removes resource's limits and takes resource out of
-// the resource registry (R8 DELETE, same transaction). See
-// DeleteEntityLimits.
-func (s *Store) DeleteResourceLimits(ctx context.Context, ns, resource string) error {
+// deleteResourceLimits is Writer.DeleteResourceLimits.
+func (s *Store) deleteResourceLimits(ctx context.Context, ns, resource string) error {
 	if err := validateNamespace(ns); err != nil {
 		return err
 	}
@@ -416,20 +386,8 @@ func (s *Store) DeleteResourceLimits(ctx context.Context, ns, resource string) e
 	return s.deleteLimits(ctx, resourceTarget(ns, resource))
 }
 
-// DeleteEntityLimits removes entity's limits for resource (`_default_`
-// allowed). Deleting limits that do not exist is a no-op.
-//
-// Every deleter removes the level's limit attributes (`l_*`, `w_*`,
-// `sched_tz`, and the ADR-143 merge fields). When nothing else is left on the
-// item but its identity (keys, config_version, entity_id, resource), the
-// item is deleted under a condition that no `disabled`, `cascade`,
-// `on_unavailable` or `audit_retention_days` appeared meanwhile; for an
-// entity config the registry decrement (R9 `ADD #r :-1`) commits in the
-// same transaction, and the counter is removed once it is ≤ 0. When
-// siblings remain — say a resource-level `disabled` — the item stays
-// with them (deleting limits must never lift a kill switch or a carve-out)
-// and R9 still counts it. The resolver's cached slot is evicted.
-func (s *Store) DeleteEntityLimits(ctx context.Context, ns, entity, resource string) error {
+// deleteEntityLimits is Writer.DeleteEntityLimits.
+func (s *Store) deleteEntityLimits(ctx context.Context, ns, entity, resource string) error {
 	if err := validateEntityScope(ns, entity, resource); err != nil {
 		return err
 	}
@@ -596,10 +554,8 @@ func isConditionFailed(err error) bool {
 	return errors.As(err, &ccf)
 }
 
-// SetOnUnavailable stores namespace ns's on_unavailable on its system config
-// (R7), keeping its limits and every other attribute; "" removes it. A
-// system item that does not exist yet is created with the setting alone.
-func (s *Store) SetOnUnavailable(ctx context.Context, ns string, o OnUnavailable) error {
+// setOnUnavailable is Writer.SetOnUnavailable.
+func (s *Store) setOnUnavailable(ctx context.Context, ns string, o OnUnavailable) error {
 	if err := validateNamespace(ns); err != nil {
 		return err
 	}

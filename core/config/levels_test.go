@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/capability"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
@@ -35,26 +36,28 @@ func levels() []level {
 			keys:  schema.SystemConfigItemKeys,
 			ident: map[string]types.AttributeValue{},
 			set: func(ctx context.Context, st *config.Store, ns string, ls []limit.Limit) error {
-				return st.SetSystemLimits(ctx, ns, ls, config.SystemOptions{})
+				return st.Writer(capability.ConfigWrite{}).SetSystemLimits(ctx, ns, ls, config.SystemOptions{})
 			},
 			get: func(ctx context.Context, st *config.Store, ns string) ([]limit.Limit, error) {
 				ls, _, err := st.GetSystemLimits(ctx, ns)
 				return ls, err
 			},
-			del: func(ctx context.Context, st *config.Store, ns string) error { return st.DeleteSystemLimits(ctx, ns) },
+			del: func(ctx context.Context, st *config.Store, ns string) error {
+				return st.Writer(capability.ConfigWrite{}).DeleteSystemLimits(ctx, ns)
+			},
 		},
 		{
 			name:  "resource",
 			keys:  func(ns string) schema.ItemKeys { return schema.ResourceConfigItemKeys(ns, "openai/gpt-4") },
 			ident: map[string]types.AttributeValue{"resource": s("openai/gpt-4")},
 			set: func(ctx context.Context, st *config.Store, ns string, ls []limit.Limit) error {
-				return st.SetResourceLimits(ctx, ns, "openai/gpt-4", ls)
+				return st.Writer(capability.ConfigWrite{}).SetResourceLimits(ctx, ns, "openai/gpt-4", ls)
 			},
 			get: func(ctx context.Context, st *config.Store, ns string) ([]limit.Limit, error) {
 				return st.GetResourceLimits(ctx, ns, "openai/gpt-4")
 			},
 			del: func(ctx context.Context, st *config.Store, ns string) error {
-				return st.DeleteResourceLimits(ctx, ns, "openai/gpt-4")
+				return st.Writer(capability.ConfigWrite{}).DeleteResourceLimits(ctx, ns, "openai/gpt-4")
 			},
 		},
 		entityLevel("entity", "key:1@org", "openai/gpt-4"),
@@ -68,13 +71,13 @@ func entityLevel(name, entity, resource string) level {
 		keys:  func(ns string) schema.ItemKeys { return schema.EntityConfigItemKeys(ns, entity, resource) },
 		ident: map[string]types.AttributeValue{"entity_id": s(entity), "resource": s(resource)},
 		set: func(ctx context.Context, st *config.Store, ns string, ls []limit.Limit) error {
-			return st.SetEntityLimits(ctx, ns, entity, resource, ls)
+			return st.Writer(capability.ConfigWrite{}).SetEntityLimits(ctx, ns, entity, resource, ls)
 		},
 		get: func(ctx context.Context, st *config.Store, ns string) ([]limit.Limit, error) {
 			return st.GetEntityLimits(ctx, ns, entity, resource)
 		},
 		del: func(ctx context.Context, st *config.Store, ns string) error {
-			return st.DeleteEntityLimits(ctx, ns, entity, resource)
+			return st.Writer(capability.ConfigWrite{}).DeleteEntityLimits(ctx, ns, entity, resource)
 		},
 	}
 }
@@ -206,20 +209,20 @@ func TestSystemOnUnavailable(t *testing.T) {
 	e := newEnv(t)
 	st := e.store()
 	rpm := []limit.Limit{limit.PerMinute("rpm", 1)}
-	must(t, st.SetSystemLimits(e.ctx, e.ns, rpm, config.SystemOptions{OnUnavailable: config.OnUnavailableAllow}))
+	must(t, st.Writer(capability.ConfigWrite{}).SetSystemLimits(e.ctx, e.ns, rpm, config.SystemOptions{OnUnavailable: config.OnUnavailableAllow}))
 	_, o, err := st.GetSystemLimits(e.ctx, e.ns)
 	if err != nil || o != config.OnUnavailableAllow {
 		t.Fatalf("on_unavailable = %q, %v", o, err)
 	}
-	must(t, st.SetSystemLimits(e.ctx, e.ns, rpm, config.SystemOptions{})) // kept
+	must(t, st.Writer(capability.ConfigWrite{}).SetSystemLimits(e.ctx, e.ns, rpm, config.SystemOptions{})) // kept
 	if _, o, _ = st.GetSystemLimits(e.ctx, e.ns); o != config.OnUnavailableAllow {
 		t.Fatalf("on_unavailable after a set without it = %q", o)
 	}
-	must(t, st.SetSystemLimits(e.ctx, e.ns, rpm, config.SystemOptions{OnUnavailable: config.OnUnavailableBlock}))
+	must(t, st.Writer(capability.ConfigWrite{}).SetSystemLimits(e.ctx, e.ns, rpm, config.SystemOptions{OnUnavailable: config.OnUnavailableBlock}))
 	if _, o, _ = st.GetSystemLimits(e.ctx, e.ns); o != config.OnUnavailableBlock {
 		t.Fatalf("on_unavailable = %q, want block", o)
 	}
-	err = st.SetSystemLimits(e.ctx, e.ns, rpm, config.SystemOptions{OnUnavailable: "sometimes"})
+	err = st.Writer(capability.ConfigWrite{}).SetSystemLimits(e.ctx, e.ns, rpm, config.SystemOptions{OnUnavailable: "sometimes"})
 	var ve *schema.ValidationError
 	if !errors.As(err, &ve) || ve.Field != schema.FieldOnUnavailable {
 		t.Fatalf("bad on_unavailable = %v", err)
@@ -234,13 +237,13 @@ func TestRegistries(t *testing.T) {
 	counter := func(r string) string {
 		return nAttr(e.get(t, schema.EntityConfigRegistryKey(ns)), r)
 	}
-	must(t, st.SetEntityLimits(ctx, ns, "e1", "gpt-4", ls))
-	must(t, st.SetEntityLimits(ctx, ns, "e1", "gpt-4", ls)) // an update: no second count
+	must(t, st.Writer(capability.ConfigWrite{}).SetEntityLimits(ctx, ns, "e1", "gpt-4", ls))
+	must(t, st.Writer(capability.ConfigWrite{}).SetEntityLimits(ctx, ns, "e1", "gpt-4", ls)) // an update: no second count
 	if c := counter("gpt-4"); c != "1" {
 		t.Fatalf("R9 gpt-4 = %q, want 1", c)
 	}
-	must(t, st.SetEntityLimits(ctx, ns, "e2", "gpt-4", ls))
-	must(t, st.SetEntityLimits(ctx, ns, "e1", schema.DefaultResource, ls))
+	must(t, st.Writer(capability.ConfigWrite{}).SetEntityLimits(ctx, ns, "e2", "gpt-4", ls))
+	must(t, st.Writer(capability.ConfigWrite{}).SetEntityLimits(ctx, ns, "e1", schema.DefaultResource, ls))
 	if counter("gpt-4") != "2" || counter(schema.DefaultResource) != "1" {
 		t.Fatalf("R9 = %v", e.get(t, schema.EntityConfigRegistryKey(ns)))
 	}
@@ -248,12 +251,12 @@ func TestRegistries(t *testing.T) {
 	if sAttr(reg, "GSI4PK") != ns || sAttr(reg, "GSI4SK") != schema.SystemPK(ns) {
 		t.Fatalf("R9 GSI4 keys = %v", reg)
 	}
-	must(t, st.DeleteEntityLimits(ctx, ns, "e1", "gpt-4"))
+	must(t, st.Writer(capability.ConfigWrite{}).DeleteEntityLimits(ctx, ns, "e1", "gpt-4"))
 	if c := counter("gpt-4"); c != "1" {
 		t.Fatalf("R9 gpt-4 after one delete = %q", c)
 	}
-	must(t, st.DeleteEntityLimits(ctx, ns, "e2", "gpt-4"))
-	must(t, st.DeleteEntityLimits(ctx, ns, "e2", "gpt-4")) // absent: no decrement
+	must(t, st.Writer(capability.ConfigWrite{}).DeleteEntityLimits(ctx, ns, "e2", "gpt-4"))
+	must(t, st.Writer(capability.ConfigWrite{}).DeleteEntityLimits(ctx, ns, "e2", "gpt-4")) // absent: no decrement
 	if _, ok := e.get(t, schema.EntityConfigRegistryKey(ns))["gpt-4"]; ok {
 		t.Fatalf("R9 gpt-4 not removed at 0: %v", e.get(t, schema.EntityConfigRegistryKey(ns)))
 	}
@@ -269,9 +272,9 @@ func TestRegistries(t *testing.T) {
 		}
 		return slices.Sorted(slices.Values(ss.Value))
 	}
-	must(t, st.SetResourceLimits(ctx, ns, "gpt-4", ls))
-	must(t, st.SetResourceLimits(ctx, ns, "claude/3", ls))
-	must(t, st.SetResourceLimits(ctx, ns, "gpt-4", ls))
+	must(t, st.Writer(capability.ConfigWrite{}).SetResourceLimits(ctx, ns, "gpt-4", ls))
+	must(t, st.Writer(capability.ConfigWrite{}).SetResourceLimits(ctx, ns, "claude/3", ls))
+	must(t, st.Writer(capability.ConfigWrite{}).SetResourceLimits(ctx, ns, "gpt-4", ls))
 	if r := resources(); !reflect.DeepEqual(r, []string{"claude/3", "gpt-4"}) {
 		t.Fatalf("R8 = %v", r)
 	}
@@ -279,17 +282,17 @@ func TestRegistries(t *testing.T) {
 	if sAttr(reg, "GSI4PK") != ns || sAttr(reg, "GSI4SK") != schema.SystemPK(ns) {
 		t.Fatalf("R8 GSI4 keys = %v", reg)
 	}
-	must(t, st.DeleteResourceLimits(ctx, ns, "gpt-4"))
+	must(t, st.Writer(capability.ConfigWrite{}).DeleteResourceLimits(ctx, ns, "gpt-4"))
 	if r := resources(); !reflect.DeepEqual(r, []string{"claude/3"}) {
 		t.Fatalf("R8 after delete = %v", r)
 	}
 	// A resource item that keeps a sibling still leaves the registry.
 	e.set(t, schema.ResourceConfigKey(ns, "claude/3"), map[string]types.AttributeValue{"disabled": b(true)})
-	must(t, st.DeleteResourceLimits(ctx, ns, "claude/3"))
+	must(t, st.Writer(capability.ConfigWrite{}).DeleteResourceLimits(ctx, ns, "claude/3"))
 	if r := resources(); len(r) != 0 {
 		t.Fatalf("R8 after deleting limits next to disabled = %v", r)
 	}
-	must(t, st.SetResourceLimits(ctx, ns, "claude/3", ls)) // back in, sibling kept
+	must(t, st.Writer(capability.ConfigWrite{}).SetResourceLimits(ctx, ns, "claude/3", ls)) // back in, sibling kept
 	if r := resources(); !reflect.DeepEqual(r, []string{"claude/3"}) {
 		t.Fatalf("R8 = %v", r)
 	}
@@ -310,20 +313,20 @@ func TestSetterValidation(t *testing.T) {
 		err   error
 		field string
 	}{
-		{"empty set", st.SetEntityLimits(ctx, ns, "e", "r", nil), schema.FieldLimits},
-		{"too many", st.SetResourceLimits(ctx, ns, "r", many), schema.FieldLimits},
-		{"bad limit", st.SetSystemLimits(ctx, ns, []limit.Limit{limit.PerMinute("rpm", 0)}, config.SystemOptions{}), limit.FieldCapacity},
-		{"quota", st.SetSystemLimits(ctx, ns, []limit.Limit{limit.Custom("q", 1, 0, time.Hour)}, config.SystemOptions{}), limit.FieldRefillAmount},
-		{"duplicate", st.SetEntityLimits(ctx, ns, "e", "r", []limit.Limit{ok[0], ok[0]}), schema.FieldLimitName},
-		{"reserved name", st.SetEntityLimits(ctx, ns, "e", "r", []limit.Limit{limit.PerSecond("wcu", 1)}), schema.FieldLimitName},
-		{"soft wcu", st.SetEntityLimits(ctx, ns, "e", "r", []limit.Limit{limit.PerSecond("wcu", 1).AsSoft()}), limit.FieldSoft},
-		{"bad entity", st.SetEntityLimits(ctx, ns, "e#1", "r", ok), schema.FieldEntityID},
-		{"bad scope", st.SetEntityLimits(ctx, ns, "e", "r#1", ok), schema.FieldResource},
-		{"_default_ resource", st.SetResourceLimits(ctx, ns, schema.DefaultResource, ok), schema.FieldResource},
-		{"bad namespace", st.SetSystemLimits(ctx, "x/y", ok, config.SystemOptions{}), "namespace_id"},
-		{"bad on_unavailable", st.SetSystemLimits(ctx, ns, ok, config.SystemOptions{OnUnavailable: "open"}), schema.FieldOnUnavailable},
+		{"empty set", st.Writer(capability.ConfigWrite{}).SetEntityLimits(ctx, ns, "e", "r", nil), schema.FieldLimits},
+		{"too many", st.Writer(capability.ConfigWrite{}).SetResourceLimits(ctx, ns, "r", many), schema.FieldLimits},
+		{"bad limit", st.Writer(capability.ConfigWrite{}).SetSystemLimits(ctx, ns, []limit.Limit{limit.PerMinute("rpm", 0)}, config.SystemOptions{}), limit.FieldCapacity},
+		{"quota", st.Writer(capability.ConfigWrite{}).SetSystemLimits(ctx, ns, []limit.Limit{limit.Custom("q", 1, 0, time.Hour)}, config.SystemOptions{}), limit.FieldRefillAmount},
+		{"duplicate", st.Writer(capability.ConfigWrite{}).SetEntityLimits(ctx, ns, "e", "r", []limit.Limit{ok[0], ok[0]}), schema.FieldLimitName},
+		{"reserved name", st.Writer(capability.ConfigWrite{}).SetEntityLimits(ctx, ns, "e", "r", []limit.Limit{limit.PerSecond("wcu", 1)}), schema.FieldLimitName},
+		{"soft wcu", st.Writer(capability.ConfigWrite{}).SetEntityLimits(ctx, ns, "e", "r", []limit.Limit{limit.PerSecond("wcu", 1).AsSoft()}), limit.FieldSoft},
+		{"bad entity", st.Writer(capability.ConfigWrite{}).SetEntityLimits(ctx, ns, "e#1", "r", ok), schema.FieldEntityID},
+		{"bad scope", st.Writer(capability.ConfigWrite{}).SetEntityLimits(ctx, ns, "e", "r#1", ok), schema.FieldResource},
+		{"_default_ resource", st.Writer(capability.ConfigWrite{}).SetResourceLimits(ctx, ns, schema.DefaultResource, ok), schema.FieldResource},
+		{"bad namespace", st.Writer(capability.ConfigWrite{}).SetSystemLimits(ctx, "x/y", ok, config.SystemOptions{}), "namespace_id"},
+		{"bad on_unavailable", st.Writer(capability.ConfigWrite{}).SetSystemLimits(ctx, ns, ok, config.SystemOptions{OnUnavailable: "open"}), schema.FieldOnUnavailable},
 		{"get bad resource", func() error { _, err := st.GetResourceLimits(ctx, ns, ""); return err }(), schema.FieldResource},
-		{"delete bad entity", st.DeleteEntityLimits(ctx, ns, "", "r"), schema.FieldEntityID},
+		{"delete bad entity", st.Writer(capability.ConfigWrite{}).DeleteEntityLimits(ctx, ns, "", "r"), schema.FieldEntityID},
 	}
 	for _, c := range calls {
 		var ve *schema.ValidationError
@@ -348,13 +351,13 @@ func TestMergeItemsRefused(t *testing.T) {
 		t.Fatalf("get = %v", err)
 	}
 	before := e.get(t, k.Key)
-	if err := st.SetEntityLimits(e.ctx, e.ns, "e", "r", []limit.Limit{limit.PerMinute("rpm", 1)}); !errors.As(err, &ue) {
+	if err := st.Writer(capability.ConfigWrite{}).SetEntityLimits(e.ctx, e.ns, "e", "r", []limit.Limit{limit.PerMinute("rpm", 1)}); !errors.As(err, &ue) {
 		t.Fatalf("set = %v, want UnsupportedConfigError", err)
 	}
 	if !reflect.DeepEqual(e.get(t, k.Key), before) {
 		t.Fatal("refused set changed the item")
 	}
-	must(t, st.DeleteEntityLimits(e.ctx, e.ns, "e", "r"))
+	must(t, st.Writer(capability.ConfigWrite{}).DeleteEntityLimits(e.ctx, e.ns, "e", "r"))
 	after := e.get(t, k.Key)
 	if _, ok := after["inherit_limits"]; ok || after["disabled"] == nil {
 		t.Fatalf("after delete = %v", after)
@@ -369,12 +372,12 @@ func TestSetRetriesWhenItemVanishes(t *testing.T) {
 	p := faultproxy.Start(t, e.tbl.Endpoint)
 	st := config.NewStore(p.DynamoDB(), e.tbl.Name)
 	k := schema.EntityConfigKey(e.ns, "e", "r")
-	must(t, st.SetEntityLimits(e.ctx, e.ns, "e", "r", []limit.Limit{limit.PerMinute("rpm", 1)}))
+	must(t, st.Writer(capability.ConfigWrite{}).SetEntityLimits(e.ctx, e.ns, "e", "r", []limit.Limit{limit.PerMinute("rpm", 1)}))
 	e.set(t, k, map[string]types.AttributeValue{"disabled": b(true)})
 	p.Add(faultproxy.Rule{Operation: "UpdateItem", Fault: faultproxy.Delay(0), Count: 1, Match: faultproxy.ForTable(e.tbl.Name),
 		OnFire: func(string) { e.del(t, k) }})
 	p.ResetStats()
-	must(t, st.SetEntityLimits(e.ctx, e.ns, "e", "r", []limit.Limit{limit.PerMinute("tpm", 2)}))
+	must(t, st.Writer(capability.ConfigWrite{}).SetEntityLimits(e.ctx, e.ns, "e", "r", []limit.Limit{limit.PerMinute("tpm", 2)}))
 	got, err := st.GetEntityLimits(e.ctx, e.ns, "e", "r")
 	if err != nil || !reflect.DeepEqual(got, []limit.Limit{limit.PerMinute("tpm", 2)}) {
 		t.Fatalf("limits = %v, %v", got, err)
@@ -395,10 +398,10 @@ func TestDeleteRespectsDisabledWrittenMeanwhile(t *testing.T) {
 	p := faultproxy.Start(t, e.tbl.Endpoint)
 	st := config.NewStore(p.DynamoDB(), e.tbl.Name)
 	k := schema.EntityConfigKey(e.ns, "e", "r")
-	must(t, st.SetEntityLimits(e.ctx, e.ns, "e", "r", []limit.Limit{limit.PerMinute("rpm", 1)}))
+	must(t, st.Writer(capability.ConfigWrite{}).SetEntityLimits(e.ctx, e.ns, "e", "r", []limit.Limit{limit.PerMinute("rpm", 1)}))
 	p.Add(faultproxy.Rule{Operation: "TransactWriteItems", Fault: faultproxy.Delay(0), Count: 1,
 		OnFire: func(string) { e.set(t, k, map[string]types.AttributeValue{"disabled": b(true)}) }})
-	must(t, st.DeleteEntityLimits(e.ctx, e.ns, "e", "r"))
+	must(t, st.Writer(capability.ConfigWrite{}).DeleteEntityLimits(e.ctx, e.ns, "e", "r"))
 	raw := e.get(t, k)
 	if raw == nil || raw["disabled"] == nil {
 		t.Fatalf("item = %v, want it kept with disabled", raw)
@@ -417,23 +420,23 @@ func TestSetOnUnavailable(t *testing.T) {
 	ctx := context.Background()
 	const ns = "Ab3dEf6hIjk"
 	// On a missing item: created with the setting alone.
-	if err := st.SetOnUnavailable(ctx, ns, config.OnUnavailableAllow); err != nil {
+	if err := st.Writer(capability.ConfigWrite{}).SetOnUnavailable(ctx, ns, config.OnUnavailableAllow); err != nil {
 		t.Fatal(err)
 	}
 	if l, ou, err := st.GetSystemLimits(ctx, ns); err != nil || len(l) != 0 || ou != config.OnUnavailableAllow {
 		t.Fatalf("%v %q %v", l, ou, err)
 	}
 	// Limits and the setting live side by side; removing the setting keeps the limits.
-	if err := st.SetSystemLimits(ctx, ns, []limit.Limit{limit.PerMinute("rpm", 5)}, config.SystemOptions{}); err != nil {
+	if err := st.Writer(capability.ConfigWrite{}).SetSystemLimits(ctx, ns, []limit.Limit{limit.PerMinute("rpm", 5)}, config.SystemOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.SetOnUnavailable(ctx, ns, ""); err != nil {
+	if err := st.Writer(capability.ConfigWrite{}).SetOnUnavailable(ctx, ns, ""); err != nil {
 		t.Fatal(err)
 	}
 	if l, ou, err := st.GetSystemLimits(ctx, ns); err != nil || len(l) != 1 || ou != "" {
 		t.Fatalf("%v %q %v", l, ou, err)
 	}
-	if err := st.SetOnUnavailable(ctx, ns, "maybe"); !schema.IsValidationError(err) {
+	if err := st.Writer(capability.ConfigWrite{}).SetOnUnavailable(ctx, ns, "maybe"); !schema.IsValidationError(err) {
 		t.Fatalf("bad value: %v", err)
 	}
 }

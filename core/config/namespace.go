@@ -33,11 +33,8 @@ func (e *NamespaceStateError) Error() string {
 	return fmt.Sprintf("namespace %q is %s", e.Name, e.State)
 }
 
-// RegisterNamespace returns the id of namespace name, registering it when
-// it is new: the forward (R1) and reverse (R2) records are written in one
-// transaction, each under attribute_not_exists(PK) (docs/design.md §2). When another
-// writer registered the name first, its id is returned.
-func (s *Store) RegisterNamespace(ctx context.Context, name string) (string, error) {
+// registerNamespace is Writer.RegisterNamespace.
+func (s *Store) registerNamespace(ctx context.Context, name string) (string, error) {
 	if err := schema.ValidateNamespaceName(name); err != nil {
 		return "", err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/capability"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
 )
@@ -30,7 +31,7 @@ func TestRegisterAndResolveNamespace(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			id, err := st.RegisterNamespace(ctx, "prod")
+			id, err := st.Writer(capability.ConfigWrite{}).RegisterNamespace(ctx, "prod")
 			if err != nil {
 				t.Error(err)
 			}
@@ -51,11 +52,11 @@ func TestRegisterAndResolveNamespace(t *testing.T) {
 	if err != nil || rev.Item[schema.AttrNamespaceName].(*types.AttributeValueMemberS).Value != "prod" {
 		t.Fatalf("reverse record: %v %v", rev.Item, err)
 	}
-	other, err := st.RegisterNamespace(ctx, "staging")
+	other, err := st.Writer(capability.ConfigWrite{}).RegisterNamespace(ctx, "staging")
 	if err != nil || other == got {
 		t.Fatalf("second namespace %q, %v", other, err)
 	}
-	if _, err := st.RegisterNamespace(ctx, "_"); !schema.IsValidationError(err) {
+	if _, err := st.Writer(capability.ConfigWrite{}).RegisterNamespace(ctx, "_"); !schema.IsValidationError(err) {
 		t.Fatalf("reserved name: %v", err)
 	}
 	_, err = tbl.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
@@ -77,7 +78,7 @@ func TestNamespaceName(t *testing.T) {
 	tbl := ddbtest.NewBareTable(t)
 	st := config.NewStore(tbl.DB, tbl.Name)
 	ctx := context.Background()
-	id, err := st.RegisterNamespace(ctx, "prod")
+	id, err := st.Writer(capability.ConfigWrite{}).RegisterNamespace(ctx, "prod")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/capability"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 	"github.com/zae-limiter/zae-limiter-go/internal/faultproxy"
@@ -37,16 +38,16 @@ func TestResolvePrecedence(t *testing.T) {
 		entity, resource := "key-1", "openai/gpt-4"
 		has := func(l config.Level) bool { return mask&(1<<(int(l)-1)) != 0 }
 		if has(config.LevelEntity) {
-			must(t, st.SetEntityLimits(ctx, ns, entity, resource, []limit.Limit{levelLimit(config.LevelEntity)}))
+			must(t, st.Writer(capability.ConfigWrite{}).SetEntityLimits(ctx, ns, entity, resource, []limit.Limit{levelLimit(config.LevelEntity)}))
 		}
 		if has(config.LevelEntityDefault) {
-			must(t, st.SetEntityLimits(ctx, ns, entity, schema.DefaultResource, []limit.Limit{levelLimit(config.LevelEntityDefault)}))
+			must(t, st.Writer(capability.ConfigWrite{}).SetEntityLimits(ctx, ns, entity, schema.DefaultResource, []limit.Limit{levelLimit(config.LevelEntityDefault)}))
 		}
 		if has(config.LevelResource) {
-			must(t, st.SetResourceLimits(ctx, ns, resource, []limit.Limit{levelLimit(config.LevelResource)}))
+			must(t, st.Writer(capability.ConfigWrite{}).SetResourceLimits(ctx, ns, resource, []limit.Limit{levelLimit(config.LevelResource)}))
 		}
 		if has(config.LevelSystem) {
-			must(t, st.SetSystemLimits(ctx, ns, []limit.Limit{levelLimit(config.LevelSystem)}, config.SystemOptions{OnUnavailable: config.OnUnavailableAllow}))
+			must(t, st.Writer(capability.ConfigWrite{}).SetSystemLimits(ctx, ns, []limit.Limit{levelLimit(config.LevelSystem)}, config.SystemOptions{OnUnavailable: config.OnUnavailableAllow}))
 		}
 		want := config.LevelNone
 		for _, l := range []config.Level{config.LevelEntity, config.LevelEntityDefault, config.LevelResource, config.LevelSystem} {
@@ -138,9 +139,9 @@ func TestResolveCache(t *testing.T) {
 	st := config.NewStore(p.DynamoDB(), e.tbl.Name, config.WithClock(clock.Now))
 	r := st.Resolver()
 	ctx, ns := e.ctx, e.ns
-	must(t, st.SetSystemLimits(ctx, ns, []limit.Limit{limit.PerMinute("sys", 1)}, config.SystemOptions{}))
-	must(t, st.SetResourceLimits(ctx, ns, "gpt", []limit.Limit{limit.PerMinute("res", 2)}))
-	must(t, st.SetEntityLimits(ctx, ns, "vip", "gpt", []limit.Limit{limit.PerMinute("ent", 3)}))
+	must(t, st.Writer(capability.ConfigWrite{}).SetSystemLimits(ctx, ns, []limit.Limit{limit.PerMinute("sys", 1)}, config.SystemOptions{}))
+	must(t, st.Writer(capability.ConfigWrite{}).SetResourceLimits(ctx, ns, "gpt", []limit.Limit{limit.PerMinute("res", 2)}))
+	must(t, st.Writer(capability.ConfigWrite{}).SetEntityLimits(ctx, ns, "vip", "gpt", []limit.Limit{limit.PerMinute("ent", 3)}))
 	obs := &batchKeys{}
 	p.Add(faultproxy.Rule{Operation: "BatchGetItem", Fault: faultproxy.InternalServerError(), Match: obs.match})
 
@@ -174,9 +175,9 @@ func TestResolveCache(t *testing.T) {
 	expect("negative entries cached", 0, nil, config.LevelResource, "plain")
 
 	// Own writes evict exactly their slot.
-	must(t, st.SetEntityLimits(ctx, ns, "plain", schema.DefaultResource, []limit.Limit{limit.PerMinute("def", 4)}))
+	must(t, st.Writer(capability.ConfigWrite{}).SetEntityLimits(ctx, ns, "plain", schema.DefaultResource, []limit.Limit{limit.PerMinute("def", 4)}))
 	expect("after own entity write", 1, []int{1}, config.LevelEntityDefault, "plain")
-	must(t, st.DeleteEntityLimits(ctx, ns, "plain", schema.DefaultResource))
+	must(t, st.Writer(capability.ConfigWrite{}).DeleteEntityLimits(ctx, ns, "plain", schema.DefaultResource))
 	expect("after own delete", 1, []int{1}, config.LevelResource, "plain")
 
 	// Someone else's write shows only after the TTL or Invalidate.
@@ -223,8 +224,8 @@ func TestResolveFallsBackToGetItem(t *testing.T) {
 	db := p.DynamoDB(func(o *dynamodb.Options) { o.Retryer = aws.NopRetryer{} })
 	st := config.NewStore(db, e.tbl.Name)
 	ctx, ns := e.ctx, e.ns
-	must(t, st.SetSystemLimits(ctx, ns, []limit.Limit{limit.PerMinute("sys", 1)}, config.SystemOptions{OnUnavailable: config.OnUnavailableAllow}))
-	must(t, st.SetResourceLimits(ctx, ns, "gpt", []limit.Limit{limit.PerMinute("res", 2)}))
+	must(t, st.Writer(capability.ConfigWrite{}).SetSystemLimits(ctx, ns, []limit.Limit{limit.PerMinute("sys", 1)}, config.SystemOptions{OnUnavailable: config.OnUnavailableAllow}))
+	must(t, st.Writer(capability.ConfigWrite{}).SetResourceLimits(ctx, ns, "gpt", []limit.Limit{limit.PerMinute("res", 2)}))
 	p.Add(faultproxy.Rule{Operation: "BatchGetItem", Fault: faultproxy.InternalServerError()})
 	p.ResetStats()
 	res, err := st.Resolver().Resolve(ctx, ns, "e", "gpt")
@@ -268,7 +269,7 @@ func TestOnUnavailableThroughCache(t *testing.T) {
 	if o := r.OnUnavailable(e.ctx, e.ns, ""); o != config.OnUnavailableBlock {
 		t.Fatalf("no system config: %q", o)
 	}
-	must(t, st.SetSystemLimits(e.ctx, e.ns, []limit.Limit{limit.PerMinute("x", 1)}, config.SystemOptions{OnUnavailable: config.OnUnavailableAllow}))
+	must(t, st.Writer(capability.ConfigWrite{}).SetSystemLimits(e.ctx, e.ns, []limit.Limit{limit.PerMinute("x", 1)}, config.SystemOptions{OnUnavailable: config.OnUnavailableAllow}))
 	if o := r.OnUnavailable(e.ctx, e.ns, ""); o != config.OnUnavailableAllow {
 		t.Fatalf("system allow: %q", o)
 	}
@@ -301,7 +302,7 @@ func (u *unprocessedReads) BatchGetItem(ctx context.Context, in *dynamodb.BatchG
 func TestResolveRetriesUnprocessedKeys(t *testing.T) {
 	e := newEnv(t)
 	st := e.store()
-	must(t, st.SetResourceLimits(e.ctx, e.ns, "gpt", []limit.Limit{limit.PerMinute("res", 2)}))
+	must(t, st.Writer(capability.ConfigWrite{}).SetResourceLimits(e.ctx, e.ns, "gpt", []limit.Limit{limit.PerMinute("res", 2)}))
 
 	fake := &unprocessedReads{ReadDB: e.tbl.DB}
 	fake.left.Store(2)
@@ -343,7 +344,7 @@ func TestResolveUnsupportedFailsClosed(t *testing.T) {
 	e := newEnv(t)
 	st := e.store()
 	ctx, ns := e.ctx, e.ns
-	must(t, st.SetResourceLimits(ctx, ns, "gpt", []limit.Limit{limit.PerMinute("res", 2)}))
+	must(t, st.Writer(capability.ConfigWrite{}).SetResourceLimits(ctx, ns, "gpt", []limit.Limit{limit.PerMinute("res", 2)}))
 	e.put(t, schema.EntityConfigItemKeys(ns, "sess", "gpt"),
 		attrs{"w_s_cp": n("10"), "w_s_ra": n("0"), "w_s_rp": n("60"), "w_s_rsa": n("60")})
 	var ue *config.UnsupportedConfigError
@@ -360,7 +361,7 @@ func TestResolveUnsupportedFailsClosed(t *testing.T) {
 
 	// A merging resource item under an entity that has its own limits.
 	e.put(t, schema.ResourceConfigItemKeys(ns, "merged"), merge(lim("res", "1", "1", "1"), attrs{"inherit_limits": b(true)}))
-	must(t, st.SetEntityLimits(ctx, ns, "own", "merged", []limit.Limit{limit.PerMinute("ent", 1)}))
+	must(t, st.Writer(capability.ConfigWrite{}).SetEntityLimits(ctx, ns, "own", "merged", []limit.Limit{limit.PerMinute("ent", 1)}))
 	if res, err := st.Resolver().Resolve(ctx, ns, "own", "merged"); err != nil || res.Source != config.LevelEntity {
 		t.Fatalf("Resolve above an unsupported level = %+v, %v", res, err)
 	}
@@ -383,9 +384,9 @@ func TestResolveConcurrent(t *testing.T) {
 	st := e.store(config.WithCacheTTL(time.Minute))
 	r := st.Resolver()
 	ctx, ns := e.ctx, e.ns
-	must(t, st.SetSystemLimits(ctx, ns, []limit.Limit{limit.PerMinute("sys", 1)}, config.SystemOptions{}))
+	must(t, st.Writer(capability.ConfigWrite{}).SetSystemLimits(ctx, ns, []limit.Limit{limit.PerMinute("sys", 1)}, config.SystemOptions{}))
 	for i := range 4 {
-		must(t, st.SetEntityLimits(ctx, ns, fmt.Sprintf("e%d", i), "gpt", []limit.Limit{limit.PerMinute("ent", 10)}))
+		must(t, st.Writer(capability.ConfigWrite{}).SetEntityLimits(ctx, ns, fmt.Sprintf("e%d", i), "gpt", []limit.Limit{limit.PerMinute("ent", 10)}))
 	}
 	stop := make(chan struct{})
 	var writer sync.WaitGroup
@@ -401,7 +402,7 @@ func TestResolveConcurrent(t *testing.T) {
 			r.Invalidate()
 			r.EvictEntity(ns, "e0")
 			n := int64(10 + i%2)
-			if err := st.SetEntityLimits(ctx, ns, "e1", "gpt", []limit.Limit{limit.PerMinute("ent", n)}); err != nil {
+			if err := st.Writer(capability.ConfigWrite{}).SetEntityLimits(ctx, ns, "e1", "gpt", []limit.Limit{limit.PerMinute("ent", n)}); err != nil {
 				t.Error(err)
 				return
 			}
@@ -454,7 +455,7 @@ func TestResolveAccessWalk(t *testing.T) {
 			schema.ResourceConfigItemKeys(ns, resource),
 		}
 	}
-	must(t, st.SetSystemLimits(ctx, ns, []limit.Limit{limit.PerMinute("sys", 1).AsSoft()}, config.SystemOptions{OnUnavailable: config.OnUnavailableBlock}))
+	must(t, st.Writer(capability.ConfigWrite{}).SetSystemLimits(ctx, ns, []limit.Limit{limit.PerMinute("sys", 1).AsSoft()}, config.SystemOptions{OnUnavailable: config.OnUnavailableBlock}))
 
 	i := 0
 	for a := range 4 {
@@ -526,8 +527,8 @@ func TestResolveAccessIsUncached(t *testing.T) {
 	st := e.store()
 	r := st.Resolver()
 	ctx, ns := e.ctx, e.ns
-	must(t, st.SetResourceLimits(ctx, ns, "gpt", []limit.Limit{limit.PerMinute("res", 1)}))
-	must(t, st.SetEntityLimits(ctx, ns, "e", "gpt", []limit.Limit{limit.PerMinute("ent", 1)}))
+	must(t, st.Writer(capability.ConfigWrite{}).SetResourceLimits(ctx, ns, "gpt", []limit.Limit{limit.PerMinute("res", 1)}))
+	must(t, st.Writer(capability.ConfigWrite{}).SetEntityLimits(ctx, ns, "e", "gpt", []limit.Limit{limit.PerMinute("ent", 1)}))
 	if _, err := r.Resolve(ctx, ns, "e", "gpt"); err != nil {
 		t.Fatal(err)
 	}
@@ -545,7 +546,7 @@ func TestResolveAccessIsUncached(t *testing.T) {
 		t.Fatal("Resolve bypassed its cache")
 	}
 	// The `_default_` scope walks one item.
-	must(t, st.SetEntityLimits(ctx, ns, "e", schema.DefaultResource, []limit.Limit{limit.PerMinute("d", 1)}))
+	must(t, st.Writer(capability.ConfigWrite{}).SetEntityLimits(ctx, ns, "e", schema.DefaultResource, []limit.Limit{limit.PerMinute("d", 1)}))
 	e.set(t, schema.EntityConfigKey(ns, "e", schema.DefaultResource), map[string]types.AttributeValue{"disabled": s("bypass")})
 	w, err = r.ResolveAccess(ctx, ns, "e", schema.DefaultResource, config.AccessOptions{})
 	if err != nil || w.Mode != config.AccessBypass || w.Level != config.LevelEntityDefault || w.Source != config.LevelEntityDefault {

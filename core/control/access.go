@@ -33,7 +33,7 @@ import (
 // validation error, and nothing is written.
 func (c *Controls) SetAccess(ctx context.Context, ns, entity, resource string, a config.Access, principal string) (Progress, error) {
 	defer c.changing()()
-	if err := c.store.SetAccess(ctx, ns, entity, resource, a); err != nil {
+	if err := c.writer.SetAccess(ctx, ns, entity, resource, a); err != nil {
 		return Progress{}, err
 	}
 	action := "access_set"

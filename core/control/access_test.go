@@ -14,6 +14,7 @@ import (
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/control"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/capability"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
@@ -51,7 +52,7 @@ func newEnv(t *testing.T) *env {
 	e := &env{t: t, tbl: ddbtest.NewTable(t), clk: clock.NewManual(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)), ctx: context.Background()}
 	e.proxy = faultproxy.Start(t, e.tbl.Endpoint)
 	var err error
-	if e.ns, err = config.NewStore(e.tbl.DB, e.tbl.Name).RegisterNamespace(e.ctx, "ctl"); err != nil {
+	if e.ns, err = config.NewStore(e.tbl.DB, e.tbl.Name).Writer(capability.ConfigWrite{}).RegisterNamespace(e.ctx, "ctl"); err != nil {
 		t.Fatal(err)
 	}
 	if e.lim, err = limiter.New(e.tbl.DB, e.tbl.Name, e.ns, limiter.Options{Clock: e.clk.Now, Rand: func(int) int { return 0 }, ConfigCacheTTL: -1}); err != nil {
@@ -145,7 +146,7 @@ func TestAccessResolutionTable(t *testing.T) {
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
 			e := newEnv(t)
-			if err := e.lim.Store().SetSystemLimits(e.ctx, e.ns, []limit.Limit{limit.PerMinute("rpm", 100)}, config.SystemOptions{}); err != nil {
+			if err := e.lim.Store().Writer(capability.ConfigWrite{}).SetSystemLimits(e.ctx, e.ns, []limit.Limit{limit.PerMinute("rpm", 100)}, config.SystemOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			for _, pair := range []string{"a/r1", "b/r1", "a/r2"} {
@@ -205,7 +206,7 @@ func num(it map[string]types.AttributeValue, attr string) (int64, bool) {
 // stamp is not honoured: the slow path renews it from config.
 func TestBypassStamp(t *testing.T) {
 	e := newEnv(t)
-	if err := e.lim.Store().SetResourceLimits(e.ctx, e.ns, "r", []limit.Limit{limit.PerMinute("rpm", 2)}); err != nil {
+	if err := e.lim.Store().Writer(capability.ConfigWrite{}).SetResourceLimits(e.ctx, e.ns, "r", []limit.Limit{limit.PerMinute("rpm", 2)}); err != nil {
 		t.Fatal(err)
 	}
 	e.acquire("a", "r")
@@ -258,7 +259,7 @@ func TestBypassStamp(t *testing.T) {
 // (one failed write) and the request is enforced at once.
 func TestBypassLearnedFromTheStamp(t *testing.T) {
 	e := newEnv(t)
-	if err := e.lim.Store().SetResourceLimits(e.ctx, e.ns, "r", []limit.Limit{limit.PerMinute("rpm", 5)}); err != nil {
+	if err := e.lim.Store().Writer(capability.ConfigWrite{}).SetResourceLimits(e.ctx, e.ns, "r", []limit.Limit{limit.PerMinute("rpm", 5)}); err != nil {
 		t.Fatal(err)
 	}
 	// A second process whose calls the proxy counts; warm on (a, r).
@@ -336,7 +337,7 @@ func consumed(it map[string]types.AttributeValue, name string) int64 {
 // trail with its principal.
 func TestFanoutReachesEveryShardAndIsAudited(t *testing.T) {
 	e := newEnv(t)
-	if err := e.lim.Store().SetResourceLimits(e.ctx, e.ns, "r", []limit.Limit{limit.PerMinute("rpm", 100)}); err != nil {
+	if err := e.lim.Store().Writer(capability.ConfigWrite{}).SetResourceLimits(e.ctx, e.ns, "r", []limit.Limit{limit.PerMinute("rpm", 100)}); err != nil {
 		t.Fatal(err)
 	}
 	for _, ent := range []string{"a", "b", "c"} {
@@ -394,7 +395,7 @@ func rotate() func(int) int {
 // resource's buckets is stamped by the second pass.
 func TestFanoutSecondPassCatchesANewBucket(t *testing.T) {
 	e := newEnv(t)
-	if err := e.lim.Store().SetResourceLimits(e.ctx, e.ns, "r", []limit.Limit{limit.PerMinute("rpm", 100)}); err != nil {
+	if err := e.lim.Store().Writer(capability.ConfigWrite{}).SetResourceLimits(e.ctx, e.ns, "r", []limit.Limit{limit.PerMinute("rpm", 100)}); err != nil {
 		t.Fatal(err)
 	}
 	e.acquire("a", "r")
@@ -431,7 +432,7 @@ func TestFanoutSecondPassCatchesANewBucket(t *testing.T) {
 // vanished is not an error.
 func TestFanoutPartialFailureAndRerun(t *testing.T) {
 	e := newEnv(t)
-	if err := e.lim.Store().SetResourceLimits(e.ctx, e.ns, "r", []limit.Limit{limit.PerMinute("rpm", 100)}); err != nil {
+	if err := e.lim.Store().Writer(capability.ConfigWrite{}).SetResourceLimits(e.ctx, e.ns, "r", []limit.Limit{limit.PerMinute("rpm", 100)}); err != nil {
 		t.Fatal(err)
 	}
 	for _, ent := range []string{"a", "b", "c", "d"} {
@@ -469,7 +470,7 @@ func TestFanoutPartialFailureAndRerun(t *testing.T) {
 // gate refuses write nothing: no config, no stamp, no audit event.
 func TestSetAccessRefusals(t *testing.T) {
 	e := newEnv(t)
-	if err := e.lim.Store().SetResourceLimits(e.ctx, e.ns, "r", []limit.Limit{limit.PerMinute("rpm", 100)}); err != nil {
+	if err := e.lim.Store().Writer(capability.ConfigWrite{}).SetResourceLimits(e.ctx, e.ns, "r", []limit.Limit{limit.PerMinute("rpm", 100)}); err != nil {
 		t.Fatal(err)
 	}
 	e.acquire("a", "r")

@@ -20,7 +20,7 @@ import (
 // re-stamps the owner stamp of every bucket in scope before it returns.
 func (c *Controls) SetCascade(ctx context.Context, ns, entity, resource string, p config.CascadePolicy, principal string) (Progress, error) {
 	defer c.changing()()
-	if err := c.store.SetCascade(ctx, ns, entity, resource, p); err != nil {
+	if err := c.writer.SetCascade(ctx, ns, entity, resource, p); err != nil {
 		return Progress{}, err
 	}
 	action := "cascade_set"

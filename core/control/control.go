@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/capability"
 	"github.com/zae-limiter/zae-limiter-go/core/internal/ulid"
 )
 
@@ -69,6 +70,7 @@ type Controls struct {
 	db      DB
 	table   string
 	store   *config.Store
+	writer  *config.Writer // the storage half of every write (docs/design.md §8)
 	now     func() time.Time
 	ttl     time.Duration
 	workers int
@@ -110,6 +112,7 @@ func New(db DB, table string, o Options) *Controls {
 	}
 	c.store = config.NewStore(db, table, config.WithClock(o.Clock), config.WithLogger(o.Logger), config.WithCacheTTL(-1),
 		config.WithOnChange(c.invalidate))
+	c.writer = c.store.Writer(capability.ConfigWrite{})
 	return c
 }
 
@@ -127,6 +130,7 @@ func (c *Controls) changing() func() {
 	return c.invalidate
 }
 
-// Store is the config store the controls write through (its cache off:
-// every read is fresh).
+// Store is the config store the controls read through (its cache off:
+// every read is fresh). Its writers are not for operators: every write
+// goes through the Controls.
 func (c *Controls) Store() *config.Store { return c.store }

@@ -6,11 +6,11 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 )
 
-// CreateEntity creates an entity (see config.Store.CreateEntity) and
+// CreateEntity creates an entity (see config.Writer.CreateEntity) and
 // records it in the audit trail.
 func (c *Controls) CreateEntity(ctx context.Context, ns, id string, opts config.EntityOptions, principal string) (config.Entity, error) {
 	defer c.changing()()
-	e, err := c.store.CreateEntity(ctx, ns, id, opts)
+	e, err := c.writer.CreateEntity(ctx, ns, id, opts)
 	if err != nil {
 		return e, err
 	}
@@ -22,11 +22,11 @@ func (c *Controls) CreateEntity(ctx context.Context, ns, id string, opts config.
 }
 
 // DeleteEntity deletes an entity and everything under its key (see
-// config.Store.DeleteEntity) and records it in the audit trail, which
+// config.Writer.DeleteEntity) and records it in the audit trail, which
 // outlives it.
 func (c *Controls) DeleteEntity(ctx context.Context, ns, id, principal string) error {
 	defer c.changing()()
-	if err := c.store.DeleteEntity(ctx, ns, id); err != nil {
+	if err := c.writer.DeleteEntity(ctx, ns, id); err != nil {
 		return err
 	}
 	return c.recordAudit(ctx, ns, id, "entity_deleted", principal, "", nil)

@@ -36,13 +36,43 @@ func (c *Controls) SetSystemLimits(ctx context.Context, ns string, limits []limi
 	if err != nil {
 		return Progress{}, err
 	}
-	if err := c.store.SetSystemLimits(ctx, ns, limits, opts); err != nil {
+	if err := c.writer.SetSystemLimits(ctx, ns, limits, opts); err != nil {
 		return Progress{}, err
 	}
 	if err := c.auditLimits(ctx, ns, "$SYSTEM", "", "limits_set", config.LevelSystem, limits, principal); err != nil {
 		return Progress{}, err
 	}
 	return c.syncSoft(ctx, ns, Scope{}, config.LevelSystem, old, limits)
+}
+
+// DeleteSystemLimits removes the namespace's system limits (its
+// on_unavailable stays; see SetOnUnavailable) and records it; the soft
+// stamps of the buckets whose limits resolved from the system level are
+// brought in line, as for a change.
+func (c *Controls) DeleteSystemLimits(ctx context.Context, ns, principal string) (Progress, error) {
+	defer c.changing()()
+	old, _, err := c.store.GetSystemLimits(ctx, ns)
+	if err != nil {
+		return Progress{}, err
+	}
+	if err := c.writer.DeleteSystemLimits(ctx, ns); err != nil {
+		return Progress{}, err
+	}
+	if err := c.auditLimits(ctx, ns, "$SYSTEM", "", "limits_deleted", config.LevelSystem, nil, principal); err != nil {
+		return Progress{}, err
+	}
+	return c.syncSoft(ctx, ns, Scope{}, config.LevelSystem, old, nil)
+}
+
+// SetOnUnavailable stores the namespace's on_unavailable (what a client
+// does when DynamoDB cannot answer: "block" or "allow"; "" removes it, and
+// clients fall back to their own option), keeping the system limits.
+func (c *Controls) SetOnUnavailable(ctx context.Context, ns string, o config.OnUnavailable, principal string) error {
+	defer c.changing()()
+	if err := c.writer.SetOnUnavailable(ctx, ns, o); err != nil {
+		return err
+	}
+	return c.recordAudit(ctx, ns, "$SYSTEM", "on_unavailable_set", principal, "", map[string]string{"on_unavailable": string(o)})
 }
 
 // SetResourceLimits replaces a resource's limits.
@@ -52,7 +82,7 @@ func (c *Controls) SetResourceLimits(ctx context.Context, ns, resource string, l
 	if err != nil {
 		return Progress{}, err
 	}
-	if err := c.store.SetResourceLimits(ctx, ns, resource, limits); err != nil {
+	if err := c.writer.SetResourceLimits(ctx, ns, resource, limits); err != nil {
 		return Progress{}, err
 	}
 	if err := c.auditLimits(ctx, ns, auditEntity("", resource), resource, "limits_set", config.LevelResource, limits, principal); err != nil {
@@ -65,7 +95,7 @@ func (c *Controls) SetResourceLimits(ctx context.Context, ns, resource string, l
 // resource (`_default_`), and syncs the entity's buckets in that scope.
 func (c *Controls) SetEntityLimits(ctx context.Context, ns, entity, resource string, limits []limit.Limit, principal string) (Progress, error) {
 	defer c.changing()()
-	if err := c.store.SetEntityLimits(ctx, ns, entity, resource, limits); err != nil {
+	if err := c.writer.SetEntityLimits(ctx, ns, entity, resource, limits); err != nil {
 		return Progress{}, err
 	}
 	if err := c.auditLimits(ctx, ns, entity, resource, "limits_set", config.LevelEntity, limits, principal); err != nil {
@@ -78,7 +108,7 @@ func (c *Controls) SetEntityLimits(ctx context.Context, ns, entity, resource str
 // `_default_` ones) and syncs its buckets to what now resolves.
 func (c *Controls) DeleteEntityLimits(ctx context.Context, ns, entity, resource, principal string) (Progress, error) {
 	defer c.changing()()
-	if err := c.store.DeleteEntityLimits(ctx, ns, entity, resource); err != nil {
+	if err := c.writer.DeleteEntityLimits(ctx, ns, entity, resource); err != nil {
 		return Progress{}, err
 	}
 	if err := c.auditLimits(ctx, ns, entity, resource, "limits_deleted", config.LevelEntity, nil, principal); err != nil {
@@ -95,7 +125,7 @@ func (c *Controls) DeleteResourceLimits(ctx context.Context, ns, resource, princ
 	if err != nil {
 		return Progress{}, err
 	}
-	if err := c.store.DeleteResourceLimits(ctx, ns, resource); err != nil {
+	if err := c.writer.DeleteResourceLimits(ctx, ns, resource); err != nil {
 		return Progress{}, err
 	}
 	if err := c.auditLimits(ctx, ns, auditEntity("", resource), resource, "limits_deleted", config.LevelResource, nil, principal); err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/capability"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
@@ -212,7 +213,7 @@ func TestStampDeadlines(t *testing.T) {
 		t.Fatalf("renewed deadline %d (was %d): want after the old one and at most T after now", d1, d0)
 	}
 	// The config turns hard without a fan-out (another writer's store).
-	if err := e.ctl.Store().SetResourceLimits(e.ctx, e.ns, "r", rpmTpm(100, 100, false)); err != nil {
+	if err := e.ctl.Store().Writer(capability.ConfigWrite{}).SetResourceLimits(e.ctx, e.ns, "r", rpmTpm(100, 100, false)); err != nil {
 		t.Fatal(err)
 	}
 	e.clk.Advance(61 * time.Second)
@@ -230,10 +231,10 @@ func TestStampDeadlines(t *testing.T) {
 func TestChildBypassNeverReachesParent(t *testing.T) {
 	e := newEnv(t)
 	st := e.ctl.Store()
-	if _, err := st.CreateEntity(e.ctx, e.ns, "org", config.EntityOptions{}); err != nil {
+	if _, err := st.Writer(capability.ConfigWrite{}).CreateEntity(e.ctx, e.ns, "org", config.EntityOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.CreateEntity(e.ctx, e.ns, "key", config.EntityOptions{ParentID: "org", Cascade: true}); err != nil {
+	if _, err := st.Writer(capability.ConfigWrite{}).CreateEntity(e.ctx, e.ns, "key", config.EntityOptions{ParentID: "org", Cascade: true}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.ctl.SetEntityLimits(e.ctx, e.ns, "org", "r", []limit.Limit{limit.PerMinute("rpm", 2)}, ""); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/capability"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
@@ -55,7 +56,7 @@ func newEnv(t *testing.T, o limiter.Options) *env {
 
 func (e *env) setResourceLimits(resource string, limits ...limit.Limit) {
 	e.t.Helper()
-	if err := e.lim.Store().SetResourceLimits(context.Background(), ns, resource, limits); err != nil {
+	if err := e.lim.Store().Writer(capability.ConfigWrite{}).SetResourceLimits(context.Background(), ns, resource, limits); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -399,7 +400,7 @@ func TestOnUnavailable(t *testing.T) {
 	if lease, err := lim.Acquire(ctx, "u", "api", limiter.Consume{"rpm": 1}); err != nil || !lease.Degraded() {
 		t.Fatalf("Options.OnUnavailable allow: lease %v err %v, want a degraded lease", lease, err)
 	}
-	if err := config.NewStore(e.tbl.DB, e.tbl.Name).SetSystemLimits(ctx, ns, []limit.Limit{limit.PerMinute("rpm", 100)},
+	if err := config.NewStore(e.tbl.DB, e.tbl.Name).Writer(capability.ConfigWrite{}).SetSystemLimits(ctx, ns, []limit.Limit{limit.PerMinute("rpm", 100)},
 		config.SystemOptions{OnUnavailable: config.OnUnavailableBlock}); err != nil {
 		t.Fatal(err)
 	}

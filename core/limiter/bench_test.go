@@ -36,6 +36,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/capability"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/fastpath"
@@ -147,7 +148,7 @@ var acquireCases = []acquireCase{
 
 func benchSetLimits(tb testing.TB, lim *limiter.Limiter, resource string, limits ...limit.Limit) {
 	tb.Helper()
-	if err := lim.Store().SetResourceLimits(context.Background(), benchNS, resource, limits); err != nil {
+	if err := lim.Store().Writer(capability.ConfigWrite{}).SetResourceLimits(context.Background(), benchNS, resource, limits); err != nil {
 		tb.Fatal(err)
 	}
 }
@@ -244,10 +245,10 @@ func setupWarmCascade(tb testing.TB, r acquireRun, n int) benchkit.Op {
 	for i := range children {
 		parent := "org-" + r.tag + "-" + strconv.Itoa(i)
 		children[i] = "key-" + r.tag + "-" + strconv.Itoa(i)
-		if _, err := r.lim.Store().CreateEntity(ctx, benchNS, parent, config.EntityOptions{}); err != nil {
+		if _, err := r.lim.Store().Writer(capability.ConfigWrite{}).CreateEntity(ctx, benchNS, parent, config.EntityOptions{}); err != nil {
 			tb.Fatal(err)
 		}
-		if _, err := r.lim.Store().CreateEntity(ctx, benchNS, children[i], config.EntityOptions{ParentID: parent, Cascade: true}); err != nil {
+		if _, err := r.lim.Store().Writer(capability.ConfigWrite{}).CreateEntity(ctx, benchNS, children[i], config.EntityOptions{ParentID: parent, Cascade: true}); err != nil {
 			tb.Fatal(err)
 		}
 	}
@@ -828,7 +829,7 @@ func TestCannedImageIsDynamoDBLocals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := lim.Store().SetResourceLimits(ctx, benchNS, cannedResource, cannedLimits); err != nil {
+	if err := lim.Store().Writer(capability.ConfigWrite{}).SetResourceLimits(ctx, benchNS, cannedResource, cannedLimits); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := lim.Acquire(ctx, cannedEntity, cannedResource, cannedConsume()); err != nil {

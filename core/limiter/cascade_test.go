@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/capability"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
@@ -35,16 +36,16 @@ func cascadeEnvWith(t *testing.T, parentCap, childCap int64, o limiter.Options) 
 	e := newEnv(t, o)
 	ctx := context.Background()
 	st := e.lim.Store()
-	if _, err := st.CreateEntity(ctx, ns, "org", config.EntityOptions{}); err != nil {
+	if _, err := st.Writer(capability.ConfigWrite{}).CreateEntity(ctx, ns, "org", config.EntityOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.CreateEntity(ctx, ns, "key", config.EntityOptions{ParentID: "org", Cascade: true}); err != nil {
+	if _, err := st.Writer(capability.ConfigWrite{}).CreateEntity(ctx, ns, "key", config.EntityOptions{ParentID: "org", Cascade: true}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.SetEntityLimits(ctx, ns, "org", "api", []limit.Limit{limit.PerMinute("rpm", parentCap)}); err != nil {
+	if err := st.Writer(capability.ConfigWrite{}).SetEntityLimits(ctx, ns, "org", "api", []limit.Limit{limit.PerMinute("rpm", parentCap)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.SetEntityLimits(ctx, ns, "key", "api", []limit.Limit{limit.PerMinute("rpm", childCap)}); err != nil {
+	if err := st.Writer(capability.ConfigWrite{}).SetEntityLimits(ctx, ns, "key", "api", []limit.Limit{limit.PerMinute("rpm", childCap)}); err != nil {
 		t.Fatal(err)
 	}
 	return e

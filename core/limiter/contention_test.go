@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/capability"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
 	"github.com/zae-limiter/zae-limiter-go/internal/faultproxy"
@@ -87,16 +88,16 @@ func TestHotKeyGetsAVerdict(t *testing.T) {
 			st := e.lim.Store()
 			entity := "hot"
 			if c.cascade {
-				if _, err := st.CreateEntity(ctx, ns, "org", config.EntityOptions{}); err != nil {
+				if _, err := st.Writer(capability.ConfigWrite{}).CreateEntity(ctx, ns, "org", config.EntityOptions{}); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := st.CreateEntity(ctx, ns, "key", config.EntityOptions{ParentID: "org", Cascade: true}); err != nil {
+				if _, err := st.Writer(capability.ConfigWrite{}).CreateEntity(ctx, ns, "key", config.EntityOptions{ParentID: "org", Cascade: true}); err != nil {
 					t.Fatal(err)
 				}
-				if err := st.SetEntityLimits(ctx, ns, "org", "api", []limit.Limit{rpm, tpm}); err != nil {
+				if err := st.Writer(capability.ConfigWrite{}).SetEntityLimits(ctx, ns, "org", "api", []limit.Limit{rpm, tpm}); err != nil {
 					t.Fatal(err)
 				}
-				if err := st.SetEntityLimits(ctx, ns, "key", "api", []limit.Limit{limit.Custom("rpm", 1000, 1000, time.Second), tpm}); err != nil {
+				if err := st.Writer(capability.ConfigWrite{}).SetEntityLimits(ctx, ns, "key", "api", []limit.Limit{limit.Custom("rpm", 1000, 1000, time.Second), tpm}); err != nil {
 					t.Fatal(err)
 				}
 				entity = "key"

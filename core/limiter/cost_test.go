@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/capability"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
@@ -237,14 +238,14 @@ func (e *costEnv) check(what string, got, want cost) {
 
 func (e *costEnv) setResourceLimits(resource string, limits ...limit.Limit) {
 	e.t.Helper()
-	if err := e.lim.Store().SetResourceLimits(context.Background(), costNS, resource, limits); err != nil {
+	if err := e.lim.Store().Writer(capability.ConfigWrite{}).SetResourceLimits(context.Background(), costNS, resource, limits); err != nil {
 		e.t.Fatal(err)
 	}
 }
 
 func (e *costEnv) setSystemLimits(limits ...limit.Limit) {
 	e.t.Helper()
-	if err := e.lim.Store().SetSystemLimits(context.Background(), costNS, limits, config.SystemOptions{}); err != nil {
+	if err := e.lim.Store().Writer(capability.ConfigWrite{}).SetSystemLimits(context.Background(), costNS, limits, config.SystemOptions{}); err != nil {
 		e.t.Fatal(err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/capability"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
@@ -145,7 +146,7 @@ func TestNoDeadlineFromCachedConfig(t *testing.T) {
 	ctx := context.Background()
 	clk := clock.NewManual(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
 	store := config.NewStore(tbl.DB, tbl.Name, config.WithClock(clk.Now))
-	nsID, err := store.RegisterNamespace(ctx, "deadlines")
+	nsID, err := store.Writer(capability.ConfigWrite{}).RegisterNamespace(ctx, "deadlines")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,10 +156,10 @@ func TestNoDeadlineFromCachedConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.CreateEntity(ctx, nsID, "org", config.EntityOptions{}); err != nil {
+	if _, err := store.Writer(capability.ConfigWrite{}).CreateEntity(ctx, nsID, "org", config.EntityOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.CreateEntity(ctx, nsID, "child", config.EntityOptions{ParentID: "org", Cascade: true}); err != nil {
+	if _, err := store.Writer(capability.ConfigWrite{}).CreateEntity(ctx, nsID, "child", config.EntityOptions{ParentID: "org", Cascade: true}); err != nil {
 		t.Fatal(err)
 	}
 	limits := func(soft bool) []limit.Limit {
@@ -168,19 +169,19 @@ func TestNoDeadlineFromCachedConfig(t *testing.T) {
 		}
 		return []limit.Limit{limit.PerMinute("rpm", 50), tpm}
 	}
-	if err := store.SetResourceLimits(ctx, nsID, "r", limits(true)); err != nil {
+	if err := store.Writer(capability.ConfigWrite{}).SetResourceLimits(ctx, nsID, "r", limits(true)); err != nil {
 		t.Fatal(err)
 	}
 	entities := []string{"a", "b", "child", "org"}
 	for step := range 600 {
 		switch r := rng.IntN(100); {
 		case r < 6: // config changes behind the limiter's cache
-			if err := store.SetResourceLimits(ctx, nsID, "r", limits(rng.IntN(2) == 0)); err != nil {
+			if err := store.Writer(capability.ConfigWrite{}).SetResourceLimits(ctx, nsID, "r", limits(rng.IntN(2) == 0)); err != nil {
 				t.Fatal(err)
 			}
 		case r < 12:
 			access := []config.Access{config.AccessBypass, config.AccessInherit, config.AccessEnforce}[rng.IntN(3)]
-			if err := store.SetAccess(ctx, nsID, entities[rng.IntN(len(entities))], "r", access); err != nil {
+			if err := store.Writer(capability.ConfigWrite{}).SetAccess(ctx, nsID, entities[rng.IntN(len(entities))], "r", access); err != nil {
 				t.Fatal(err)
 			}
 		case r < 30:

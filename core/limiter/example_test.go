@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/control"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
@@ -19,29 +20,32 @@ import (
 )
 
 // exampleLimiter opens a limiter on a fresh DynamoDB Local table with a
-// clock that stands still, as the examples need reproducible output.
-func exampleLimiter(name string) (*limiter.Limiter, string, func()) {
+// clock that stands still, as the examples need reproducible output, and
+// the operator API that sets its limits (core/control: every write is
+// audited, and buckets already stamped are brought in line).
+func exampleLimiter(name string) (*limiter.Limiter, *control.Controls, string, func()) {
 	tbl, drop := ddbtest.ExampleTable(name)
 	ctx := context.Background()
-	ns, err := config.NewStore(tbl.DB, tbl.Name).RegisterNamespace(ctx, "example")
-	if err != nil {
-		panic(err)
-	}
 	clk := clock.NewManual(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
-	lim, err := limiter.Open(ctx, tbl.DB, tbl.Name, ns, limiter.Options{Clock: clk.Now})
+	ops := control.New(tbl.DB, tbl.Name, control.Options{Clock: clk.Now})
+	ns, err := ops.RegisterNamespace(ctx, "example", "ops@example.com")
 	if err != nil {
 		panic(err)
 	}
-	return lim, ns, drop
+	lim, err := limiter.Open(ctx, tbl.DB, tbl.Name, "example", limiter.Options{Clock: clk.Now})
+	if err != nil {
+		panic(err)
+	}
+	return lim, ops, ns, drop
 }
 
 // An HTTP handler maps Acquire's outcome to a response: the request goes
 // on when admitted; a rate limit is a 429 with Retry-After and a JSON body.
 func ExampleLimiter_Acquire() {
-	lim, ns, drop := exampleLimiter("ExampleLimiter_Acquire")
+	lim, ops, ns, drop := exampleLimiter("ExampleLimiter_Acquire")
 	defer drop()
 	ctx := context.Background()
-	if err := lim.Store().SetResourceLimits(ctx, ns, "gpt-4", []limit.Limit{limit.PerMinute("rpm", 2)}); err != nil {
+	if _, err := ops.SetResourceLimits(ctx, ns, "gpt-4", []limit.Limit{limit.PerMinute("rpm", 2)}, "ops@example.com"); err != nil {
 		panic(err)
 	}
 	handler := func(w http.ResponseWriter, r *http.Request) {
@@ -83,10 +87,10 @@ func ExampleLimiter_Acquire() {
 // A lease takes an estimate at admission; once the real consumption is
 // known, Adjust corrects it and Commit writes the correction.
 func ExampleLease_Commit() {
-	lim, ns, drop := exampleLimiter("ExampleLease_Commit")
+	lim, ops, ns, drop := exampleLimiter("ExampleLease_Commit")
 	defer drop()
 	ctx := context.Background()
-	if err := lim.Store().SetResourceLimits(ctx, ns, "gpt-4", []limit.Limit{limit.PerMinute("tpm", 10_000)}); err != nil {
+	if _, err := ops.SetResourceLimits(ctx, ns, "gpt-4", []limit.Limit{limit.PerMinute("tpm", 10_000)}, "ops@example.com"); err != nil {
 		panic(err)
 	}
 	lease, err := lim.Acquire(ctx, "key-1", "gpt-4", limiter.Consume{"tpm": 2000}) // the estimate
@@ -113,20 +117,20 @@ func ExampleLease_Commit() {
 // wins — the entity on the resource, the entity's default for every
 // resource, the resource, the system.
 func Example_limitLevels() {
-	lim, ns, drop := exampleLimiter("Example_limitLevels")
+	lim, ops, ns, drop := exampleLimiter("Example_limitLevels")
 	defer drop()
 	ctx := context.Background()
-	st := lim.Store()
 	rpm := func(n int64) []limit.Limit { return []limit.Limit{limit.PerMinute("rpm", n)} }
-	must := func(err error) {
+	must := func(_ control.Progress, err error) {
 		if err != nil {
 			panic(err)
 		}
 	}
-	must(st.SetSystemLimits(ctx, ns, rpm(60), config.SystemOptions{}))
-	must(st.SetResourceLimits(ctx, ns, "gpt-4", rpm(30)))
-	must(st.SetEntityLimits(ctx, ns, "key-vip", schema.DefaultResource, rpm(100)))
-	must(st.SetEntityLimits(ctx, ns, "key-vip", "gpt-4", rpm(500)))
+	const who = "ops@example.com"
+	must(ops.SetSystemLimits(ctx, ns, rpm(60), config.SystemOptions{}, who))
+	must(ops.SetResourceLimits(ctx, ns, "gpt-4", rpm(30), who))
+	must(ops.SetEntityLimits(ctx, ns, "key-vip", schema.DefaultResource, rpm(100), who))
+	must(ops.SetEntityLimits(ctx, ns, "key-vip", "gpt-4", rpm(500), who))
 	for _, c := range []struct{ entity, resource string }{
 		{"key-1", "embeddings"}, {"key-1", "gpt-4"}, {"key-vip", "embeddings"}, {"key-vip", "gpt-4"},
 	} {

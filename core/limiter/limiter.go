@@ -116,11 +116,17 @@ type Limiter struct {
 // table. It makes no call; use Open to also check the table's version
 // record.
 func New(db DB, table, ns string, o Options) (*Limiter, error) {
-	if table == "" {
-		return nil, schema.NewValidationError("table", table, "must not be empty")
-	}
 	if err := schema.ValidateNamespaceID(ns); err != nil {
 		return nil, err
+	}
+	return newLimiter(db, table, ns, o)
+}
+
+// newLimiter is New without the namespace check: Open sets the namespace
+// once it has resolved it.
+func newLimiter(db DB, table, ns string, o Options) (*Limiter, error) {
+	if table == "" {
+		return nil, schema.NewValidationError("table", table, "must not be empty")
 	}
 	if o.Clock == nil {
 		o.Clock = time.Now
@@ -181,12 +187,19 @@ func New(db DB, table, ns string, o Options) (*Limiter, error) {
 	}, nil
 }
 
-// Open is New followed by the client version check of docs/design.md §2: it refuses
-// to run below the table's client_min_version (VersionMismatchError),
-// against another schema major (IncompatibleSchemaError), or on a table
-// nothing has stamped (MissingVersionError, which says how to stamp it).
-func Open(ctx context.Context, db DB, table, ns string, o Options) (*Limiter, error) {
-	l, err := New(db, table, ns, o)
+// Open opens a limiter on namespace (its name, as users and the Python
+// client call it; an id, as keys store it, is accepted too) of table. It is
+// New after two reads: the client version check of docs/design.md §2, which
+// refuses to run below the table's client_min_version
+// (VersionMismatchError), against another schema major
+// (IncompatibleSchemaError), or on a table nothing has stamped
+// (MissingVersionError, which says how to stamp it); then the namespace,
+// resolved once: a registered name gives its id; otherwise a string that
+// is the id of a live namespace is taken as it is. Neither is a
+// *config.NamespaceNotFoundError naming it; a deleted namespace is a
+// *config.NamespaceStateError.
+func Open(ctx context.Context, db DB, table, namespace string, o Options) (*Limiter, error) {
+	l, err := newLimiter(db, table, "", o)
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +210,33 @@ func Open(ctx context.Context, db DB, table, ns string, o Options) (*Limiter, er
 	if !vc.Found {
 		return nil, &config.MissingVersionError{Table: table}
 	}
+	if l.ns, err = resolveNamespace(ctx, l.store, namespace); err != nil {
+		return nil, err
+	}
 	return l, nil
+}
+
+// resolveNamespace is the namespace id of namespace, a name or an id (see
+// Open).
+func resolveNamespace(ctx context.Context, store *config.Store, namespace string) (string, error) {
+	id, err := store.ResolveNamespace(ctx, namespace)
+	var nf *config.NamespaceNotFoundError
+	var bad *schema.InvalidNameError
+	switch {
+	case err == nil:
+		return id, nil
+	case !errors.As(err, &nf) && !errors.As(err, &bad):
+		return "", err
+	case schema.ValidateNamespaceID(namespace) != nil:
+		return "", err
+	}
+	if _, idErr := store.NamespaceName(ctx, namespace); idErr != nil {
+		if errors.As(idErr, &nf) {
+			return "", &config.NamespaceNotFoundError{Name: namespace}
+		}
+		return "", idErr
+	}
+	return namespace, nil
 }
 
 // Store is the config store the limiter resolves limits through; its

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/control"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
@@ -22,6 +23,7 @@ import (
 func TestOpenChecksTheVersionRecord(t *testing.T) {
 	tbl := ddbtest.NewTable(t)
 	ctx := context.Background()
+	ns := registerOpenNamespace(t, tbl)
 	if _, err := limiter.Open(ctx, tbl.DB, tbl.Name, ns, limiter.Options{}); err != nil {
 		t.Fatalf("a table the tooling created: %v", err)
 	}
@@ -50,6 +52,7 @@ func TestOpenChecksTheVersionRecord(t *testing.T) {
 func TestOpenWithoutVersionRecord(t *testing.T) {
 	tbl := ddbtest.NewBareTable(t)
 	ctx := context.Background()
+	ns := registerOpenNamespace(t, tbl)
 	_, err := limiter.Open(ctx, tbl.DB, tbl.Name, ns, limiter.Options{})
 	var mv *config.MissingVersionError
 	if !errors.As(err, &mv) || mv.Table != tbl.Name {
@@ -80,6 +83,7 @@ func TestOpenWithoutVersionRecord(t *testing.T) {
 func TestOpenPythonWrittenVersionRecord(t *testing.T) {
 	tbl := ddbtest.NewBareTable(t)
 	ctx := context.Background()
+	ns := registerOpenNamespace(t, tbl)
 	k := schema.VersionItemKeys()
 	item := k.Item()
 	for name, v := range map[string]types.AttributeValue{
@@ -103,5 +107,45 @@ func TestOpenPythonWrittenVersionRecord(t *testing.T) {
 	}
 	if _, err := limiter.Open(ctx, tbl.DB, tbl.Name, ns, limiter.Options{}); err != nil {
 		t.Fatalf("after the Go stamp: %v", err)
+	}
+}
+
+// registerOpenNamespace registers the namespace "open-test" in tbl and
+// returns its name.
+func registerOpenNamespace(t *testing.T, tbl *ddbtest.Table) string {
+	t.Helper()
+	if _, err := control.New(tbl.DB, tbl.Name, control.Options{}).RegisterNamespace(context.Background(), "open-test", "test"); err != nil {
+		t.Fatal(err)
+	}
+	return "open-test"
+}
+
+// TestOpenByNameOrID: Open takes the namespace's name and resolves its id
+// once; the id is accepted too; anything else is a NamespaceNotFoundError
+// naming what was given, and nothing is opened.
+func TestOpenByNameOrID(t *testing.T) {
+	tbl := ddbtest.NewTable(t)
+	ctx := context.Background()
+	ops := control.New(tbl.DB, tbl.Name, control.Options{})
+	id, err := ops.RegisterNamespace(ctx, "tenant-alpha", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, given := range []string{"tenant-alpha", id} {
+		lim, err := limiter.Open(ctx, tbl.DB, tbl.Name, given, limiter.Options{})
+		if err != nil || lim.Namespace() != id {
+			t.Fatalf("Open(%q): %v, namespace %v", given, err, lim)
+		}
+	}
+	for _, given := range []string{"tenant-beta", "AAAAAAAAAAA", "bad name!", ""} {
+		lim, err := limiter.Open(ctx, tbl.DB, tbl.Name, given, limiter.Options{})
+		var nf *config.NamespaceNotFoundError
+		var bad *schema.InvalidNameError
+		if lim != nil || (!errors.As(err, &nf) && !errors.As(err, &bad)) {
+			t.Errorf("Open(%q) = %v, %v; want a not-found or invalid-name error", given, lim, err)
+		}
+		if errors.As(err, &nf) && nf.Name != given {
+			t.Errorf("Open(%q): the error names %q", given, nf.Name)
+		}
 	}
 }

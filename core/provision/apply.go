@@ -162,7 +162,7 @@ func (p *Provisioner) ApplyPlan(ctx context.Context, pl *Plan) (*Result, error) 
 		}
 	}
 	if len(late) > 0 {
-		left, err := p.store.DeleteEntityConfigs(ctx, ns, gone)
+		left, err := p.writer.DeleteEntityConfigs(ctx, ns, gone)
 		if err != nil {
 			return nil, &ConfigWriteError{Target: late[0].Target, Err: err}
 		}
@@ -366,7 +366,7 @@ func (p *Provisioner) createEntities(ctx context.Context, pl *Plan, writes []Cha
 	if len(cs) == 0 {
 		return nil, nil
 	}
-	left, err := p.store.CreateEntityConfigs(ctx, pl.Namespace, cs)
+	left, err := p.writer.CreateEntityConfigs(ctx, pl.Namespace, cs)
 	if err != nil {
 		t := manifest.Target{Kind: manifest.KindEntity, Entity: cs[0].Entity, Resource: cs[0].Resource}
 		return nil, &ConfigWriteError{Target: t, Err: err}
@@ -397,10 +397,10 @@ func writeOrder(cs []Change) []Change {
 	return out
 }
 
-// writeTarget writes one target's config through the core setters, so the
+// writeTarget writes one target's config through the config writer, so the
 // item has the shape every writer gives it (docs/design.md §7).
 func (p *Provisioner) writeTarget(ctx context.Context, ns string, c Change) error {
-	t, s := c.Target, p.store
+	t, s := c.Target, p.writer
 	entity := t.Entity // "" for a resource
 	setLimits := func() error {
 		if len(c.want.Limits) == 0 {
@@ -456,11 +456,11 @@ func emptyConfig(c config.Config) bool {
 func (p *Provisioner) deleteLimits(ctx context.Context, ns string, t manifest.Target) error {
 	switch t.Kind {
 	case manifest.KindSystem:
-		return p.store.DeleteSystemLimits(ctx, ns)
+		return p.writer.DeleteSystemLimits(ctx, ns)
 	case manifest.KindResource:
-		return p.store.DeleteResourceLimits(ctx, ns, t.Resource)
+		return p.writer.DeleteResourceLimits(ctx, ns, t.Resource)
 	default:
-		return p.store.DeleteEntityLimits(ctx, ns, t.Entity, t.Resource)
+		return p.writer.DeleteEntityLimits(ctx, ns, t.Entity, t.Resource)
 	}
 }
 

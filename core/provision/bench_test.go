@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/capability"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/manifest"
 	"github.com/zae-limiter/zae-limiter-go/core/provision"
@@ -50,7 +51,7 @@ func BenchmarkApply(b *testing.B) {
 	prov := provision.New(db, tbl.Name, provision.Options{Logger: quietLogger()})
 	namespace := func(b *testing.B, i int, kind string) string {
 		b.Helper()
-		ns, err := store.RegisterNamespace(ctx, fmt.Sprintf("%s-%d-%d", kind, b.N, i))
+		ns, err := store.Writer(capability.ConfigWrite{}).RegisterNamespace(ctx, fmt.Sprintf("%s-%d-%d", kind, b.N, i))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -80,14 +81,14 @@ func BenchmarkApply(b *testing.B) {
 			proxy.ResetStats()
 			start := time.Now()
 			b.StartTimer()
-			if err := store.SetSystemLimits(ctx, ns, m.System.Limits, config.SystemOptions{}); err != nil {
+			if err := store.Writer(capability.ConfigWrite{}).SetSystemLimits(ctx, ns, m.System.Limits, config.SystemOptions{}); err != nil {
 				b.Fatal(err)
 			}
-			if err := store.SetResourceLimits(ctx, ns, "gpt-4", m.Resources["gpt-4"].Limits); err != nil {
+			if err := store.Writer(capability.ConfigWrite{}).SetResourceLimits(ctx, ns, "gpt-4", m.Resources["gpt-4"].Limits); err != nil {
 				b.Fatal(err)
 			}
 			for e := range benchEntities {
-				if err := store.SetEntityLimits(ctx, ns, fmt.Sprintf("api-key-%04d", e), "gpt-4", rpm); err != nil {
+				if err := store.Writer(capability.ConfigWrite{}).SetEntityLimits(ctx, ns, fmt.Sprintf("api-key-%04d", e), "gpt-4", rpm); err != nil {
 					b.Fatal(err)
 				}
 			}

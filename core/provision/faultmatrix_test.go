@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/capability"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
 	"github.com/zae-limiter/zae-limiter-go/core/provision"
@@ -155,7 +156,7 @@ entities: {u: {resources: {r1: {disabled: false}, _default_: {limits: {rpm: {cap
 			e.mustApplyAs(req, setup)
 		} else {
 			// An unmanaged system level the Create adopts.
-			if err := e.store.SetSystemLimits(e.ctx, e.ns, []limit.Limit{limit.PerMinute("rpm", 100)}, config.SystemOptions{}); err != nil {
+			if err := e.store.Writer(capability.ConfigWrite{}).SetSystemLimits(e.ctx, e.ns, []limit.Limit{limit.PerMinute("rpm", 100)}, config.SystemOptions{}); err != nil {
 				e.t.Fatal(err)
 			}
 		}
@@ -221,7 +222,7 @@ entities: {u: {resources: {r1: {disabled: false}, _default_: {limits: {rpm: {cap
 // its own limiter.
 func (e *env) freshNamespace(name string) {
 	e.t.Helper()
-	ns, err := e.store.RegisterNamespace(e.ctx, name)
+	ns, err := e.store.Writer(capability.ConfigWrite{}).RegisterNamespace(e.ctx, name)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/zae-limiter/zae-limiter-go/core/internal/capability"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/provision"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
@@ -149,7 +150,7 @@ func TestRenameWithinAStack(t *testing.T) {
 			e := newEnv(t)
 			a, b := resource("stack-a", "OldLimits"), resource("stack-a", "NewLimits")
 			// r1 was there before either resource: the first adopts it.
-			if err := e.store.SetResourceLimits(e.ctx, e.ns, "r1", []limit.Limit{limit.PerMinute("rpm", 7)}); err != nil {
+			if err := e.store.Writer(capability.ConfigWrite{}).SetResourceLimits(e.ctx, e.ns, "r1", []limit.Limit{limit.PerMinute("rpm", 7)}); err != nil {
 				t.Fatal(err)
 			}
 			e.mustApplyAs(a, old)
@@ -222,7 +223,7 @@ func TestTakeOverFromAnotherStack(t *testing.T) {
 // it was.
 func TestAdoptedItemIsRestoredOnRollback(t *testing.T) {
 	e := newEnv(t)
-	if err := e.store.SetResourceLimits(e.ctx, e.ns, "r1", []limit.Limit{limit.PerMinute("rpm", 7)}); err != nil {
+	if err := e.store.Writer(capability.ConfigWrite{}).SetResourceLimits(e.ctx, e.ns, "r1", []limit.Limit{limit.PerMinute("rpm", 7)}); err != nil {
 		t.Fatal(err)
 	}
 	a := resource("stack-a", "Limits")
@@ -257,7 +258,7 @@ func TestAdoptedItemIsRestoredOnRollback(t *testing.T) {
 func TestLegacyStateIsAdopted(t *testing.T) {
 	e := newEnv(t)
 	for _, r := range []string{"r1", "r2"} {
-		if err := e.store.SetResourceLimits(e.ctx, e.ns, r, []limit.Limit{limit.PerMinute("rpm", 5)}); err != nil {
+		if err := e.store.Writer(capability.ConfigWrite{}).SetResourceLimits(e.ctx, e.ns, r, []limit.Limit{limit.PerMinute("rpm", 5)}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/control"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/capability"
 )
 
 // DB is the part of the DynamoDB API an apply uses. *dynamodb.Client
@@ -50,6 +51,7 @@ type Provisioner struct {
 	db       DB
 	controls *control.Controls
 	store    *config.Store
+	writer   *config.Writer // the controls' writer: the same storage half as every operator write
 	now      func() time.Time
 	workers  int
 	log      *slog.Logger
@@ -67,7 +69,8 @@ func New(db DB, table string, o Options) *Provisioner {
 		o.Logger = slog.Default()
 	}
 	c := control.New(db, table, control.Options{Clock: o.Clock, StampTTL: o.StampTTL, Workers: o.Workers, Logger: o.Logger})
-	return &Provisioner{table: table, db: db, controls: c, store: c.Store(), now: o.Clock, workers: o.Workers, log: o.Logger}
+	return &Provisioner{table: table, db: db, controls: c, store: c.Store(), writer: c.Store().Writer(capability.ConfigWrite{}),
+		now: o.Clock, workers: o.Workers, log: o.Logger}
 }
 
 // Store is the config store the Provisioner writes through.

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/capability"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
 	"github.com/zae-limiter/zae-limiter-go/core/manifest"
@@ -55,7 +56,7 @@ func newEnv(t *testing.T) *env {
 	e.proxy = faultproxy.Start(t, e.tbl.Endpoint)
 	e.store = config.NewStore(e.tbl.DB, e.tbl.Name, config.WithCacheTTL(-1))
 	var err error
-	if e.ns, err = e.store.RegisterNamespace(e.ctx, "tenant-alpha"); err != nil {
+	if e.ns, err = e.store.Writer(capability.ConfigWrite{}).RegisterNamespace(e.ctx, "tenant-alpha"); err != nil {
 		t.Fatal(err)
 	}
 	if e.lim, err = limiter.New(e.tbl.DB, e.tbl.Name, e.ns, limiter.Options{Clock: e.clk.Now, Rand: func(int) int { return 0 }, ConfigCacheTTL: -1, RejectionCacheTTL: -1}); err != nil {
@@ -300,10 +301,10 @@ entities:
 // bucket balances in place.
 func TestOnlyManagedItemsChange(t *testing.T) {
 	e := newEnv(t)
-	if err := e.store.SetResourceLimits(e.ctx, e.ns, "unmanaged", []limit.Limit{limit.PerMinute("rpm", 7)}); err != nil {
+	if err := e.store.Writer(capability.ConfigWrite{}).SetResourceLimits(e.ctx, e.ns, "unmanaged", []limit.Limit{limit.PerMinute("rpm", 7)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.store.SetEntityLimits(e.ctx, e.ns, "x", "r1", []limit.Limit{limit.PerMinute("rpm", 8)}); err != nil {
+	if err := e.store.Writer(capability.ConfigWrite{}).SetEntityLimits(e.ctx, e.ns, "x", "r1", []limit.Limit{limit.PerMinute("rpm", 8)}); err != nil {
 		t.Fatal(err)
 	}
 	e.apply(`
@@ -362,10 +363,10 @@ func TestDriftIsRepaired(t *testing.T) {
 	e := newEnv(t)
 	doc := "namespace: tenant-alpha\nresources: {r1: {limits: {rpm: {capacity: 10}}, cascade: true}}"
 	e.apply(doc)
-	if err := e.store.SetResourceLimits(e.ctx, e.ns, "r1", []limit.Limit{limit.PerMinute("rpm", 99)}); err != nil {
+	if err := e.store.Writer(capability.ConfigWrite{}).SetResourceLimits(e.ctx, e.ns, "r1", []limit.Limit{limit.PerMinute("rpm", 99)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.store.SetAccess(e.ctx, e.ns, "", "r1", config.AccessDisabled); err != nil {
+	if err := e.store.Writer(capability.ConfigWrite{}).SetAccess(e.ctx, e.ns, "", "r1", config.AccessDisabled); err != nil {
 		t.Fatal(err)
 	}
 	res := e.apply(doc)
@@ -475,7 +476,7 @@ func TestFailedConfigWriteRollsBack(t *testing.T) {
 	e.apply(old)
 	// u2 has an item nobody manages: the apply adopts it, writing it after
 	// the batch that creates u1.
-	if err := e.store.SetEntityLimits(e.ctx, e.ns, "u2", "r1", []limit.Limit{limit.PerMinute("rpm", 9)}); err != nil {
+	if err := e.store.Writer(capability.ConfigWrite{}).SetEntityLimits(e.ctx, e.ns, "u2", "r1", []limit.Limit{limit.PerMinute("rpm", 9)}); err != nil {
 		t.Fatal(err)
 	}
 	e.proxy.Add(faultproxy.Rule{Fault: faultproxy.InternalServerError(), Count: 1,
@@ -520,7 +521,7 @@ func TestCascadeReachesBuckets(t *testing.T) {
 	e := newEnv(t)
 	e.apply("namespace: tenant-alpha\nsystem: {limits: {rpm: {capacity: 100}}}")
 	for _, c := range []struct{ id, parent string }{{"org", ""}, {"k1", "org"}, {"k2", "org"}} {
-		if _, err := e.store.CreateEntity(e.ctx, e.ns, c.id, config.EntityOptions{ParentID: c.parent}); err != nil {
+		if _, err := e.store.Writer(capability.ConfigWrite{}).CreateEntity(e.ctx, e.ns, c.id, config.EntityOptions{ParentID: c.parent}); err != nil {
 			t.Fatal(err)
 		}
 	}

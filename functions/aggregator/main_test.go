@@ -22,6 +22,7 @@ import (
 
 	"github.com/zae-limiter/zae-limiter-go/core/aggregator"
 	"github.com/zae-limiter/zae-limiter-go/core/aggregator/maintenance"
+	"github.com/zae-limiter/zae-limiter-go/core/control"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
@@ -178,7 +179,8 @@ func TestFollowTailsTheStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := lim.Store().SetResourceLimits(ctx, "fOlLoWnAmEs", "api", []limit.Limit{limit.PerMinute("rpm", 100)}); err != nil {
+	ops := control.New(tbl.DB, tbl.Name, control.Options{Caches: []control.Cache{lim}})
+	if _, err := ops.SetResourceLimits(ctx, "fOlLoWnAmEs", "api", []limit.Limit{limit.PerMinute("rpm", 100)}, "test"); err != nil {
 		t.Fatal(err)
 	}
 	// The poller starts at LATEST once it has described the stream; keep

@@ -55,7 +55,7 @@ func runTheCode(t *testing.T) observed {
 	tbl := ddbtest.NewTable(t)
 	out := observed{operator: iamcalls.New(), limiter: iamcalls.New(), aggregator: iamcalls.New(), provisioner: iamcalls.New()}
 	ops := control.New(dynamodb.New(tbl.DB.Options(), out.operator.Option()), tbl.Name, control.Options{Logger: slog.New(slog.DiscardHandler)})
-	ns, err := ops.Store().RegisterNamespace(ctx, "iam")
+	ns, err := ops.RegisterNamespace(ctx, "iam", "iam")
 	if err != nil {
 		t.Fatal(err)
 	}

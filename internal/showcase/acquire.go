@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/control"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
@@ -177,21 +178,21 @@ func (d *demo) acquire(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	store := lim.Store()
+	ops := control.New(d.db, d.table, control.Options{Clock: clk.Now, Caches: []control.Cache{lim}})
 	system := []limit.Limit{limit.PerMinute("rpm", 60)}
 	resource := []limit.Limit{limit.PerMinute("rpm", 5), limit.PerMinute("tpm", 10_000)}
 	vip := []limit.Limit{limit.PerMinute("rpm", 100), limit.PerMinute("tpm", 100_000)}
-	if err := store.SetSystemLimits(ctx, d.ns, system, config.SystemOptions{}); err != nil {
+	if _, err := ops.SetSystemLimits(ctx, d.ns, system, config.SystemOptions{}, "make run"); err != nil {
 		return err
 	}
-	if err := store.SetResourceLimits(ctx, d.ns, acqResource, resource); err != nil {
+	if _, err := ops.SetResourceLimits(ctx, d.ns, acqResource, resource, "make run"); err != nil {
 		return err
 	}
-	if err := store.SetEntityLimits(ctx, d.ns, acqVIP, acqResource, vip); err != nil {
+	if _, err := ops.SetEntityLimits(ctx, d.ns, acqVIP, acqResource, vip, "make run"); err != nil {
 		return err
 	}
 	db.take()
-	fmt.Fprintln(d.out, "limits set through the config store (the first level with limits wins):")
+	fmt.Fprintln(d.out, "limits set through the operator API, audited (the first level with limits wins):")
 	fmt.Fprintf(d.out, "  %-36s %s\n", "system", limitList(system))
 	fmt.Fprintf(d.out, "  %-36s %s\n", "resource "+acqResource, limitList(resource))
 	fmt.Fprintf(d.out, "  %-36s %s\n", "entity "+acqVIP+" on "+acqResource, limitList(vip))

@@ -16,7 +16,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/cfn"
 
-	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/control"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
 	"github.com/zae-limiter/zae-limiter-go/functions/provisioner/handler"
 	"github.com/zae-limiter/zae-limiter-go/internal/clock"
@@ -63,8 +63,8 @@ func (c *cfnSide) response() cfn.Response {
 // response PUT to a local stand-in of the pre-signed URL; acquires show the
 // effect of each.
 func (d *demo) provisioner(ctx context.Context) error {
-	store := config.NewStore(d.db, d.table)
-	ns, err := store.RegisterNamespace(ctx, provNamespace)
+	ops := control.New(d.db, d.table, control.Options{})
+	ns, err := ops.RegisterNamespace(ctx, provNamespace, "make run")
 	if err != nil {
 		return err
 	}
@@ -171,7 +171,7 @@ func (d *demo) provisioner(ctx context.Context) error {
 	if err := request(cfn.RequestDelete, props); err != nil {
 		return err
 	}
-	l, err := store.GetResourceLimits(ctx, ns, "gpt-4")
+	l, err := ops.Store().GetResourceLimits(ctx, ns, "gpt-4")
 	if err != nil {
 		return err
 	}

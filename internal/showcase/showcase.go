@@ -20,6 +20,7 @@ import (
 
 	"github.com/zae-limiter/zae-limiter-go/core/aggregator"
 	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/control"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 	"github.com/zae-limiter/zae-limiter-go/core/streamimage"
 	"github.com/zae-limiter/zae-limiter-go/core/streampoll"
@@ -131,10 +132,11 @@ func (d *demo) createTable(ctx context.Context) error {
 	return nil
 }
 
-// registerNamespace registers the namespace through the config store: R1
+// registerNamespace registers the namespace through the operator API: R1
 // and R2 in one transaction, each under attribute_not_exists(PK) (docs/design.md §2).
 func (d *demo) registerNamespace(ctx context.Context) error {
-	ns, err := config.NewStore(d.db, d.table, config.WithClock(func() time.Time { return d.now })).RegisterNamespace(ctx, "demo")
+	ops := control.New(d.db, d.table, control.Options{Clock: func() time.Time { return d.now }})
+	ns, err := ops.RegisterNamespace(ctx, "demo", "make run")
 	if err != nil {
 		return err
 	}

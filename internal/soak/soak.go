@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/control"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddblocal"
 	"github.com/zae-limiter/zae-limiter-go/internal/faultproxy"
@@ -102,7 +103,7 @@ func Run(ctx context.Context, endpoint string, cfg Config, log io.Writer) (*Repo
 	if err := store.StampVersion(ctx, "soak"); err != nil {
 		return nil, err
 	}
-	ns, err := store.RegisterNamespace(ctx, "soak")
+	ns, err := control.New(db, table, control.Options{}).RegisterNamespace(ctx, "soak", "soak")
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zae-limiter/zae-limiter-go/core/internal/capability"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
@@ -35,7 +36,7 @@ func TestRefillThenDebitsNeverOverCredit(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := lim.Store().SetResourceLimits(ctx, ocNS, "gpt-4", []limit.Limit{limit.PerMinute("rpm", 100), limit.PerMinute("tpm", 100_000)}); err != nil {
+	if err := lim.Store().Writer(capability.ConfigWrite{}).SetResourceLimits(ctx, ocNS, "gpt-4", []limit.Limit{limit.PerMinute("rpm", 100), limit.PerMinute("tpm", 100_000)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := lim.Acquire(ctx, "e1", "gpt-4", limiter.Consume{"rpm": 50, "tpm": 99_000}); err != nil {

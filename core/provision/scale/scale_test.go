@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/capability"
 	"github.com/zae-limiter/zae-limiter-go/core/manifest"
 	"github.com/zae-limiter/zae-limiter-go/core/provision"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
@@ -37,7 +38,7 @@ func TestLargeManifests(t *testing.T) {
 		t.Run(fmt.Sprintf("%dx%d", tc.entities, tc.idLen), func(t *testing.T) {
 			ctx := context.Background()
 			tbl := ddbtest.NewTable(t, schema.WithoutStream())
-			ns, err := config.NewStore(tbl.DB, tbl.Name).RegisterNamespace(ctx, "tenant-alpha")
+			ns, err := config.NewStore(tbl.DB, tbl.Name).Writer(capability.ConfigWrite{}).RegisterNamespace(ctx, "tenant-alpha")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/control"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/provision"
 	"github.com/zae-limiter/zae-limiter-go/core/version"
@@ -78,6 +79,7 @@ type env struct {
 	tbl   *ddbtest.Table
 	proxy *faultproxy.Proxy
 	store *config.Store
+	ops   *control.Controls
 	ns    string
 	cf    *cloudformation
 	logs  *bytes.Buffer
@@ -89,13 +91,19 @@ func newEnv(t *testing.T) *env {
 	e := &env{t: t, ctx: context.Background(), tbl: ddbtest.NewTable(t), logs: &bytes.Buffer{}}
 	e.proxy = faultproxy.Start(t, e.tbl.Endpoint)
 	e.store = config.NewStore(e.tbl.DB, e.tbl.Name, config.WithCacheTTL(-1))
+	e.ops = control.New(e.tbl.DB, e.tbl.Name, control.Options{})
 	var err error
-	if e.ns, err = e.store.RegisterNamespace(e.ctx, "tenant-alpha"); err != nil {
+	if e.ns, err = e.register("tenant-alpha"); err != nil {
 		t.Fatal(err)
 	}
 	e.cf = newCloudFormation(t)
 	e.h = e.handler(e.proxy.DynamoDB(func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }))
 	return e
+}
+
+// register registers a namespace through the operator API.
+func (e *env) register(name string) (string, error) {
+	return e.ops.RegisterNamespace(e.ctx, name, "test")
 }
 
 func (e *env) handler(db provision.DB) *handler.Handler {
@@ -152,7 +160,7 @@ func (e *env) invoke(raw []byte) cfn.Response {
 // and the table after each.
 func TestCreateUpdateDelete(t *testing.T) {
 	e := newEnv(t)
-	if err := e.store.SetResourceLimits(e.ctx, e.ns, "unmanaged", []limit.Limit{limit.PerMinute("rpm", 7)}); err != nil {
+	if _, err := e.ops.SetResourceLimits(e.ctx, e.ns, "unmanaged", []limit.Limit{limit.PerMinute("rpm", 7)}, "test"); err != nil {
 		t.Fatal(err)
 	}
 	resp := e.invoke(e.event("cfn-limits-create.json", nil))
@@ -646,7 +654,7 @@ func TestOwnershipThroughCloudFormation(t *testing.T) {
 // names.
 func TestNamespaceIDMustMatch(t *testing.T) {
 	e := newEnv(t)
-	beta, err := e.store.RegisterNamespace(e.ctx, "tenant-beta")
+	beta, err := e.register("tenant-beta")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -743,7 +751,7 @@ func TestMoveToAnotherNamespace(t *testing.T) {
 	for _, fail := range []bool{true, false} {
 		t.Run(fmt.Sprintf("fail=%v", fail), func(t *testing.T) {
 			e := newEnv(t)
-			beta, err := e.store.RegisterNamespace(e.ctx, "tenant-beta")
+			beta, err := e.register("tenant-beta")
 			if err != nil {
 				t.Fatal(err)
 			}

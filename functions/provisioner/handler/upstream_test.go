@@ -101,7 +101,7 @@ func (e *env) configItems(ns string) map[string]map[string]types.AttributeValue 
 // namespace's config as it was before the Create.
 func TestUpstreamCfnTemplateResource(t *testing.T) {
 	e := newEnv(t)
-	beta, err := e.store.RegisterNamespace(e.ctx, "tenant-beta")
+	beta, err := e.register("tenant-beta")
 	if err != nil {
 		t.Fatal(err)
 	}
