@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -106,6 +107,12 @@ func (m *walkMemo) get(ctx context.Context, entity, resource string) (config.Wal
 	}
 	m.mu.Unlock()
 	mw.once.Do(func() {
+		// A read that panics leaves this error, not a zero walk: the
+		// panic is recovered on the worker that read (stampOneSafely) and
+		// sync.Once never runs the read again, so every other bucket of
+		// the pair would otherwise be stamped from the zero walk (access
+		// inherited, no limits) and counted as stamped.
+		mw.err = fmt.Errorf("control: the config walk of %s on %s panicked on another bucket", entity, resource)
 		mw.w, mw.err = m.r.ResolveAccess(ctx, m.ns, entity, resource, config.AccessOptions{Consistent: true, IncludeSystem: true})
 	})
 	return mw.w, mw.err

@@ -581,8 +581,11 @@ func (p *Provisioner) postCommit(pl *Plan) []phase {
 }
 
 // each runs f over cs with at most p.workers at once. A panic in f is
-// recovered on its goroutine and returned, after every f has finished, as
-// a *PanicError: no panic escapes a request (docs/design.md §12).
+// recovered on its goroutine, logged with its stack, and returned, after
+// every f has finished, as a *PanicError: no panic escapes a request
+// (docs/design.md §12). The apply then stops before its commit, so the
+// owner record still says applying and every fan-out of the owner's
+// targets stays owed: nothing the apply wrote is lost track of.
 func (p *Provisioner) each(ctx context.Context, cs []Change, f func(context.Context, Change)) error {
 	sem := make(chan struct{}, p.workers)
 	var (
@@ -596,9 +599,12 @@ func (p *Provisioner) each(ctx context.Context, cs []Change, f func(context.Cont
 		go func() {
 			defer func() {
 				if v := recover(); v != nil {
+					stack := debug.Stack()
+					p.log.Error("provision: a worker panicked; the apply stops before its commit", "target", c.Target.String(),
+						"panic", fmt.Sprint(v), "stack", string(stack))
 					mu.Lock()
 					if panicked == nil {
-						panicked = &PanicError{Value: v, Stack: debug.Stack()}
+						panicked = &PanicError{Value: v, Stack: stack}
 					}
 					mu.Unlock()
 				}

@@ -1,15 +1,23 @@
 // Package provision plans and applies a declarative limits manifest to one
-// namespace of a table (docs/design.md §12), Terraform-style: what the
-// manifest names is created or replaced, what an earlier apply managed and
-// this manifest no longer names is removed, and nothing else is touched.
-// The state record (R10) remembers what is managed.
+// namespace of a table (docs/design.md §12), Terraform-style, for one owner
+// (a CloudFormation resource, named by its stack and logical id, or a
+// manifest owner): what the manifest names is created or replaced, what the
+// owner held and the manifest no longer names is released, and nothing
+// else is touched. Owners hold disjoint targets. Each owner has an owner
+// record, and each target it holds a claim, which keeps the item as it was
+// before the owner took it, so that a release gives it back. An earlier
+// provisioner's single state record (R10) is read as legacy state.
 //
-// An apply writes config through the same setters as every other writer
-// (core/config), then brings the buckets already created in line through the
+// An apply records its intent before its first config write — the owner
+// record as applying, then a claim on every target it may touch — so that
+// whatever fails after it is undone by a rollback or finished by a retry.
+// It then writes config through the same setters as every other writer
+// (core/config) and brings the buckets already created in line through the
 // fan-outs of core/control, in the order of docs/design.md §12: access
 // stamps of resources before those of entities (an entity carve-out is
-// stamped last), cascade stamps, entity parameter sync, the soft fan-outs of
-// resource and system changes, and the state record last.
+// stamped last), cascade stamps, entity parameter sync, the soft fan-outs
+// of resource and system changes, and the commit last (released claims
+// dropped or given back, owed fan-outs marked, the owner record applied).
 package provision
 
 import (
@@ -43,9 +51,11 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Provisioner applies manifests to one table. Safe for concurrent use, but
-// two applies to one namespace at once race like two operators would: the
-// last state record written wins.
+// Provisioner applies manifests to one table. Safe for concurrent use.
+// Applies of different owners to one namespace are kept apart by the
+// conditional claim writes (a target both name goes to one; the other is
+// refused); two applies of one owner at once race like two operators
+// would, and the last to commit wins.
 type Provisioner struct {
 	table    string
 	db       DB

@@ -15,7 +15,7 @@ import (
 )
 
 // Attribute names of an earlier provisioner's state record R10
-// (docs/design.md §12, "Legacy state").
+// (docs/design.md §12, Ownership).
 const (
 	attrManagedSystem    = "managed_system"
 	attrManagedResources = "managed_resources"
@@ -74,8 +74,9 @@ func sortTargets(ts []manifest.Target) {
 	sort.Slice(ts, func(i, j int) bool { return ts[i].Less(ts[j]) })
 }
 
-// pendingKey encodes a target for the state record: `system`,
-// `resource#{r}`, `entity#{e}#{r}` (`#` can occur in no name).
+// pendingKey encodes a target as a legacy R10's `pending_fanouts` and a
+// claim's sort key name it: `system`, `resource#{r}`, `entity#{e}#{r}` (`#`
+// can occur in no name).
 func pendingKey(t manifest.Target) string {
 	switch t.Kind {
 	case manifest.KindSystem:

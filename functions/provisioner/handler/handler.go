@@ -670,6 +670,9 @@ func namespaceID(ctx context.Context, p *provision.Provisioner, id, name string,
 	}
 	registered, err := p.Store().NamespaceName(ctx, id)
 	if err != nil {
+		if nameGiven {
+			return "", fmt.Errorf("provisioner: NamespaceId %q is not a live namespace, so it is not the id of %q (Namespace): %w", id, name, err)
+		}
 		return "", fmt.Errorf("provisioner: NamespaceId %q is not a live namespace: %w", id, err)
 	}
 	if nameGiven && registered != name {
