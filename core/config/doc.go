@@ -15,8 +15,12 @@
 //     `reset_after`, quotas, and the ADR-143 merge fields) make the item
 //     unsupported: decoding returns an [*UnsupportedConfigError] and callers
 //     fail closed (docs/design.md §7) instead of enforcing a partial set.
-//   - [Store]: entity and config writes and reads against one table,
+//   - [Store]: entity, namespace and config reads against one table,
 //     through the [DB] interface (*dynamodb.Client satisfies it).
+//   - [Writer]: the writes of config items, entities and namespaces. It
+//     opens only with a capability that code outside core/ cannot name:
+//     operators write through core/control, the one door, which audits each
+//     change and brings stamped buckets in line (docs/design.md §8).
 //   - [Resolver]: cached limit resolution (one BatchGetItem for all misses,
 //     GetItem fallback), [Resolver.ResolveAccess] (uncached walk) and
 //     [Resolver.OnUnavailable].

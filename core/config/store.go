@@ -161,10 +161,12 @@ func (s *Store) notify() {
 	}
 }
 
-// Store reads and writes entities, config items and the version record of
-// one table. It owns a Resolver whose cache its config writes keep fresh
-// (only in this process: other writers' changes show after the TTL). A Store
-// is safe for concurrent use.
+// Store reads the entities, namespaces and config items of one table, and
+// reads and stamps its version record. It owns a Resolver whose cache the
+// config writes of its Writer keep fresh (only in this process: other
+// writers' changes show after the TTL). Operators write config through
+// core/control, not through a Store (docs/design.md §8). A Store is safe for
+// concurrent use.
 type Store struct {
 	db       DB
 	table    string

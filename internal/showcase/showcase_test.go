@@ -35,11 +35,11 @@ func TestRunShowsEachStep(t *testing.T) {
 		"GSI2 usage of openai/gpt-4: 1",
 		"GSI3 entities with their own openai/gpt-4 limits: 1",
 		"GSI3 buckets of key-1 on openai/gpt-4: 2",
-		"GSI4 everything in the namespace (purge): 11",
+		"GSI4 everything in the namespace (purge): 12",
 		"USAGE#2026-11-29T19:00:00Z#key-1",
 		"*schema.InvalidNameError",
 		"b_tpm_tc 0 -> 1500000 millitokens  -> reported as a batch item failure",
-		"delivered 18 records in 2 batches, 1 re-delivery after the reported failure",
+		"delivered 19 records in 2 batches, 1 re-delivery after the reported failure",
 		"resource openai/gpt-4        accepted",
 	} {
 		if !strings.Contains(text, want) {
