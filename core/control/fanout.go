@@ -158,7 +158,10 @@ const (
 func (c *Controls) stampOneSafely(ctx context.Context, id schema.BucketID, stamp stamper) (out outcome, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = fmt.Errorf("panic: %v\n%s", v, debug.Stack())
+			// The stack goes to the log; the error, which reaches results
+			// and answers, says only what panicked and where.
+			c.log.ErrorContext(ctx, "control: panic while stamping a bucket", "bucket", string(id.AppendPK(nil)), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			err = fmt.Errorf("panic while stamping %s: %v", id.AppendPK(nil), v)
 		}
 	}()
 	return c.stampOne(ctx, id, stamp)
