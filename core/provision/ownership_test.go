@@ -87,7 +87,7 @@ func TestOwnersHoldDisjointTargets(t *testing.T) {
 		!strings.Contains(err.Error(), "stack stack-a, logical id Limits") {
 		t.Fatalf("overlap: %v", err)
 	}
-	if w := e.writes(); w != "" {
+	if w := e.proxy.Writes(); w != "" {
 		t.Fatalf("the refused apply wrote %s", w)
 	}
 	if got := e.rpm(schema.ResourceConfigKey(e.ns, "r1")); got != "10" {
@@ -99,7 +99,7 @@ func TestOwnersHoldDisjointTargets(t *testing.T) {
 	if res := e.release(b); !res.Skipped {
 		t.Fatalf("release of a refused create: %+v", res)
 	}
-	if w := e.writes(); w != "" {
+	if w := e.proxy.Writes(); w != "" {
 		t.Fatalf("the rollback wrote %s", w)
 	}
 
@@ -129,7 +129,7 @@ func TestStaleReleaseChangesNothing(t *testing.T) {
 	if res := e.release(stale); !res.Skipped {
 		t.Fatalf("stale release %+v", res)
 	}
-	if w := e.writes(); w != "" {
+	if w := e.proxy.Writes(); w != "" {
 		t.Fatalf("wrote %s", w)
 	}
 	if e.rpm(schema.ResourceConfigKey(e.ns, "r1")) != "10" {

@@ -147,7 +147,7 @@ func TestPanicInAnApplyWorker(t *testing.T) {
 				}
 				e.proxy.ResetStats()
 				e.mustApplyAs(a, panicAfter)
-				if w := e.writes(); w != "" {
+				if w := e.proxy.Writes(); w != "" {
 					t.Fatalf("a third apply wrote %s", w)
 				}
 			})

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -118,20 +117,6 @@ func (e *env) bucket(entity, resource string) map[string]types.AttributeValue {
 	return it
 }
 
-// writes counts the write calls the proxy forwarded since the last reset.
-func (e *env) writes() string {
-	var parts []string
-	stats := e.proxy.Stats()
-	for _, op := range slices.Sorted(maps.Keys(stats)) {
-		switch op {
-		case "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem":
-			if n := stats[op].Forwarded; n > 0 {
-				parts = append(parts, fmt.Sprintf("%s %d", op, n))
-			}
-		}
-	}
-	return strings.Join(parts, ", ")
-}
 
 const tenant = `
 namespace: tenant-alpha
@@ -203,7 +188,7 @@ func TestApplyThenReapplyWritesNothing(t *testing.T) {
 	if again.StateWritten || len(again.Changes) != 0 {
 		t.Fatalf("re-apply %+v", again)
 	}
-	if w := e.writes(); w != "" {
+	if w := e.proxy.Writes(); w != "" {
 		t.Fatalf("re-apply wrote: %s", w)
 	}
 
@@ -215,7 +200,7 @@ func TestApplyThenReapplyWritesNothing(t *testing.T) {
 	if len(pl.Changes) != 1 || pl.Changes[0].String() != "update entity api-key-1/gpt-4 (limits)" {
 		t.Fatalf("plan %v", pl.Changes)
 	}
-	if w := e.writes(); w != "" {
+	if w := e.proxy.Writes(); w != "" {
 		t.Fatalf("plan wrote: %s", w)
 	}
 }
@@ -391,7 +376,7 @@ func TestVersionGateBeforeAnyWrite(t *testing.T) {
 	if !errors.As(err, &vm) || !vm.Gate {
 		t.Fatalf("err %v", err)
 	}
-	if w := e.writes(); w != "" {
+	if w := e.proxy.Writes(); w != "" {
 		t.Fatalf("refused apply wrote %s", w)
 	}
 	// Cascade needs 0.16.0: admitted, and client_min_version ratchets.
@@ -420,7 +405,7 @@ func TestMergeItemRefused(t *testing.T) {
 	if !errors.As(err, &ref) || ref.Target.Resource != "r" {
 		t.Fatalf("err %v", err)
 	}
-	if w := e.writes(); w != "" {
+	if w := e.proxy.Writes(); w != "" {
 		t.Fatalf("wrote %s", w)
 	}
 }
@@ -462,7 +447,7 @@ func TestFailedFanoutIsOwedAndFinished(t *testing.T) {
 	}
 	e.proxy.ResetStats()
 	e.apply(doc)
-	if w := e.writes(); w != "" {
+	if w := e.proxy.Writes(); w != "" {
 		t.Fatalf("third apply wrote %s", w)
 	}
 }

@@ -23,11 +23,13 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -281,6 +283,24 @@ func (p *Proxy) Stats() map[string]OpStats {
 		out[op] = *s
 	}
 	return out
+}
+
+// Writes names the write calls forwarded to DynamoDB since the counters were
+// last reset, as "PutItem 2, UpdateItem 1" by operation name ("" for none):
+// what a test asserts when it means "this wrote nothing" or "this wrote
+// exactly that".
+func (p *Proxy) Writes() string {
+	stats := p.Stats()
+	var parts []string
+	for _, op := range slices.Sorted(maps.Keys(stats)) {
+		switch op {
+		case "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem":
+			if n := stats[op].Forwarded; n > 0 {
+				parts = append(parts, fmt.Sprintf("%s %d", op, n))
+			}
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // StatsFor returns the counters of one operation.

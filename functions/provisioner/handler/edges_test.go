@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"maps"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -64,21 +62,6 @@ func physicalID(id string) func(ev map[string]any) {
 	return func(ev map[string]any) { ev["PhysicalResourceId"] = id }
 }
 
-// writes names the write calls that reached DynamoDB since the proxy's
-// stats were last reset ("" for none).
-func (e *env) writes() string {
-	var parts []string
-	stats := e.proxy.Stats()
-	for _, op := range slices.Sorted(maps.Keys(stats)) {
-		switch op {
-		case "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem":
-			if n := stats[op].Forwarded; n > 0 {
-				parts = append(parts, fmt.Sprintf("%s %d", op, n))
-			}
-		}
-	}
-	return strings.Join(parts, ", ")
-}
 
 // rpm is the rpm capacity of resource r's config ("absent" without one).
 func (e *env) rpm(r string) string {
@@ -126,7 +109,7 @@ func TestUnregisteredNamespaceID(t *testing.T) {
 	if resp.PhysicalResourceID != customresource.FailedPhysicalID {
 		t.Fatalf("physical id %q: nothing was written, so there is none", resp.PhysicalResourceID)
 	}
-	if w := e.writes(); w != "" {
+	if w := e.proxy.Writes(); w != "" {
 		t.Fatalf("the refused request wrote %s", w)
 	}
 }
@@ -169,7 +152,7 @@ func TestDeleteOfAnotherResourcesID(t *testing.T) {
 		if resp.Status != cfn.StatusSuccess || resp.PhysicalResourceID != tc.id || resp.Data["Status"] != "skipped" {
 			t.Fatalf("%s: %+v", tc.name, resp)
 		}
-		if w := e.writes(); w != "" {
+		if w := e.proxy.Writes(); w != "" {
 			t.Fatalf("%s: wrote %s", tc.name, w)
 		}
 	}
@@ -325,7 +308,7 @@ func TestLegacyIDMovesToTheNewForm(t *testing.T) {
 	if del.Status != cfn.StatusSuccess || del.PhysicalResourceID != legacyID || del.Data["Status"] != "skipped" {
 		t.Fatalf("delete of the legacy id %+v", del)
 	}
-	if w := e.writes(); w != "" {
+	if w := e.proxy.Writes(); w != "" {
 		t.Fatalf("the delete of the legacy id wrote %s", w)
 	}
 	if got := e.rpm("gpt-4") + " " + e.rpm("gpt-3.5"); got != "200 absent" {
