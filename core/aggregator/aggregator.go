@@ -5,8 +5,9 @@
 // without ever extending them. It reads only stream images and writes only
 // conditional or commutative updates.
 //
-// Handle has the Lambda signature for a DynamoDB Streams event source
-// mapping with ReportBatchItemFailures; functions/aggregator wires it.
+// Process takes one batch of stream records as a DynamoDB Streams event
+// source mapping delivers it; functions/aggregator/handler serves it as the
+// Lambda function and answers with partial batch failures.
 //
 // Exactly once. Each snapshot item carries one S attribute `seq#{shard}`
 // per bucket shard: the padded sequence number of the last record of that
@@ -17,15 +18,16 @@
 // mark are already applied, so a redelivered batch, a prefix, a suffix or a
 // bisected half changes nothing.
 //
-// Reporting. A failed snapshot write reports the first record of its run;
-// runs not started near the deadline report their first records too. Of
-// those, only the lowest sequence number is returned: for a stream, Lambda
-// uses the reported identifiers as a checkpoint, restarting from the lowest
-// and redelivering everything after it, so further identifiers change
-// nothing, and a single one states exactly what happens. Every record before
-// it has all its snapshot work applied (a record's runs can only fail with
-// the record or an earlier one reported), which is what makes the
-// checkpoint safe. Poison records are never reported.
+// Reporting. A failed snapshot write leaves the first record of its run to
+// be delivered again; so do runs not started near the deadline. Of those,
+// Process returns only the lowest sequence number (Result.RedeliverFrom):
+// for a stream, Lambda uses the reported identifiers as a checkpoint,
+// restarting from the lowest and redelivering everything after it, so
+// further identifiers change nothing, and a single one states exactly what
+// happens. Every record before it has all its snapshot work applied (a
+// record's runs can only fail with the record or an earlier one reported),
+// which is what makes the checkpoint safe. Poison records are never
+// reported.
 package aggregator
 
 import (
@@ -34,8 +36,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -52,7 +52,9 @@ const (
 	Monthly Window = "monthly"
 )
 
-// Config is the aggregator's configuration (docs/design.md §6 environment).
+// Config is the aggregator's configuration (docs/design.md §6). The Lambda
+// function reads the first three fields from its environment, under the
+// names given (functions/aggregator/handler.SettingsFromEnv).
 type Config struct {
 	// TableName is the limiter table (TABLE_NAME).
 	TableName string
@@ -70,36 +72,6 @@ type Config struct {
 	Workers int
 }
 
-// ConfigFromEnv reads the configuration from environment variables through
-// getenv (os.Getenv in the Lambda).
-func ConfigFromEnv(getenv func(string) string) (Config, error) {
-	c := Config{TableName: getenv("TABLE_NAME")}
-	if c.TableName == "" {
-		return Config{}, errors.New("aggregator: TABLE_NAME is not set")
-	}
-	windows := getenv("SNAPSHOT_WINDOWS")
-	if windows == "" {
-		windows = "hourly,daily"
-	}
-	for _, w := range strings.Split(windows, ",") {
-		switch Window(strings.TrimSpace(w)) {
-		case Hourly, Daily, Monthly:
-			c.Windows = append(c.Windows, Window(strings.TrimSpace(w)))
-		default:
-			return Config{}, fmt.Errorf("aggregator: SNAPSHOT_WINDOWS: unknown window %q (hourly, daily, monthly)", w)
-		}
-	}
-	c.SnapshotTTL = 90 * 24 * time.Hour
-	if s := getenv("SNAPSHOT_TTL_DAYS"); s != "" {
-		days, err := strconv.Atoi(s)
-		if err != nil || days < 1 {
-			return Config{}, fmt.Errorf("aggregator: SNAPSHOT_TTL_DAYS=%q: want a positive whole number of days", s)
-		}
-		c.SnapshotTTL = time.Duration(days) * 24 * time.Hour
-	}
-	return c, nil
-}
-
 // DB is the part of the DynamoDB client the aggregator uses.
 type DB interface {
 	UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
@@ -113,11 +85,11 @@ type Options struct {
 	Clock func() time.Time
 	// Logger receives the JSON log lines (default slog.Default()).
 	Logger *slog.Logger
-	// Metrics receives one EMF document per invocation; the Lambda main
+	// Metrics receives one EMF document per batch; the Lambda function
 	// passes WriterSink(os.Stdout). Nil disables metrics.
 	Metrics MetricsSink
 	// Maintainer does the best-effort refill, doubling and propagation
-	// after the snapshots (the Lambda main wires *maintenance.Maintainer).
+	// after the snapshots (the Lambda function wires *maintenance.Maintainer).
 	// Nil: no maintenance.
 	Maintainer Maintainer
 }
@@ -172,18 +144,28 @@ func New(db DB, cfg Config, o Options) (*Aggregator, error) {
 	return &Aggregator{db: db, cfg: cfg, now: o.Clock, log: o.Logger, metrics: o.Metrics, maint: o.Maintainer}, nil
 }
 
-// Handle processes one batch (docs/design.md §6): parse and classify the
-// records, write the snapshots (must succeed), then refill, double and
-// propagate (best effort). When some must-succeed work is not done it
-// returns one BatchItemFailure, the lowest sequence number to redeliver
-// from (see the package doc); poison records are logged and skipped, never
-// reported. A panic inside becomes an error, never a crash of the runtime.
-func (a *Aggregator) Handle(ctx context.Context, ev events.DynamoDBEvent) (resp events.DynamoDBEventResponse, err error) {
+// Result is what Process did with one batch.
+type Result struct {
+	// RedeliverFrom is the sequence number of the lowest record whose
+	// snapshot work is not done, from which the batch must be delivered
+	// again; "" when all of it is done (see the package doc). The Lambda
+	// function reports it as the batch's one BatchItemFailure.
+	RedeliverFrom string
+}
+
+// Process processes one batch of stream records, in stream order
+// (docs/design.md §6): parse and classify the records, write the snapshots
+// (must succeed), then refill, double and propagate (best effort). When
+// some must-succeed work is not done, the result names the lowest sequence
+// number to redeliver from (see the package doc); poison records are
+// logged and skipped, never reported. A panic inside becomes an error,
+// never a crash of the caller.
+func (a *Aggregator) Process(ctx context.Context, records []events.DynamoDBEventRecord) (res Result, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			a.log.ErrorContext(ctx, "aggregator panic", "panic", fmt.Sprint(r))
 			err = fmt.Errorf("aggregator: panic: %v", r)
 		}
 	}()
-	return a.handle(ctx, ev)
+	return a.process(ctx, records)
 }

@@ -3,11 +3,11 @@ package aggregator_test
 // BenchmarkAggregator measures the stream handler for `make bench` on one
 // generated stream, made once per test binary and reused by every run.
 //
-// handle replays the stream's batches through Handle against DynamoDB Local:
+// handle replays the stream's batches through Process against DynamoDB Local:
 //
-//   - records/s: delivered records per second of Handle time (ns/op is the
-//     Handle time of the whole replay; table creation is not timed);
-//   - p50-ms/invocation, p99-ms/invocation: Handle time per batch;
+//   - records/s: delivered records per second of Process time (ns/op is the
+//     Process time of the whole replay; table creation is not timed);
+//   - p50-ms/invocation, p99-ms/invocation: Process time per batch;
 //   - writes/1k-records: the aggregator's DynamoDB writes (snapshot
 //     UpdateItems plus maintenance writes, every attempt counted) per 1,000
 //     delivered records, split into snapshot-writes/1k-records and
@@ -19,16 +19,16 @@ package aggregator_test
 //     goal; reported, never enforced);
 //   - records/op, invocations/op: the stream's size;
 //   - B/record, allocs/record: heap bytes and allocations per delivered
-//     record inside Handle (runtime.MemStats TotalAlloc and Mallocs read
-//     around each Handle call; every goroutine counts, so the SDK's HTTP
+//     record inside Process (runtime.MemStats TotalAlloc and Mallocs read
+//     around each Process call; every goroutine counts, so the SDK's HTTP
 //     transport does too). B/op and allocs/op are the same for the whole
 //     stream.
 //
-// unsent hands the same full batches to Handle against a DB that accepts
+// unsent hands the same full batches to Process against a DB that accepts
 // every write without sending it, and reports B/record and allocs/record:
 // the handler's own share, without the SDK's request pipeline and HTTP.
 //
-// 5s-window hands the same records to Handle cut as the mapping's 5 s
+// 5s-window hands the same records to Process cut as the mapping's 5 s
 // batching window would cut them at this sample's own rate (about 1.4
 // records per second of fake time, so about 7 records a batch), against a
 // DB that accepts every write without sending it, and reports the same
@@ -164,7 +164,7 @@ func BenchmarkAggregator(b *testing.B) {
 		// Warm the emulator's JIT on a throwaway table first: Lambda talks to
 		// DynamoDB, which has none.
 		replay(b, s.batches[:min(10, len(s.batches))])
-		b.ResetTimer() // the timer stays stopped; replay runs it inside Handle only
+		b.ResetTimer() // the timer stays stopped; replay runs it inside Process only
 		var lat []time.Duration
 		var snapWrites, maintWrites int64
 		var bytes, mallocs uint64
@@ -214,7 +214,7 @@ func BenchmarkAggregator(b *testing.B) {
 				var m allocMeter
 				m.start()
 				b.StartTimer()
-				_, err := agg.Handle(context.Background(), bt.ev)
+				_, err := agg.Process(context.Background(), bt.ev.Records)
 				b.StopTimer()
 				m.stop()
 				if err != nil {
@@ -241,7 +241,7 @@ func BenchmarkAggregator(b *testing.B) {
 			agg, snap, maint := unsentAggregator(b, &nowMs, quiet)
 			for _, bt := range batches {
 				nowMs.Store(bt.now.UnixMilli())
-				if _, err := agg.Handle(context.Background(), bt.ev); err != nil {
+				if _, err := agg.Process(context.Background(), bt.ev.Records); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -259,9 +259,9 @@ func BenchmarkAggregator(b *testing.B) {
 
 // replayResult is what one replay took and wrote.
 type replayResult struct {
-	lat                     []time.Duration // Handle time per batch
+	lat                     []time.Duration // Process time per batch
 	snapWrites, maintWrites int64
-	bytes, mallocs          uint64 // allocated inside Handle
+	bytes, mallocs          uint64 // allocated inside Process
 }
 
 // allocMeter measures the heap bytes and allocations between start and
@@ -281,7 +281,7 @@ func (m *allocMeter) stop() {
 }
 
 // replay hands batches, with their clock readings, to a new aggregator on a
-// fresh table; the benchmark timer runs only inside Handle (call it with the
+// fresh table; the benchmark timer runs only inside Process (call it with the
 // timer stopped). Any error or reported record fails the benchmark, and so
 // does a read, since only writes are counted.
 func replay(b *testing.B, batches []benchBatch) replayResult {
@@ -309,16 +309,16 @@ func replay(b *testing.B, batches []benchBatch) replayResult {
 		m.start()
 		b.StartTimer()
 		t0 := time.Now()
-		resp, err := agg.Handle(ctx, bt.ev)
+		res, err := agg.Process(ctx, bt.ev.Records)
 		d := time.Since(t0)
 		b.StopTimer()
 		m.stop()
 		out.bytes, out.mallocs = out.bytes+m.bytes, out.mallocs+m.mallocs
 		if err != nil {
-			b.Fatalf("Handle: %v", err)
+			b.Fatalf("Process: %v", err)
 		}
-		if len(resp.BatchItemFailures) > 0 {
-			b.Fatalf("Handle reported %v", resp.BatchItemFailures)
+		if res.RedeliverFrom != "" {
+			b.Fatalf("Process reported %v", res.RedeliverFrom)
 		}
 		out.lat = append(out.lat, d)
 	}
@@ -426,16 +426,16 @@ func generateStream(b *testing.B) (*benchStream, error) {
 				recs[i].Change.ApproximateCreationDateTime = events.SecondsEpochTime{Time: time.Unix(ms/1000, 0).UTC()}
 			}
 			out := events.DynamoDBEvent{Records: recs}
-			resp, err := agg.Handle(ctx, out)
-			if err == nil && len(resp.BatchItemFailures) > 0 {
-				err = fmt.Errorf("the live aggregator reported %v", resp.BatchItemFailures)
+			res, err := agg.Process(ctx, recs)
+			if err == nil && res.RedeliverFrom != "" {
+				err = fmt.Errorf("the live aggregator reported %v", res.RedeliverFrom)
 			}
 			if err != nil {
 				handleErr = err
-				return resp, err
+				return events.DynamoDBEventResponse{}, err
 			}
 			s.batches = append(s.batches, benchBatch{ev: out, now: clock()})
-			return resp, nil
+			return events.DynamoDBEventResponse{}, nil
 		},
 	})
 	if err != nil {

@@ -667,24 +667,6 @@ func TestMaintainerPanicIsNotTheBatchs(t *testing.T) {
 	}
 }
 
-// TestConfigFromEnv: defaults and validation of the Lambda environment.
-func TestConfigFromEnv(t *testing.T) {
-	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-	c, err := aggregator.ConfigFromEnv(env(map[string]string{"TABLE_NAME": "t"}))
-	if err != nil || c.TableName != "t" || !slices.Equal(c.Windows, []aggregator.Window{aggregator.Hourly, aggregator.Daily}) || c.SnapshotTTL != 90*24*time.Hour {
-		t.Fatalf("%+v %v", c, err)
-	}
-	c, err = aggregator.ConfigFromEnv(env(map[string]string{"TABLE_NAME": "t", "SNAPSHOT_WINDOWS": "monthly, hourly", "SNAPSHOT_TTL_DAYS": "7"}))
-	if err != nil || !slices.Equal(c.Windows, []aggregator.Window{aggregator.Monthly, aggregator.Hourly}) || c.SnapshotTTL != 7*24*time.Hour {
-		t.Fatalf("%+v %v", c, err)
-	}
-	for _, bad := range []map[string]string{{}, {"TABLE_NAME": "t", "SNAPSHOT_WINDOWS": "weekly"}, {"TABLE_NAME": "t", "SNAPSHOT_TTL_DAYS": "0"}} {
-		if _, err := aggregator.ConfigFromEnv(env(bad)); err == nil {
-			t.Errorf("%v accepted", bad)
-		}
-	}
-}
-
 // TestFailedRunBlocksLaterRunsOfItsItem: one bucket shard maps records to
 // hour 12, hour 13, then hour 12 again (a record without a timestamp, filed
 // under rf): two runs of the 12:00 item. When the first fails, the second

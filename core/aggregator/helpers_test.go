@@ -121,7 +121,7 @@ func newEnv(t *testing.T, cfg aggregator.Config, o aggregator.Options) *env {
 	if e.agg, err = aggregator.New(aggDB, cfg, o); err != nil {
 		t.Fatal(err)
 	}
-	e.handler = e.agg.Handle
+	e.handler = lambdaHandler(e.agg)
 	e.poller, err = streampoll.New(tbl.Streams, tbl.StreamARN, streampoll.Options{
 		Handler: func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 			e.mu.Lock()
@@ -173,7 +173,7 @@ func (e *env) drain() []events.DynamoDBEventRecord {
 }
 
 // capture delivers every new stream record to nobody (success) and returns
-// them: stream records to hand to Handle by hand.
+// them: stream records to hand to Process by hand.
 func (e *env) capture() []events.DynamoDBEventRecord {
 	e.t.Helper()
 	e.mu.Lock()
@@ -183,13 +183,13 @@ func (e *env) capture() []events.DynamoDBEventRecord {
 	e.mu.Unlock()
 	defer func() {
 		e.mu.Lock()
-		e.handler = e.agg.Handle
+		e.handler = lambdaHandler(e.agg)
 		e.mu.Unlock()
 	}()
 	return e.drain()
 }
 
-// handle calls Handle on recs and returns the reported identifiers.
+// handle calls Process on recs and returns the reported identifiers.
 func (e *env) handle(recs []events.DynamoDBEventRecord) []string {
 	e.t.Helper()
 	return handleWith(e.t, e.agg, context.Background(), recs)
@@ -197,18 +197,33 @@ func (e *env) handle(recs []events.DynamoDBEventRecord) []string {
 
 func handleWith(t *testing.T, agg *aggregator.Aggregator, ctx context.Context, recs []events.DynamoDBEventRecord) []string {
 	t.Helper()
-	resp, err := agg.Handle(ctx, events.DynamoDBEvent{Records: recs})
+	res, err := agg.Process(ctx, recs)
 	if err != nil {
-		t.Fatalf("Handle: %v", err)
+		t.Fatalf("Process: %v", err)
 	}
 	var ids []string
-	for _, f := range resp.BatchItemFailures {
-		ids = append(ids, f.ItemIdentifier)
+	if res.RedeliverFrom != "" {
+		ids = append(ids, res.RedeliverFrom)
 	}
 	return ids
 }
 
-// mustHandle calls Handle and fails the test on any reported record.
+// lambdaHandler is agg behind a handler of the Lambda's shape, for the
+// poller that stands in for the event source mapping: the record to
+// redeliver from is the one batch item failure, as
+// functions/aggregator/handler reports it.
+func lambdaHandler(agg *aggregator.Aggregator) streampoll.Handler {
+	return func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		res, err := agg.Process(ctx, ev.Records)
+		var resp events.DynamoDBEventResponse
+		if res.RedeliverFrom != "" {
+			resp.BatchItemFailures = []events.DynamoDBBatchItemFailure{{ItemIdentifier: res.RedeliverFrom}}
+		}
+		return resp, err
+	}
+}
+
+// mustHandle calls Process and fails the test on any reported record.
 func (e *env) mustHandle(recs []events.DynamoDBEventRecord) {
 	e.t.Helper()
 	if ids := e.handle(recs); len(ids) > 0 {

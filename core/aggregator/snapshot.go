@@ -206,7 +206,7 @@ func (a *Aggregator) writeSnapshots(ctx, work context.Context, keys []snapKey, b
 // errPanic marks runs left undone by a panic in their worker.
 var errPanic = errors.New("aggregator: panic while writing a snapshot")
 
-// writeItemSafely is writeItem in a worker goroutine, where Handle's own
+// writeItemSafely is writeItem in a worker goroutine, where Process's own
 // recover cannot reach: a panic leaves the item's unfinished runs failed
 // (and so reported) instead of killing the process.
 func (a *Aggregator) writeItemSafely(ctx, work context.Context, runs []*run, ttl int64) {

@@ -16,7 +16,7 @@ package main
 //     GOOS/GOARCH) in -event mode on an event with no records, with
 //     the Lambda's environment against DynamoDB Local, and times it from
 //     fork to exit: process start, runtime and package init, config, client
-//     and handler wiring, one Handle that has nothing to do, the response
+//     and handler wiring, one Invoke that has nothing to do, the response
 //     and the EMF line printed, exit (init+empty-event-ms, its p50). The same
 //     process run five times with GODEBUG=inittrace=1 gives pkg-init-ms: the
 //     summed wall time of its package initialisers (median of the five), a
@@ -24,8 +24,9 @@ package main
 //     does the same on a one-record INSERT event, so it includes the first
 //     DynamoDB call and its connection (init+1-record-event-ms). wiring
 //     times in-process what main does before it handles anything (wire):
-//     ConfigFromEnv, LoadDefaultConfig, the DynamoDB client, aggregator.New
-//     and maintenance.New (wiring-ms). None of them is Lambda's own Init
+//     handler.SettingsFromEnv, LoadDefaultConfig, the DynamoDB client and
+//     handler.New, which makes the aggregator and its maintainer
+//     (wiring-ms). None of them is Lambda's own Init
 //     phase on arm64; exec-empty-event is the closest upper bound this
 //     machine can measure.
 

@@ -8,10 +8,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -21,9 +19,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
-	"github.com/zae-limiter/zae-limiter-go/core/aggregator"
-	"github.com/zae-limiter/zae-limiter-go/core/streamimage"
 	"github.com/zae-limiter/zae-limiter-go/core/streampoll"
+	"github.com/zae-limiter/zae-limiter-go/functions/aggregator/handler"
 )
 
 // runLocal parses -event and -follow and runs the mode asked for; it
@@ -40,12 +37,12 @@ func runLocal(log *slog.Logger) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	local := os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") != ""
-	agg, w, err := wire(ctx, log, local)
+	h, w, err := wire(ctx, log, local)
 	if err == nil {
 		if *eventFile != "" {
-			err = processFile(ctx, agg, *eventFile, os.Stdout)
+			err = h.RunEvent(ctx, *eventFile, os.Stdout)
 		} else {
-			err = followStream(ctx, w.aws, w.db, agg, os.Getenv("TABLE_NAME"), local, log)
+			err = followStream(ctx, w.aws, w.db, h, os.Getenv("TABLE_NAME"), local, log)
 		}
 	}
 	if err != nil {
@@ -55,30 +52,10 @@ func runLocal(log *slog.Logger) int {
 	return 0
 }
 
-// processFile runs the handler on one Lambda-shaped event file and prints
-// the batch response as JSON.
-func processFile(ctx context.Context, agg *aggregator.Aggregator, path string, out io.Writer) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	ev, err := streamimage.DecodeEvent(data)
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	resp, err := agg.Handle(ctx, ev)
-	if err != nil {
-		return err
-	}
-	enc := json.NewEncoder(out)
-	enc.SetIndent("", "  ")
-	return enc.Encode(resp)
-}
-
 // followStream tails the table's stream with the Lambda-faithful poller
 // (batches of 100, partial batch failures re-delivered, 3 retries) until
 // ctx ends.
-func followStream(ctx context.Context, awsCfg aws.Config, db *dynamodb.Client, agg *aggregator.Aggregator, table string, local bool, log *slog.Logger) error {
+func followStream(ctx context.Context, awsCfg aws.Config, db *dynamodb.Client, h *handler.Handler, table string, local bool, log *slog.Logger) error {
 	desc, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
 	if err != nil {
 		return err
@@ -96,7 +73,7 @@ func followStream(ctx context.Context, awsCfg aws.Config, db *dynamodb.Client, a
 	}
 	streams := dynamodbstreams.NewFromConfig(awsCfg, opts...)
 	p, err := streampoll.New(streams, arn, streampoll.Options{
-		Handler: agg.Handle, BatchSize: 100, MaxRetries: 3, BisectOnError: true,
+		Handler: h.Handle, BatchSize: 100, MaxRetries: 3, BisectOnError: true,
 		StartingPosition: streampoll.Latest, Logger: log,
 	})
 	if err != nil {

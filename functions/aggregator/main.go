@@ -1,7 +1,8 @@
 // Command aggregator is the DynamoDB Streams Lambda of the limiter stack
 // (docs/design.md §6): usage snapshots from the tc counters, rf-locked
 // refill, shard doubling and stamp-preserving clones. It wires
-// configuration, clients and the handler of core/aggregator.
+// configuration, the DynamoDB client and the handler (package handler, over
+// the aggregator of core/aggregator).
 //
 // Under Lambda (AWS_LAMBDA_RUNTIME_API set) it serves the event source
 // mapping. A build without the lambda.norpc tag (not the deployed one, see
@@ -25,10 +26,10 @@ func main() {
 	if os.Getenv("AWS_LAMBDA_RUNTIME_API") == "" {
 		os.Exit(runLocal(log))
 	}
-	agg, _, err := wire(context.Background(), log, false)
+	h, _, err := wire(context.Background(), log, false)
 	if err != nil {
 		log.Error("aggregator init failed", "error", err)
 		os.Exit(1)
 	}
-	lambda.Start(handler(agg))
+	lambda.Start(h.Invoke)
 }

@@ -3,10 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,140 +12,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/aggregator"
-	"github.com/zae-limiter/zae-limiter-go/core/aggregator/maintenance"
 	"github.com/zae-limiter/zae-limiter-go/core/control"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
+	"github.com/zae-limiter/zae-limiter-go/functions/aggregator/handler"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddblocal"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
 )
 
 func TestMain(m *testing.M) { ddbtest.Main(m) }
-
-// TestSampleEvents runs every file in events/ through the -event mode on
-// DynamoDB Local: each is a valid Lambda event, nothing is reported (the
-// poison record is skipped), and the samples that carry consumption write
-// their snapshots.
-func TestSampleEvents(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("..", "..", "events", "stream-*.json"))
-	if err != nil || len(files) < 6 {
-		t.Fatalf("sample events: %v %v", files, err)
-	}
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			tbl := ddbtest.NewTable(t)
-			cfg := aggregator.Config{TableName: tbl.Name}
-			if filepath.Base(f) == "stream-midnight-first.json" {
-				cfg.Windows = []aggregator.Window{aggregator.Hourly, aggregator.Daily, aggregator.Monthly}
-			}
-			log := slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil))
-			agg, err := aggregator.New(tbl.DB, cfg, aggregator.Options{
-				Logger: log, Maintainer: maintenance.New(tbl.DB, tbl.Name, maintenance.Options{Logger: log}),
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var out bytes.Buffer
-			if err := processFile(context.Background(), agg, f, &out); err != nil {
-				t.Fatal(err)
-			}
-			var resp events.DynamoDBEventResponse
-			if err := json.Unmarshal(out.Bytes(), &resp); err != nil {
-				t.Fatalf("response %q: %v", out.String(), err)
-			}
-			if len(resp.BatchItemFailures) != 0 {
-				t.Fatalf("failures reported: %+v", resp.BatchItemFailures)
-			}
-			snaps := scanUsage(t, tbl)
-			switch filepath.Base(f) {
-			case "stream-remove.json":
-				if len(snaps) != 0 {
-					t.Fatalf("a REMOVE wrote %d snapshots", len(snaps))
-				}
-			case "stream-midnight-first.json":
-				// One token at 23:59:30 on 30 November, one at 00:00:10,
-				// 00:59:50 and 01:00:05 on 1 December: every window has its
-				// own item with its own count.
-				got := map[string]string{}
-				for _, it := range snaps {
-					sk := it["SK"].(*types.AttributeValueMemberS).Value
-					got[strings.TrimPrefix(sk, "#USAGE#gpt-4#")] = it["window"].(*types.AttributeValueMemberS).Value + " " +
-						it["rpm"].(*types.AttributeValueMemberN).Value
-				}
-				want := map[string]string{
-					"2026-11-30T23:00:00Z": "hourly 1", "2026-11-30T00:00:00Z": "daily 1", "2026-11-01T00:00:00Z": "monthly 1",
-					"2026-12-01T00:00:00Z#hourly": "hourly 2", "2026-12-01T01:00:00Z": "hourly 1",
-					"2026-12-01T00:00:00Z#daily": "daily 3", "2026-12-01T00:00:00Z": "monthly 3",
-				}
-				if !maps.Equal(got, want) {
-					t.Fatalf("snapshots %v, want %v", got, want)
-				}
-			case "stream-doubling.json":
-				if len(snaps) == 0 {
-					t.Fatal("no snapshots")
-				}
-				clone := getItem(t, tbl, schema.BucketKey("a1B2c3D4e5F", "hot-key", "gpt-4", 1))
-				if clone == nil {
-					t.Fatal("the doubling did not clone shard 0 into shard 1")
-				}
-			default:
-				if len(snaps) == 0 {
-					t.Fatal("no snapshots")
-				}
-			}
-		})
-	}
-}
-
-func TestProcessFileRejectsBadInput(t *testing.T) {
-	tbl := ddbtest.NewTable(t)
-	agg, err := aggregator.New(tbl.DB, aggregator.Config{TableName: tbl.Name}, aggregator.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bad := filepath.Join(t.TempDir(), "bad.json")
-	if err := os.WriteFile(bad, []byte(`{"Records": [`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := processFile(context.Background(), agg, bad, &bytes.Buffer{}); err == nil {
-		t.Fatal("a truncated event file must be an error")
-	}
-	if err := processFile(context.Background(), agg, filepath.Join(t.TempDir(), "missing.json"), &bytes.Buffer{}); err == nil {
-		t.Fatal("a missing event file must be an error")
-	}
-}
-
-func scanUsage(t *testing.T, tbl *ddbtest.Table) []map[string]types.AttributeValue {
-	t.Helper()
-	out, err := tbl.DB.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(tbl.Name)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var snaps []map[string]types.AttributeValue
-	for _, it := range out.Items {
-		if sk, ok := it["SK"].(*types.AttributeValueMemberS); ok && len(sk.Value) > 7 && sk.Value[:7] == "#USAGE#" {
-			snaps = append(snaps, it)
-		}
-	}
-	return snaps
-}
-
-func getItem(t *testing.T, tbl *ddbtest.Table, k schema.Key) map[string]types.AttributeValue {
-	t.Helper()
-	out, err := tbl.DB.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(tbl.Name), Key: k.AttributeValues(), ConsistentRead: aws.Bool(true)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out.Item
-}
 
 // TestFollowTailsTheStream runs -follow against a real table: acquires made
 // after it starts turn into snapshots, and it stops cleanly when its
@@ -168,12 +48,12 @@ func TestFollowTailsTheStream(t *testing.T) {
 	}
 	db := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = true })
 	log := slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil))
-	agg, err := aggregator.New(db, aggregator.Config{TableName: tbl.Name}, aggregator.Options{Logger: log})
+	h, err := handler.New(db, handler.Settings{Config: aggregator.Config{TableName: tbl.Name}}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- followStream(ctx, awsCfg, db, agg, tbl.Name, true, log) }()
+	go func() { done <- followStream(ctx, awsCfg, db, h, tbl.Name, true, log) }()
 
 	lim, err := limiter.New(tbl.DB, tbl.Name, "fOlLoWnAmEs", limiter.Options{})
 	if err != nil {
@@ -186,7 +66,7 @@ func TestFollowTailsTheStream(t *testing.T) {
 	// The poller starts at LATEST once it has described the stream; keep
 	// acquiring until the snapshot shows up, within a bound.
 	deadline := time.Now().Add(30 * time.Second)
-	for len(scanUsage(t, tbl)) == 0 {
+	for usageCount(t, tbl) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("no snapshot from -follow within 30 s")
 		}
@@ -262,4 +142,18 @@ func TestLambdaBuildHasNoLocalModes(t *testing.T) {
 	if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(stderr.String(), "serves Lambda only") {
 		t.Fatalf("the Lambda build outside Lambda: %v\n%s", err, stderr.String())
 	}
+}
+
+// usageCount is the number of usage snapshot items in tbl.
+func usageCount(t *testing.T, tbl *ddbtest.Table) int32 {
+	t.Helper()
+	out, err := tbl.DB.Scan(context.Background(), &dynamodb.ScanInput{
+		TableName: aws.String(tbl.Name), Select: types.SelectCount,
+		FilterExpression:          aws.String("begins_with(SK, :usage)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":usage": schema.Str("#" + schema.PrefixUsage)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.Count
 }

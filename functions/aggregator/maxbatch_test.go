@@ -2,9 +2,9 @@ package main
 
 // BenchmarkMaxBatch states the Lambda's memory at the largest batch an event
 // source mapping can deliver (BatchSize 10,000): main's handler (wire and
-// handler, as main wires them) behind aws-lambda-go's own handler adapter
+// Invoke, as main wires them) behind aws-lambda-go's own handler adapter
 // (lambda.NewHandler, the code lambda.Start runs per invocation: JSON
-// decode of the payload, Handle, JSON encode of the response), on one
+// decode of the payload, Invoke, JSON encode of the response), on one
 // 10,000-record event against DynamoDB Local.
 //
 // The event: 10,000 MODIFY records of 500 buckets (entities `key-000` to
@@ -108,8 +108,8 @@ func BenchmarkMaxBatch(b *testing.B) {
 	b.ReportMetric(maxBatchRecords, "records/op")
 }
 
-// wiredHandler wires the aggregator as main does and wraps main's handler
-// as lambda.Start would. The EMF sink wire points at os.Stdout is pointed at
+// wiredHandler wires the handler as main does and wraps its Invoke as
+// lambda.Start would. The EMF sink wire points at os.Stdout is pointed at
 // the null device for the benchmark's output.
 func wiredHandler(b *testing.B) lambda.Handler {
 	b.Helper()
@@ -120,12 +120,12 @@ func wiredHandler(b *testing.B) lambda.Handler {
 	b.Cleanup(func() { _ = null.Close() })
 	stdout := os.Stdout
 	os.Stdout = null
-	agg, _, err := wire(context.Background(), quietLogger(), true)
+	h, _, err := wire(context.Background(), quietLogger(), true)
 	os.Stdout = stdout
 	if err != nil {
 		b.Fatal(err)
 	}
-	return lambda.NewHandler(handler(agg))
+	return lambda.NewHandler(h.Invoke)
 }
 
 // heapSampler records the peak heap while it runs.

@@ -18,13 +18,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/aggregator"
-	"github.com/zae-limiter/zae-limiter-go/core/aggregator/maintenance"
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/control"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 	"github.com/zae-limiter/zae-limiter-go/core/streampoll"
+	aggregatorhandler "github.com/zae-limiter/zae-limiter-go/functions/aggregator/handler"
 	"github.com/zae-limiter/zae-limiter-go/functions/provisioner/customresource"
 	"github.com/zae-limiter/zae-limiter-go/functions/provisioner/handler"
 	"github.com/zae-limiter/zae-limiter-go/internal/clock"
@@ -173,17 +173,14 @@ func runTheCode(t *testing.T) observed {
 
 	// The aggregator and its maintainer, on everything the stream holds.
 	adb := dynamodb.New(tbl.DB.Options(), out.aggregator.Option())
-	cfg, err := aggregator.ConfigFromEnv(func(k string) string { return map[string]string{"TABLE_NAME": tbl.Name}[k] })
+	s, err := aggregatorhandler.SettingsFromEnv(func(k string) string { return map[string]string{"TABLE_NAME": tbl.Name}[k] })
 	check(nil, err)
 	var emf bytes.Buffer // one document a line; the poller invokes one batch at a time
-	quiet := slog.New(slog.DiscardHandler)
-	agg, err := aggregator.New(adb, cfg, aggregator.Options{
-		Clock: clk.Now, Metrics: aggregator.WriterSink(&emf), Logger: quiet,
-		Maintainer: maintenance.New(adb, tbl.Name, maintenance.Options{Clock: clk.Now, Logger: quiet}),
-	})
+	s.Clock, s.Metrics = clk.Now, aggregator.WriterSink(&emf)
+	aggHandler, err := aggregatorhandler.New(adb, s, slog.New(slog.DiscardHandler))
 	check(nil, err)
 	poller, err := streampoll.New(tbl.Streams, tbl.StreamARN, streampoll.Options{
-		Handler: agg.Handle, StartingPosition: streampoll.TrimHorizon, MaxRetries: 3, BisectOnError: true,
+		Handler: aggHandler.Handle, StartingPosition: streampoll.TrimHorizon, MaxRetries: 3, BisectOnError: true,
 	})
 	check(nil, err)
 	st, err := poller.DrainOnce(ctx)

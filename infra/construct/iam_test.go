@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/zae-limiter/zae-limiter-go/core/aggregator"
+	aggregatorhandler "github.com/zae-limiter/zae-limiter-go/functions/aggregator/handler"
 	"github.com/zae-limiter/zae-limiter-go/infra/construct"
 	"github.com/zae-limiter/zae-limiter-go/infra/internal/cfneval"
 )
@@ -173,10 +174,10 @@ func TestPoliciesAreWhatTheCodeCalls(t *testing.T) {
 }
 
 // TestAggregatorEnvironmentIsWhatItReads: the aggregator's environment in
-// the stack is exactly the variables aggregator.ConfigFromEnv reads.
+// the stack is exactly the variables aggregatorhandler.SettingsFromEnv reads.
 func TestAggregatorEnvironmentIsWhatItReads(t *testing.T) {
 	read := map[string]bool{}
-	if _, err := aggregator.ConfigFromEnv(func(k string) string {
+	if _, err := aggregatorhandler.SettingsFromEnv(func(k string) string {
 		read[k] = true
 		return map[string]string{"TABLE_NAME": "t"}[k]
 	}); err != nil {

@@ -11,9 +11,9 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 
-	"github.com/zae-limiter/zae-limiter-go/core/aggregator"
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/version"
+	aggregatorhandler "github.com/zae-limiter/zae-limiter-go/functions/aggregator/handler"
 )
 
 // Props are the stack's settings (docs/design.md §13). The zero value of
@@ -214,7 +214,7 @@ func resolve(p Props) (settings, error) {
 	}
 	// The aggregator's own parser judges its environment, so the stack never
 	// deploys one the function refuses at start-up.
-	if _, err := aggregator.ConfigFromEnv(func(k string) string { return aggregatorEnv(s, "table")[k] }); err != nil {
+	if _, err := aggregatorhandler.SettingsFromEnv(func(k string) string { return aggregatorEnv(s, "table")[k] }); err != nil {
 		errs = append(errs, err)
 	}
 	for name, v := range map[string]string{"LambdaVersion": s.LambdaVersion, "SchemaVersion": s.SchemaVersion} {
@@ -266,8 +266,8 @@ func buildZip(dir, function string) (awslambda.Code, error) {
 	return awslambda.Code_FromAsset(&path, nil), nil
 }
 
-// aggregatorEnv is the aggregator's environment: the variables
-// aggregator.ConfigFromEnv reads (docs/design.md §13).
+// aggregatorEnv is the aggregator's environment: the variables its
+// handler reads (aggregatorhandler.SettingsFromEnv, docs/design.md §13).
 func aggregatorEnv(s settings, table string) map[string]string {
 	return map[string]string{
 		"TABLE_NAME":        table,

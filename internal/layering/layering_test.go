@@ -101,6 +101,9 @@ func TestRule(t *testing.T) {
 		{"core/provision", "functions/provisioner", false},
 		{"core/newpkg", "core/schema", false}, // undeclared
 		{"functions/provisioner/handler", "core/provision", true},
+		{"functions/aggregator/handler", "core/aggregator", true},
+		{"core/aggregator", "functions/aggregator/handler", false},
+		{"infra/construct", "functions/aggregator/handler", true},
 		{"functions/aggregator", "internal/ddblocal", false},
 		{"functions/aggregator", "cmd/zl-local", false},
 		{"infra/construct", "core/manifest", true},

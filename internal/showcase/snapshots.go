@@ -14,9 +14,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/aggregator"
-	"github.com/zae-limiter/zae-limiter-go/core/aggregator/maintenance"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 	"github.com/zae-limiter/zae-limiter-go/core/streampoll"
+	"github.com/zae-limiter/zae-limiter-go/functions/aggregator/handler"
 )
 
 // snapshots runs the aggregator on the table's real stream, as its Lambda
@@ -26,9 +26,7 @@ import (
 func (d *demo) snapshots(ctx context.Context) error {
 	logs := &bytes.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
-	agg, err := aggregator.New(d.db, aggregator.Config{TableName: d.table}, aggregator.Options{
-		Logger: log, Maintainer: maintenance.New(d.db, d.table, maintenance.Options{Logger: log}),
-	})
+	h, err := handler.New(d.db, handler.Settings{Config: aggregator.Config{TableName: d.table}}, log)
 	if err != nil {
 		return err
 	}
@@ -37,7 +35,7 @@ func (d *demo) snapshots(ctx context.Context) error {
 		p, err := streampoll.New(d.streams, d.streamARN, streampoll.Options{
 			Logger: slog.New(slog.DiscardHandler),
 			Handler: func(ctx context.Context, ev events.DynamoDBEvent) (resp events.DynamoDBEventResponse, err error) {
-				resp, err = agg.Handle(ctx, ev)
+				resp, err = h.Handle(ctx, ev)
 				reported += len(resp.BatchItemFailures)
 				return resp, err
 			},

@@ -10,8 +10,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/zae-limiter/zae-limiter-go/core/aggregator"
-	"github.com/zae-limiter/zae-limiter-go/core/aggregator/maintenance"
 	"github.com/zae-limiter/zae-limiter-go/core/streampoll"
+	"github.com/zae-limiter/zae-limiter-go/functions/aggregator/handler"
 )
 
 // follower is the aggregator on the table's stream, as the Lambda's event
@@ -23,7 +23,7 @@ type follower struct {
 	w       *world
 	streams streampoll.StreamsAPI
 	arn     string
-	agg     *aggregator.Aggregator
+	h       *handler.Handler
 
 	mu      sync.Mutex
 	cancel  context.CancelFunc
@@ -34,21 +34,18 @@ type follower struct {
 }
 
 func newFollower(w *world, streams streampoll.StreamsAPI, arn string) (*follower, error) {
-	log := slog.New(slog.DiscardHandler)
-	agg, err := aggregator.New(w.db, aggregator.Config{TableName: w.table}, aggregator.Options{
-		Logger: log, Maintainer: maintenance.New(w.db, w.table, maintenance.Options{Logger: log}),
-	})
+	h, err := handler.New(w.db, handler.Settings{Config: aggregator.Config{TableName: w.table}}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return nil, err
 	}
-	return &follower{w: w, streams: streams, arn: arn, agg: agg}, nil
+	return &follower{w: w, streams: streams, arn: arn, h: h}, nil
 }
 
 func (f *follower) poller() (*streampoll.Poller, error) {
 	return streampoll.New(f.streams, f.arn, streampoll.Options{
 		Logger: slog.New(slog.DiscardHandler), MaxRetries: 3, BisectOnError: true, PollInterval: 50 * time.Millisecond,
 		Handler: func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-			resp, err := f.agg.Handle(ctx, ev)
+			resp, err := f.h.Handle(ctx, ev)
 			f.mu.Lock()
 			f.records += len(ev.Records)
 			f.batches++

@@ -30,34 +30,11 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/functions/provisioner/customresource"
 )
 
-// Settings are the function's configuration (its environment).
-type Settings struct {
-	// Table is the stack's table (TABLE_NAME); a manifest or invocation
-	// may name another.
-	Table string
-	// StampTTL bounds bypass and soft stamp deadlines
-	// (ZAEL_STAMP_TTL_SECONDS, default 60 s).
-	StampTTL time.Duration
-	// LambdaVersion is the lambda_version stamped when the version
-	// stamp's LambdaVersion property is absent (ZAEL_LAMBDA_VERSION,
-	// default config.BuildVersion). The bound is the build's own version:
-	// a stamp, or this setting, above config.BuildVersion is refused.
-	LambdaVersion string
-	// Clock is the wall clock (default time.Now).
-	Clock func() time.Time
-	// Respond tunes the CloudFormation answers.
-	Respond customresource.Options
-}
-
 // Handler serves every invocation of the provisioner function.
 type Handler struct {
-	db            provision.DB
-	table         string
-	stampTTL      time.Duration
-	lambdaVersion string
-	clock         func() time.Time
-	log           *slog.Logger
-	respond       customresource.Options
+	db  provision.DB
+	s   Settings // defaults filled in
+	log *slog.Logger
 }
 
 // New returns the handler of table through db.
@@ -71,8 +48,7 @@ func New(db provision.DB, s Settings, log *slog.Logger) *Handler {
 	if s.Respond.Logger == nil {
 		s.Respond.Logger = log
 	}
-	return &Handler{db: db, table: s.Table, stampTTL: s.StampTTL, lambdaVersion: s.LambdaVersion,
-		clock: s.Clock, log: log, respond: s.Respond}
+	return &Handler{db: db, s: s, log: log}
 }
 
 // Invoke is the Lambda entry point. No panic escapes it: one in a
@@ -94,12 +70,12 @@ func (h *Handler) Invoke(ctx context.Context, raw json.RawMessage) (res any, err
 			// CloudFormation waits for an answer: it gets the reason. A
 			// send that fails is logged; the decode error is returned
 			// either way.
-			_, _ = customresource.Fail(ctx, *ev.undecoded, err, h.respond)
+			_, _ = customresource.Fail(ctx, *ev.undecoded, err, h.s.Respond)
 		}
 		return nil, err
 	}
 	if ev.request != nil {
-		resp, err := customresource.Run(ctx, *ev.request, h.customResource, h.respond)
+		resp, err := customresource.Run(ctx, *ev.request, h.customResource, h.s.Respond)
 		if err != nil {
 			return nil, err
 		}
@@ -223,7 +199,7 @@ func (h *Handler) applyLimits(ctx context.Context, ev cfn.Event) (string, map[st
 	if err != nil {
 		return "", nil, err
 	}
-	table := h.table
+	table := h.s.Table
 	if m.TableName != "" {
 		table = m.TableName
 	}
@@ -501,7 +477,7 @@ func (h *Handler) report(res *provision.Result) map[string]string {
 func (h *Handler) versionStamp(ctx context.Context, ev cfn.Event) (string, map[string]string, error) {
 	table, _ := ev.ResourceProperties["TableName"].(string)
 	if table == "" {
-		table = h.table
+		table = h.s.Table
 	}
 	id := table + "/version-stamp"
 	if ev.RequestType == cfn.RequestDelete {
@@ -509,16 +485,16 @@ func (h *Handler) versionStamp(ctx context.Context, ev cfn.Event) (string, map[s
 	}
 	lv, _ := ev.ResourceProperties["LambdaVersion"].(string)
 	sv, _ := ev.ResourceProperties["SchemaVersion"].(string)
-	if err := checkStamp(lv, sv, h.lambdaVersion); err != nil {
+	if err := checkStamp(lv, sv, h.s.LambdaVersion); err != nil {
 		return "", nil, err
 	}
 	if lv == "" {
-		lv = h.lambdaVersion
+		lv = h.s.LambdaVersion
 	}
 	if sv == "" {
 		sv = config.SchemaVersion
 	}
-	st := config.NewStore(h.db, table, config.WithCacheTTL(-1), config.WithClock(h.clock), config.WithLogger(h.log))
+	st := config.NewStore(h.db, table, config.WithCacheTTL(-1), config.WithClock(h.s.Clock), config.WithLogger(h.log))
 	if err := st.WriteVersion(ctx, config.VersionRecord{SchemaVersion: sv, LambdaVersion: lv, UpdatedBy: principal(ev)}); err != nil {
 		return "", nil, err
 	}
@@ -608,7 +584,7 @@ func (h *Handler) invoke(ctx context.Context, inv invocation) (*invocationResult
 	if err != nil {
 		return nil, err
 	}
-	table := h.table
+	table := h.s.Table
 	if inv.TableName != "" {
 		table = inv.TableName
 	}
@@ -694,5 +670,5 @@ func (e *NamespaceMismatchError) Error() string {
 }
 
 func (h *Handler) provisioner(table string) *provision.Provisioner {
-	return provision.New(h.db, table, provision.Options{Clock: h.clock, StampTTL: h.stampTTL, Logger: h.log})
+	return provision.New(h.db, table, provision.Options{Clock: h.s.Clock, StampTTL: h.s.StampTTL, Logger: h.log})
 }

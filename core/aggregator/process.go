@@ -29,7 +29,7 @@ type batchStats struct {
 	runs     int // snapshot runs planned
 	writes   int // snapshot UpdateItems that applied ("snapshots_updated")
 	failures int // snapshot runs whose work is not done
-	reported int // BatchItemFailures returned
+	reported int // records to redeliver from returned (0 or 1)
 	maint    maintenance.Stats
 	// lag is now − the oldest ApproximateCreationDateTime; hasLag is false
 	// when no record carries one.
@@ -38,18 +38,19 @@ type batchStats struct {
 	took   time.Duration
 }
 
-// handle is Handle without the panic guard: docs/design.md §6 order of work.
-func (a *Aggregator) handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+// process is Process without the panic guard: docs/design.md §6 order of
+// work.
+func (a *Aggregator) process(ctx context.Context, records []events.DynamoDBEventRecord) (Result, error) {
 	started := time.Now()
 	now := a.now()
-	st := batchStats{records: len(ev.Records)}
+	st := batchStats{records: len(records)}
 
 	// 1. Parse and classify.
 	// The batch's records are parsed into one slab, not one allocation each.
-	recs := make([]*bucketRecord, 0, len(ev.Records))
-	slab := make([]bucketRecord, len(ev.Records))
+	recs := make([]*bucketRecord, 0, len(records))
+	slab := make([]bucketRecord, len(records))
 	var oldest time.Time
-	for i, rec := range ev.Records {
+	for i, rec := range records {
 		if at := rec.Change.ApproximateCreationDateTime.Time; !at.IsZero() && at.Unix() > 0 && (oldest.IsZero() || at.Before(oldest)) {
 			oldest = at
 		}
@@ -128,18 +129,18 @@ func (a *Aggregator) handle(ctx context.Context, ev events.DynamoDBEvent) (event
 		}
 	}
 
-	// 7. Response. Lambda treats the reported sequence numbers of a stream
+	// 7. Result. Lambda treats the reported sequence numbers of a stream
 	// batch as a checkpoint: it restarts from the lowest and redelivers
 	// everything after it, whatever else is listed. Only the lowest is
 	// returned (docs in package aggregator).
-	var resp events.DynamoDBEventResponse
+	var res Result
 	if lowest != nil {
-		resp.BatchItemFailures = []events.DynamoDBBatchItemFailure{{ItemIdentifier: lowest.seq}}
+		res.RedeliverFrom = lowest.seq
 		st.reported = 1
 	}
 	st.took = time.Since(started)
 	a.summarise(ctx, now, st)
-	return resp, nil
+	return res, nil
 }
 
 // runMaintainer runs the best-effort maintenance. Its failures are never

@@ -1,0 +1,68 @@
+// Package handler is the aggregator function's handler (docs/design.md §6):
+// it decodes a DynamoDB Streams event, hands its records to the aggregator
+// of core/aggregator (usage snapshots, then bucket maintenance) and answers
+// the event source mapping with partial batch failures. The function's main
+// wires it; the -event flag and `make run` call RunEvent, the stream
+// poller outside Lambda calls Handle.
+package handler
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/zae-limiter/zae-limiter-go/core/aggregator"
+	"github.com/zae-limiter/zae-limiter-go/core/aggregator/maintenance"
+)
+
+// DB is the part of the DynamoDB client the aggregator and its maintainer
+// use.
+type DB interface {
+	aggregator.DB
+	maintenance.DB
+}
+
+// Handler serves every invocation of the aggregator function.
+type Handler struct {
+	agg *aggregator.Aggregator
+}
+
+// New returns the handler of s.Config.TableName through db: the aggregator
+// with its maintainer, both logging to log.
+func New(db DB, s Settings, log *slog.Logger) (*Handler, error) {
+	agg, err := aggregator.New(db, s.Config, aggregator.Options{
+		Clock:      s.Clock,
+		Logger:     log,
+		Metrics:    s.Metrics,
+		Maintainer: maintenance.New(db, s.Config.TableName, maintenance.Options{Clock: s.Clock, Logger: log}),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Handler{agg: agg}, nil
+}
+
+// Invoke is the Lambda entry point: the payload decoded as an Event, then
+// Handle.
+func (h *Handler) Invoke(ctx context.Context, e Event) (events.DynamoDBEventResponse, error) {
+	return h.Handle(ctx, events.DynamoDBEvent(e))
+}
+
+// Handle processes one batch and answers as an event source mapping with
+// ReportBatchItemFailures expects: when some snapshot work is not done, one
+// BatchItemFailure, the lowest sequence number to redeliver from
+// (aggregator.Result); none when all of it is. An error (a panic inside
+// the aggregator) fails the whole batch. It has the shape of
+// streampoll.Handler, which stands in for the mapping outside Lambda.
+func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+	res, err := h.agg.Process(ctx, ev.Records)
+	if err != nil {
+		return events.DynamoDBEventResponse{}, err
+	}
+	var resp events.DynamoDBEventResponse
+	if res.RedeliverFrom != "" {
+		resp.BatchItemFailures = []events.DynamoDBBatchItemFailure{{ItemIdentifier: res.RedeliverFrom}}
+	}
+	return resp, nil
+}
