@@ -198,7 +198,7 @@ func resolve(p Props) (settings, error) {
 	inRange("LambdaMemorySize", s.LambdaMemorySize, 128, 3008)
 	inRange("LambdaTimeoutSeconds", s.LambdaTimeoutSeconds, 1, 900)
 	inRange("LambdaDurationThresholdMs", s.LambdaDurationThresholdMs, 1, 900000)
-	inRange("StampTTLSeconds", s.StampTTLSeconds, 1, 86400)
+	inRange("StampTTLSeconds", s.StampTTLSeconds, 1, 3600) // the provisioner refuses more at start-up
 	if s.PITRRecoveryPeriodDays != 0 {
 		inRange("PITRRecoveryPeriodDays", s.PITRRecoveryPeriodDays, 1, 35)
 	}

@@ -277,6 +277,7 @@ func TestPropsAreChecked(t *testing.T) {
 		"SnapshotRetentionDays":  {SnapshotRetentionDays: 4000},
 		"LambdaMemorySize":       {LambdaMemorySize: 64},
 		"LambdaTimeoutSeconds":   {LambdaTimeoutSeconds: 901},
+		"StampTTLSeconds":        {StampTTLSeconds: 3601}, // above what the provisioner starts with
 		"PITRRecoveryPeriodDays": {PITRRecoveryPeriodDays: 36},
 		"LogRetentionDays":       {LogRetentionDays: 31},
 		"SNAPSHOT_WINDOWS":       {SnapshotWindows: "hourly,weekly"},
