@@ -25,22 +25,22 @@ type AccessOptions struct {
 type Walk struct {
 	// Mode is the first explicit `disabled` value in walk order —
 	// AccessDisabled, AccessEnforce or AccessBypass — or AccessEnforce when
-	// no item sets one. Never AccessInherit.
+	// no level sets one. Never AccessInherit.
 	Mode Access
-	// Level is the item that decided Mode (LevelEntity, LevelEntityDefault,
+	// Level is the level that decided Mode (LevelEntity, LevelEntityDefault,
 	// LevelResource) or LevelNone.
 	Level Level
 	// Cascade is the first explicit `cascade` in walk order, or
-	// CascadeUnset; CascadeLevel is the item that set it.
+	// CascadeUnset; CascadeLevel is the level that set it.
 	Cascade      CascadePolicy
 	CascadeLevel Level
-	// Limits is the limit set recomputed from the items just read (soft
+	// Limits is the limit set recomputed from the configs just read (soft
 	// flags included), by the rule of docs/design.md §7; Source is its level.
 	// Without IncludeSystem, Limits is empty and Source LevelNone when only
 	// the system level has limits.
 	Limits []limit.Limit
 	Source Level
-	// OnUnavailable is the system item's value; read only with
+	// OnUnavailable is the system config's value; read only with
 	// IncludeSystem.
 	OnUnavailable OnUnavailable
 	// ReadAt is the clock reading taken when the read was issued; stamp
@@ -109,8 +109,8 @@ func (r *Resolver) ResolveAccess(ctx context.Context, ns, entity, resource strin
 
 // EffectiveCascade reports whether entity e cascades to its parent on a
 // resource whose walk found policy (docs/design.md §7): never without a parent;
-// otherwise the explicit policy when set, else the entity-wide META
-// default.
+// otherwise the explicit policy when set, else the entity's own default
+// (Entity.Cascade).
 func EffectiveCascade(e Entity, policy CascadePolicy) bool {
 	if e.ParentID == "" {
 		return false

@@ -48,6 +48,7 @@ type Problem struct {
 // the problems it skipped.
 type Decoded struct {
 	Config
+	// Problems are the corrupt or misplaced pieces decoding skipped.
 	Problems []Problem
 }
 

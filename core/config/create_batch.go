@@ -15,16 +15,19 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
-// NewEntityConfig is an entity-level config item to create: what
-// SetEntityLimits, SetAccess and SetCascade would leave on a key that had no
-// item.
+// NewEntityConfig is an entity's config on one resource to create: what
+// SetEntityLimits, SetAccess and SetCascade would leave where the entity
+// had no config on the resource.
 type NewEntityConfig struct {
+	// Entity is the entity's id.
 	Entity string
 	// Resource is a resource or `_default_`.
 	Resource string
-	// Limits may be empty (an item that only sets access or cascade).
-	Limits  []limit.Limit
-	Access  Access
+	// Limits may be empty (a config that only sets access or cascade).
+	Limits []limit.Limit
+	// Access is the access setting (AccessInherit: none).
+	Access Access
+	// Cascade is the cascade policy (CascadeUnset: none).
 	Cascade CascadePolicy
 }
 

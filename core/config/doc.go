@@ -1,35 +1,47 @@
-// Package config is the configuration side of the table: entities (R4), the
-// limit config items of the four levels (R5 entity per resource, R5
-// entity `_default_`, R6 resource, R7 system) with their registries (R8, R9),
-// limit resolution with its per-slot cache (docs/design.md §7), the uncached access
-// and cascade walk (docs/design.md §7), the `on_unavailable` precedence (docs/design.md §7) and
-// the version record (R3, docs/design.md §2).
+// Package config reads the limiter's configuration from the table:
+// namespaces (a name and the id minted for it), entities (an id, a parent
+// and whether its acquires cascade to it), and the config of the four
+// levels — an entity on a resource, an entity's default for every
+// resource, a resource, and the namespace's system level. Each level holds
+// limits; a resource or an entity also the access setting (disabled, a
+// carve-out, bypass) and the cascade policy; the system level also
+// on_unavailable. It resolves the limits of an entity on a resource, the
+// first level with limits winning, with a cache (docs/design.md §7), walks
+// the access and cascade settings uncached, and checks and stamps the
+// table's version record (docs/design.md §2).
+//
+// Operators do not write through this package: core/control is the one
+// door for every write of limits, access, cascade, entities and namespaces
+// (docs/design.md §8), which records each change in the audit trail and
+// brings the buckets already in use in line; core/provision applies
+// manifests through the same writes. The storage half of those writes,
+// [Writer], opens only with a capability that code outside core/ cannot
+// name.
 //
 // # Pieces
 //
-//   - Codecs, pure: [EncodeLimits], [EncodeConfigItem], [DecodeConfigItem],
-//     [DecodeEntity]. Decoding follows docs/design.md §2: a limit exists iff
-//     `l_{n}_cp` and the other numeric fields are present; a corrupt limit
-//     is skipped and reported as a [Problem]. Attributes of features this
-//     version does not implement (hidden `w_` session limits, schedules,
-//     `reset_after`, quotas, and the ADR-143 merge fields) make the item
-//     unsupported: decoding returns an [*UnsupportedConfigError] and callers
-//     fail closed (docs/design.md §7) instead of enforcing a partial set.
-//   - [Store]: entity, namespace and config reads against one table,
-//     through the [DB] interface (*dynamodb.Client satisfies it).
-//   - [Writer]: the writes of config items, entities and namespaces. It
-//     opens only with a capability that code outside core/ cannot name:
-//     operators write through core/control, the one door, which audits each
-//     change and brings stamped buckets in line (docs/design.md §8).
-//   - [Resolver]: cached limit resolution (one BatchGetItem for all misses,
-//     GetItem fallback), [Resolver.ResolveAccess] (uncached walk) and
-//     [Resolver.OnUnavailable].
-//   - Versions: [Store.CheckVersion], [Store.WriteVersion].
+//   - [Store]: reads of entities, namespaces and config against one table,
+//     through the [DB] interface (*dynamodb.Client satisfies it), and the
+//     version record: [Store.CheckVersion], [Store.StampVersion], the
+//     writer gate [Store.RequireReaders].
+//   - [Resolver]: cached limit resolution, the uncached access and cascade
+//     walk [Resolver.ResolveAccess], and [Resolver.OnUnavailable].
+//   - [Writer]: the storage half of the operator writes (above).
+//   - The item codec, pure: [EncodeLimits], [EncodeConfigItem],
+//     [DecodeConfigItem], [DecodeEntity], by the rules of docs/design.md §2.
+//     A corrupt limit is skipped and reported as a [Problem]. Features this version does not implement
+//     (session limits, schedules, `reset_after`, quotas, the ADR-143 merge
+//     fields) make a config unsupported: decoding returns an
+//     [*UnsupportedConfigError] and callers fail closed (docs/design.md §7)
+//     instead of enforcing part of it.
 //
-// Everything validates its inputs at the boundary (docs/design.md §2) and writes
-// nothing on bad input; validation failures are *schema.ValidationError.
-// Nothing here holds package-level mutable state; clocks and entropy are
-// injected with [Option]s.
+// The table's records are named R1 to R14 in docs/design.md §2; the codec
+// and the Writer's docs use those names where they describe storage.
+// Everything validates its inputs at the boundary (docs/design.md §2) and
+// writes nothing on bad input; validation failures are
+// *schema.ValidationError. Nothing here holds package-level mutable state;
+// the clock and the entropy are injected with [WithClock] and
+// [WithEntropy].
 //
 // Comments cite the Python project's decision records as ADR-n (ADR-151
 // decision 4: a numbered decision of that record); docs/compatibility.md

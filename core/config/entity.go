@@ -18,8 +18,12 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
-// Entity is an entity's metadata item (R4, docs/design.md §2).
+// Entity is what a namespace records of one entity (an API key, a user, a
+// tenant: whoever acquires): its name, its parent and whether it cascades
+// to it (R4, docs/design.md §2). An entity need not be recorded to acquire
+// or to carry limits.
 type Entity struct {
+	// ID is the entity's id, unique in its namespace.
 	ID string
 	// Name is the display name; it defaults to ID.
 	Name string
@@ -27,14 +31,19 @@ type Entity struct {
 	ParentID string
 	// Cascade is the entity-wide cascade default (docs/design.md §7).
 	Cascade bool
-	// PGen is the parent generation (ADR-150); 0 when absent.
+	// PGen is the parent generation, which a move to another parent
+	// increments (ADR-150); 0 when never set.
 	PGen int64
-	// Pinc is the incarnation id (a ULID); "0" for an entity created before
+	// Pinc is the incarnation id (a ULID), new each time the id is
+	// created: the operation ids of resets and top-ups count per
+	// incarnation, so those of a deleted entity do not count for a new one
+	// of the same id. "0" for an entity never created, or created before
 	// the field existed.
-	Pinc     string
+	Pinc string
+	// Metadata is free-form string metadata.
 	Metadata map[string]string
-	// CreatedAt is the creation time, whole seconds; zero when the item's
-	// `created_at` does not parse.
+	// CreatedAt is the creation time, whole seconds; zero when the stored
+	// time does not parse.
 	CreatedAt time.Time
 }
 
@@ -202,7 +211,8 @@ func (s *Store) GetEntity(ctx context.Context, ns, id string) (Entity, error) {
 	return DecodeEntity(it), nil
 }
 
-// DecodeEntity decodes a META item (R4). Missing or mistyped attributes take
+// DecodeEntity decodes an entity's stored record (its META item, R4).
+// Missing or mistyped attributes take
 // their defaults: name = id, no parent, cascade false, pgen 0, pinc "0",
 // empty metadata (non-S values skipped), zero CreatedAt. When `entity_id`
 // is absent the id is taken from the partition key.
@@ -245,8 +255,8 @@ func DecodeEntity(it map[string]types.AttributeValue) Entity {
 	return e
 }
 
-// Children returns the entities whose parent is parent, via GSI1, ordered by
-// id. A parent without children (or without META) yields an empty slice.
+// Children returns the entities whose parent is parent, ordered by id. A
+// parent without children (or not recorded) yields an empty slice.
 func (s *Store) Children(ctx context.Context, ns, parent string) ([]Entity, error) {
 	if err := validateNamespace(ns); err != nil {
 		return nil, err

@@ -7,9 +7,11 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
-// EntityNotFoundError reports an entity without a META item (docs/design.md §5,
-// category Entity). Match it with errors.As.
+// EntityNotFoundError reports an entity that is not recorded (never
+// created, or deleted; docs/design.md §5, category Entity). Match it with
+// errors.As.
 type EntityNotFoundError struct {
+	// EntityID is the entity looked for.
 	EntityID string
 }
 
@@ -21,6 +23,7 @@ func (e *EntityNotFoundError) Error() string {
 // EntityExistsError reports a create of an entity that already exists
 // (docs/design.md §5, category Entity).
 type EntityExistsError struct {
+	// EntityID is the entity's id.
 	EntityID string
 }
 
@@ -62,12 +65,13 @@ func (e *VersionMismatchError) Error() string {
 		e.ClientMinVersion + "; upgrade the client"
 }
 
-// MissingVersionError reports a table without its version record (R3,
-// `_/SYSTEM#` / `#VERSION`): nothing has stamped it, so the client cannot
-// check it may run there, and writers of gated features refuse it. A
-// deployed stack stamps it (its version stamp custom resource); a table
-// made by hand is stamped with Store.StampVersion.
+// MissingVersionError reports a table without its version record
+// (docs/design.md §2): nothing has stamped it, so the client cannot check
+// it may run there, and writers of gated features refuse it. A deployed
+// stack stamps it (its version stamp custom resource); a table made by
+// hand is stamped with Store.StampVersion.
 type MissingVersionError struct {
+	// Table is the table's name.
 	Table string
 }
 
@@ -84,8 +88,11 @@ const MigrationGuideURL = "https://github.com/zeroae/zae-limiter/blob/main/docs/
 // from the client's major version (docs/design.md §2, §5, category Version), or
 // whose schema_version cannot be parsed. Never retry.
 type IncompatibleSchemaError struct {
-	ClientVersion     string
-	SchemaVersion     string
+	// ClientVersion is this build's version.
+	ClientVersion string
+	// SchemaVersion is the table's schema version, as stored.
+	SchemaVersion string
+	// MigrationGuideURL is where to read how to migrate (MigrationGuideURL).
 	MigrationGuideURL string
 }
 
@@ -95,10 +102,10 @@ func (e *IncompatibleSchemaError) Error() string {
 		e.ClientVersion + " (major versions differ); see " + e.MigrationGuideURL
 }
 
-// UnsupportedConfigError reports a config item carrying a feature this
-// version does not implement: a hidden `w_` (reset_after/session) limit, a
-// limit under both prefixes, a schedule or reset schedule, `reset_after`, a
-// quota (refill amount 0), or the ADR-143 merge fields `inherit_limits`,
+// UnsupportedConfigError reports a config carrying a feature this version
+// does not implement: a session or reset_after limit (a hidden `w_` limit,
+// or a limit under both prefixes), a schedule or reset schedule, a quota
+// (refill amount 0), or the ADR-143 merge fields `inherit_limits`,
 // `exclude_limits`, `patch_limits` / `p_{n}_sched` (docs/design.md §7).
 //
 // Callers fail closed: the item's limits must not be enforced partially,
@@ -106,7 +113,7 @@ func (e *IncompatibleSchemaError) Error() string {
 // so on_unavailable=allow must not turn it into an admission. Setters refuse
 // to rewrite such an item.
 type UnsupportedConfigError struct {
-	// Item is the key of the config item.
+	// Item is the stored key of the config.
 	Item schema.Key
 	// Attribute is the first offending attribute, in name order.
 	Attribute string

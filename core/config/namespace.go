@@ -12,23 +12,35 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
-// Namespace states (docs/design.md §2).
+// Namespace states (docs/design.md §2): a deleted namespace, or one being
+// purged, no longer resolves.
 const (
 	NamespaceActive  = "active"
 	NamespaceDeleted = "deleted"
 	NamespacePurging = "purging"
 )
 
-// NamespaceNotFoundError reports a name with no live registration.
-type NamespaceNotFoundError struct{ Name string }
+// NamespaceNotFoundError reports a namespace that was never registered.
+type NamespaceNotFoundError struct {
+	// Name is the name looked up, or the id for a lookup by id.
+	Name string
+}
 
+// Error implements error.
 func (e *NamespaceNotFoundError) Error() string {
 	return fmt.Sprintf("namespace %q is not registered", e.Name)
 }
 
-// NamespaceStateError reports a registration that exists but is not usable.
-type NamespaceStateError struct{ Name, State string }
+// NamespaceStateError reports a namespace that is registered but no longer
+// usable: deleted, or being purged.
+type NamespaceStateError struct {
+	// Name is the namespace's name.
+	Name string
+	// State is NamespaceDeleted or NamespacePurging.
+	State string
+}
 
+// Error implements error.
 func (e *NamespaceStateError) Error() string {
 	return fmt.Sprintf("namespace %q is %s", e.Name, e.State)
 }
@@ -72,8 +84,9 @@ func (s *Store) registerNamespace(ctx context.Context, name string) (string, err
 	return id, nil
 }
 
-// ResolveNamespace returns the id of a registered, live namespace (R1
-// present with a status other than deleted or purging).
+// ResolveNamespace returns the id of the namespace name, read strongly
+// consistently: *NamespaceNotFoundError when it was never registered,
+// *NamespaceStateError when it is deleted or being purged.
 func (s *Store) ResolveNamespace(ctx context.Context, name string) (string, error) {
 	if err := schema.ValidateNamespaceName(name); err != nil {
 		return "", err
@@ -99,9 +112,9 @@ func (s *Store) ResolveNamespace(ctx context.Context, name string) (string, erro
 	return id, nil
 }
 
-// NamespaceName returns the name of the live namespace whose id is id, from
-// its reverse record (R2): *NamespaceNotFoundError when there is none,
-// *NamespaceStateError when it is deleted or being purged.
+// NamespaceName returns the name of the live namespace whose id is id:
+// *NamespaceNotFoundError when there is none, *NamespaceStateError when it
+// is deleted or being purged.
 func (s *Store) NamespaceName(ctx context.Context, id string) (string, error) {
 	if err := schema.ValidateNamespaceID(id); err != nil {
 		return "", err

@@ -24,15 +24,17 @@ type Resolved struct {
 	OnUnavailable OnUnavailable
 }
 
-// Resolver resolves limits through the config hierarchy with a per-slot
-// cache (docs/design.md §7), and walks access and cascade settings uncached
-// (docs/design.md §7). It is safe for concurrent use: the cache sits behind a mutex, and
-// a fill that races an invalidation is dropped (it only costs a later
-// call).
+// Resolver answers which limits apply to an entity on a resource: the
+// limits of the first of the four levels (entity on the resource, entity
+// default, resource, system) that has any, each level's config cached in a
+// slot (docs/design.md §7). It also walks the access and cascade settings
+// uncached (ResolveAccess). It is safe for concurrent use: the cache sits
+// behind a mutex, and a fill that races an invalidation is dropped (it
+// only costs a later call).
 //
-// The cache is per Resolver and keyed by item, so one Resolver serves any
-// number of namespaces. Entries live for the cache TTL by the injected
-// clock; absent items are cached too (negative entries). Each Store evicts
+// The cache is per Resolver and keyed by the config's key, so one Resolver
+// serves any number of namespaces. Entries live for the cache TTL by the
+// injected clock; a config found absent is cached too. Each Store evicts
 // the slots its own config writes touch; other writers' changes show when
 // the entries expire, or after Invalidate.
 type Resolver struct {

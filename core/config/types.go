@@ -2,17 +2,18 @@ package config
 
 import "github.com/zae-limiter/zae-limiter-go/core/limit"
 
-// Level is a config level (docs/design.md §7), also the source of resolved limits.
+// Level is a config level (docs/design.md §7), also the level resolved
+// limits or an access setting came from.
 type Level uint8
 
 // Levels, highest precedence first. LevelNone is "no level": no limits
 // anywhere, or no explicit access value.
 const (
 	LevelNone          Level = iota
-	LevelEntity              // entity config for the resource: `#CONFIG#{resource}`
-	LevelEntityDefault       // entity config for every resource: `#CONFIG#_default_`
-	LevelResource            // resource config R6
-	LevelSystem              // system config R7
+	LevelEntity              // the entity's config for the resource
+	LevelEntityDefault       // the entity's config for every resource (`_default_`)
+	LevelResource            // the resource's config
+	LevelSystem              // the namespace's system config
 )
 
 var levelNames = [...]string{"none", "entity", "entity_default", "resource", "system"}
@@ -26,17 +27,21 @@ func (l Level) String() string {
 	return "Level(?)"
 }
 
-// Access is the `disabled` attribute of a resource or entity config item
-// (docs/design.md §2, ADR-125, ADR-151), and the mode an access walk resolves to.
+// Access is who may use a resource: the `disabled` setting of a
+// resource's or an entity's config (docs/design.md §2, ADR-125, ADR-151),
+// and the mode an access walk resolves to. The walk takes the first
+// explicit setting on the way entity on the resource → entity default →
+// resource, so an entity's AccessEnforce carves it out of a disabled
+// resource.
 type Access uint8
 
-// Access values. AccessInherit (absent) is never a resolved mode: a walk
+// Access values. AccessInherit (not set) is never a resolved mode: a walk
 // that finds no explicit value resolves to AccessEnforce.
 const (
-	AccessInherit  Access = iota // attribute absent
-	AccessEnforce                // BOOL false: explicit enforce (a carve-out)
-	AccessDisabled               // BOOL true
-	AccessBypass                 // S "bypass"
+	AccessInherit  Access = iota // not set here: the next level decides (stored: absent)
+	AccessEnforce                // the limits apply; on an entity, a carve-out (stored: false)
+	AccessDisabled               // acquires are refused with 403 (stored: true)
+	AccessBypass                 // admitted and counted, no balance debited (stored: "bypass")
 )
 
 var accessNames = [...]string{"inherit", "enforce", "disabled", "bypass"}
@@ -49,15 +54,17 @@ func (a Access) String() string {
 	return "Access(?)"
 }
 
-// CascadePolicy is the `cascade` attribute of a resource or entity config
-// item (ADR-146): unset, or an explicit true or false.
+// CascadePolicy is whether an entity's acquires on a resource also debit
+// its parent's bucket: the `cascade` setting of a resource's or an
+// entity's config (ADR-146), which overrides the entity's own default
+// (Entity.Cascade).
 type CascadePolicy uint8
 
 // Cascade policies.
 const (
-	CascadeUnset CascadePolicy = iota // attribute absent: inherit
-	CascadeOn                         // BOOL true
-	CascadeOff                        // BOOL false
+	CascadeUnset CascadePolicy = iota // not set here: the next level, else the entity's default
+	CascadeOn                         // cascade to the parent
+	CascadeOff                        // do not cascade
 )
 
 var cascadeNames = [...]string{"unset", "true", "false"}
@@ -84,8 +91,8 @@ const (
 // Valid reports whether o is "allow" or "block".
 func (o OnUnavailable) Valid() bool { return o == OnUnavailableAllow || o == OnUnavailableBlock }
 
-// Config is the content of one config item that this package understands:
-// the limit set and, depending on the level, the access, cascade and
+// Config is the config of one level, as far as this version understands
+// it: the limit set and, depending on the level, the access, cascade and
 // on_unavailable settings.
 type Config struct {
 	// Limits is the level's limit set, sorted by name. Empty means the

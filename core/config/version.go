@@ -23,20 +23,29 @@ const SchemaVersion = "0.10.0"
 // this build stamps into the version record.
 const BuildVersion = "0.17.0"
 
-// VersionRecord is the version record R3 (`_/SYSTEM#`, `#VERSION`).
+// VersionRecord is the table's version record (R3, docs/design.md §2):
+// which table layout, which deployed readers and which minimum client the
+// table is at.
 type VersionRecord struct {
+	// SchemaVersion is the version of the table's layout.
 	SchemaVersion string
-	// LambdaVersion is "" when absent or NULL (no Lambda code proven).
-	LambdaVersion    string
+	// LambdaVersion is the version of the deployed Lambdas, the table's
+	// readers; "" when absent or NULL (no Lambda code proven).
+	LambdaVersion string
+	// ClientMinVersion is the oldest client allowed on the table; it only
+	// ever grows, as writers store features older clients would misread.
 	ClientMinVersion string
-	UpdatedAt        string
-	UpdatedBy        string
+	// UpdatedAt is when the record was last written (ISO 8601, seconds).
+	UpdatedAt string
+	// UpdatedBy is who last wrote it.
+	UpdatedBy string
 }
 
 // VersionCheck is the outcome of a successful CheckVersion.
 type VersionCheck struct {
 	// Found is false for a table without a version record.
-	Found  bool
+	Found bool
+	// Record is the version record read (zero when not Found).
 	Record VersionRecord
 	// LambdaUpdateAvailable reports a lambda_version whose release is below
 	// the client's (or that does not parse). The Go client deploys no code;
@@ -44,8 +53,9 @@ type VersionCheck struct {
 	LambdaUpdateAvailable bool
 }
 
-// CheckVersion is the client check on open (docs/design.md §2). It reads R3 strongly
-// consistently and returns, in this order:
+// CheckVersion is the client check on open (docs/design.md §2): may a
+// client of version own run on this table? It reads the version record
+// strongly consistently and returns, in this order:
 //
 //   - a *schema.ValidationError when own does not parse;
 //   - a *VersionMismatchError when own is below client_min_version (an
@@ -120,10 +130,11 @@ func (s *Store) StampVersion(ctx context.Context, updatedBy string) error {
 	return s.WriteVersion(ctx, VersionRecord{LambdaVersion: BuildVersion, UpdatedBy: updatedBy})
 }
 
-// WriteVersion stamps the version record R3 for `make run` and tests: it
-// sets schema_version (SchemaVersion when rec's is ""), lambda_version
-// (NULL when ""), updated_by (NULL when ""), updated_at (the clock, ISO
-// seconds) and the GSI4 keys, keeping other attributes. client_min_version
+// WriteVersion writes the version record, as the provisioner's version
+// stamp does (StampVersion is the common case): it sets schema_version
+// (SchemaVersion when rec's is ""), lambda_version (NULL when ""),
+// updated_by (NULL when ""), updated_at (the clock, ISO seconds) and the
+// record's index keys, keeping other attributes. client_min_version
 // only grows (docs/design.md §2): it becomes the larger of the stored value
 // and rec's ("" means 0.0.0), written under a condition that the stored
 // value is still the one read (retried on conflict). rec.UpdatedAt is

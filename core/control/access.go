@@ -21,8 +21,9 @@ import (
 //     *limiter.ResourceDisabled (403);
 //   - config.AccessEnforce stores false: on an entity, a carve-out that
 //     re-admits it to a disabled resource;
-//   - config.AccessBypass waives the limits: acquires are admitted,
-//     consumption is counted, no balance is debited (wcu still binds);
+//   - config.AccessBypass waives the limits: acquires are admitted and
+//     their consumption counted, but no balance is debited (the bucket's
+//     own write-capacity limit still binds);
 //   - config.AccessInherit removes the setting: the next level decides.
 //
 // SetAccess stores the setting (bypass after the version gate), records an
@@ -48,10 +49,11 @@ func (c *Controls) SetAccess(ctx context.Context, ns, entity, resource string, a
 }
 
 // StampAccess re-stamps the access of every bucket of sc from config read
-// uncached, bucket by bucket: `disabled` set while its pair resolves to
-// disabled, a `bypass` deadline while it resolves to bypass, both removed
-// otherwise. SetAccess calls it; it also repairs stamps after a partial
-// fan-out.
+// uncached, bucket by bucket: a bucket is stamped disabled while its
+// entity and resource resolve to disabled, given a bypass deadline
+// (StampTTL after the read) while they resolve to bypass, and cleared of
+// both otherwise. SetAccess calls it; it also finishes a fan-out that
+// stopped part way (FanoutIncompleteError).
 func (c *Controls) StampAccess(ctx context.Context, ns string, sc Scope) (Progress, error) {
 	defer c.changing()()
 	walks := newWalkMemo(c.store.Resolver(), ns)

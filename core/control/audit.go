@@ -12,15 +12,22 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
-// AuditEvent is one recorded operator change (R13).
+// AuditEvent is one recorded operator change: who changed what, and when.
+// Events are kept for Options.AuditRetention, also after the entity they
+// concern is deleted.
 type AuditEvent struct {
-	// EntityID is the entity the change concerns, `$RESOURCE:{resource}`
-	// for a resource-level change, or `$SYSTEM`.
+	// EntityID is the audit trail the event is in: the entity the change
+	// concerns, ResourceTrail(resource) for a change of a resource's own
+	// settings, or SystemTrail for a namespace-wide one.
 	EntityID string
-	// EventID is a ULID: events of one entity sort by time.
-	EventID   string
+	// EventID is a ULID: the events of one trail sort by time.
+	EventID string
+	// Timestamp is when the change was recorded, to the millisecond.
 	Timestamp time.Time
-	// Action names the change: access_set, access_cleared, …
+	// Action names the change: namespace_registered, entity_created,
+	// entity_deleted, limits_set, limits_deleted, access_set,
+	// access_cleared, cascade_set, cascade_cleared, on_unavailable_set,
+	// bucket_reset or bucket_topped_up.
 	Action string
 	// Principal is who asked for it ("" when not given).
 	Principal string
@@ -30,16 +37,25 @@ type AuditEvent struct {
 	Details map[string]string
 }
 
-// auditEntity is the audit partition of a change: the entity, or
-// `$RESOURCE:{resource}` for a resource-level one.
+// SystemTrail is the audit trail of a namespace's own changes: its
+// registration, its system limits and on_unavailable.
+const SystemTrail = "$SYSTEM"
+
+// ResourceTrail is the audit trail of the changes to a resource's own
+// settings (its limits, access and cascade policy); the changes of an
+// entity's settings on the resource are in the entity's trail.
+func ResourceTrail(resource string) string { return "$RESOURCE:" + resource }
+
+// auditEntity is the audit trail of a change: the entity's, or the
+// resource's for a resource-level one.
 func auditEntity(entity, resource string) string {
 	if entity == "" {
-		return "$RESOURCE:" + resource
+		return ResourceTrail(resource)
 	}
 	return entity
 }
 
-// auditItem is the R13 item of an event.
+// auditItem is the stored item of an event (R13).
 func (c *Controls) auditItem(ns, entity, action, principal, resource string, details map[string]string) (map[string]types.AttributeValue, error) {
 	now := c.now()
 	id, err := c.ids.New(now, c.entropy)
@@ -62,9 +78,10 @@ func (c *Controls) auditItem(ns, entity, action, principal, resource string, det
 	return it, nil
 }
 
-// Record writes one audit event in namespace ns: ev's EntityID, Action,
-// Principal, Resource and Details (EventID and Timestamp are assigned). A
-// declarative apply records its changes with it.
+// Record writes one audit event in namespace ns: ev's EntityID (the
+// trail), Action, Principal, Resource and Details; EventID and Timestamp
+// are assigned. A declarative apply (core/provision) records its changes
+// with it; the Controls' own writes record theirs themselves.
 func (c *Controls) Record(ctx context.Context, ns string, ev AuditEvent) error {
 	if _, _, err := schema.ParseAuditPK(schema.AuditPK(ns, ev.EntityID)); err != nil {
 		return err
@@ -84,10 +101,12 @@ func (c *Controls) recordAudit(ctx context.Context, ns, entity, action, principa
 	return nil
 }
 
-// AuditEvents lists the events of entity (or `$RESOURCE:{resource}`,
-// `$SYSTEM`) in namespace ns, oldest first, read strongly consistently.
-func (c *Controls) AuditEvents(ctx context.Context, ns, entity string) ([]AuditEvent, error) {
-	if _, _, err := schema.ParseAuditPK(schema.AuditPK(ns, entity)); err != nil {
+// AuditEvents lists the events of one audit trail of namespace ns, oldest
+// first, read strongly consistently. trail is an entity's id (the changes
+// of its settings, the resets and top-ups of its buckets),
+// ResourceTrail(resource) or SystemTrail.
+func (c *Controls) AuditEvents(ctx context.Context, ns, trail string) ([]AuditEvent, error) {
+	if _, _, err := schema.ParseAuditPK(schema.AuditPK(ns, trail)); err != nil {
 		return nil, err
 	}
 	var out []AuditEvent
@@ -97,12 +116,12 @@ func (c *Controls) AuditEvents(ctx context.Context, ns, entity string) ([]AuditE
 			TableName:                 aws.String(c.table),
 			KeyConditionExpression:    aws.String("#pk = :pk"),
 			ExpressionAttributeNames:  map[string]string{"#pk": schema.AttrPK},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": schema.Str(schema.AuditPK(ns, entity))},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": schema.Str(schema.AuditPK(ns, trail))},
 			ConsistentRead:            aws.Bool(true),
 			ExclusiveStartKey:         start,
 		})
 		if err != nil {
-			return nil, fmt.Errorf("control: audit events of %s: %w", entity, err)
+			return nil, fmt.Errorf("control: audit events of %s: %w", trail, err)
 		}
 		for _, it := range res.Items {
 			out = append(out, decodeAudit(it))

@@ -12,12 +12,14 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
-// SetCascade changes whether entities cascade to their parent on a
-// resource (ADR-146): the policy of the resource (entity ""), of an entity
-// on a resource, or of an entity for every resource (`_default_`);
-// config.CascadeUnset falls back to each entity's own default. It stores
-// the policy (after the version gate), records an audit event, and
-// re-stamps the owner stamp of every bucket in scope before it returns.
+// SetCascade changes whether an entity's acquires on a resource also debit
+// its parent's bucket (ADR-146): the policy of the resource (entity ""),
+// of an entity on a resource, or of an entity for every resource
+// (`_default_`); config.CascadeUnset falls back to each entity's own
+// default (config.EntityOptions.Cascade). It stores the policy (once the
+// table's readers understand it: the version gate), records an audit
+// event, and re-stamps every bucket in scope before it returns
+// (StampCascade).
 func (c *Controls) SetCascade(ctx context.Context, ns, entity, resource string, p config.CascadePolicy, principal string) (Progress, error) {
 	defer c.changing()()
 	if err := c.writer.SetCascade(ctx, ns, entity, resource, p); err != nil {
@@ -33,11 +35,12 @@ func (c *Controls) SetCascade(ctx context.Context, ns, entity, resource string, 
 	return c.StampCascade(ctx, ns, Scope{Entity: entity, Resource: resource})
 }
 
-// StampCascade re-stamps the owner stamp of every bucket of sc from the
-// entity's META and the cascade walk, both read fresh: `cascade` (the
-// entity has a parent, and the policy — else its own default — says so),
-// `parent_id` and `pgen`, under the parent-generation pin every owner-stamp
-// writer honours (a stamp never goes back to an older generation).
+// StampCascade re-stamps the owner stamp of every bucket of sc — whether
+// its acquires also debit the parent, which parent, and that parent's
+// generation — from the entity (its parent and cascade default) and the
+// cascade walk, both read fresh: a bucket cascades when its entity has a
+// parent and the policy, else the entity's default, says so. A stamp never
+// goes back to an older parent generation (docs/design.md §8).
 func (c *Controls) StampCascade(ctx context.Context, ns string, sc Scope) (Progress, error) {
 	defer c.changing()()
 	walks := newWalkMemo(c.store.Resolver(), ns)

@@ -1,13 +1,27 @@
-// Package control is the operators' side of the limiter (docs/design.md
-// §8): the writers of the access settings (disable, carve-out, bypass),
-// with the fan-out that re-stamps every affected bucket before a call
-// returns, and the audit trail of those changes. Go services, the
-// provisioner and a command line all call it.
+// Package control is the operator API of the limiter, and the one door for
+// every operator write (docs/design.md §8): registering a namespace,
+// creating and deleting entities, the limits of the four levels (system,
+// resource, an entity's default for every resource, an entity on one
+// resource), access (disable a resource, carve an entity out of it, bypass
+// its limits), the cascade to parents and on_unavailable. Every write is
+// recorded in the namespace's audit trail (AuditEvents reads it) and, before
+// the call returns, reaches the buckets already in use: the stamps a bucket
+// carries of the operator's decisions (disabled, a bypass or soft-limit
+// deadline, the cascade to a parent), which every acquire's write checks,
+// and its limits are brought in line, so no acquire goes on from a
+// decision the operator has just changed. Reset and TopUp change the
+// balances of one bucket, once per operation id.
+//
+// The writes take the namespace's id (ns), which RegisterNamespace returns
+// and Store().ResolveNamespace looks up by name. A service that also
+// acquires in the same process passes its limiters in Options.Caches.
+// core/provision applies whole manifests through the same writes, the same
+// audit trail and the same fan-outs.
 //
 // Every bucket stamp is derived, bucket by bucket, from config read
 // uncached for that bucket's own entity and resource, so re-asserting a
-// resource never clobbers an entity's carve-out, and every bypass stamp is
-// a deadline at most StampTTL after that read.
+// resource never clobbers an entity's carve-out, and every bypass or soft
+// stamp is a deadline at most StampTTL after that read.
 //
 // Comments cite the Python project's decision records as ADR-n (ADR-151
 // decision 4: a numbered decision of that record); docs/compatibility.md
@@ -41,15 +55,17 @@ type Options struct {
 	StampTTL time.Duration
 	// Workers bounds the bucket writes of a fan-out in flight (default 8).
 	Workers int
-	// AuditRetention is how long audit events live (default 90 days).
+	// AuditRetention is how long audit events are kept (default 90 days).
 	AuditRetention time.Duration
 	// Logger receives warnings (default slog.Default()).
 	Logger *slog.Logger
-	// BucketTTLMultiplier scales a bucket's recovery horizon into the TTL
-	// a parameter sync gives a bucket whose limits now come from its
-	// resource or the system (default 7, the limiter's; negative: none).
+	// BucketTTLMultiplier sets when a bucket whose limits a parameter
+	// sync moves back to its resource or the system expires if left idle:
+	// this many times the longest time one of its limits takes to refill
+	// from empty (default 7, as the limiter's; negative: never).
 	BucketTTLMultiplier int64
-	// Entropy feeds event ids (default crypto/rand).
+	// Entropy feeds the ids of audit events and of operations minted
+	// for a Reset or TopUp without one (default crypto/rand).
 	Entropy io.Reader
 	// Caches are this process's limiters (anything with
 	// InvalidateConfigCache): every operator call clears them before and
@@ -58,14 +74,15 @@ type Options struct {
 	Caches []Cache
 }
 
-// Cache is a process-local cache an operator write makes stale;
+// Cache is a process-local cache an operator write makes stale: what a
+// limiter remembers of limits and of the buckets it rejected from.
 // *limiter.Limiter is one.
 type Cache interface {
 	InvalidateConfigCache()
 }
 
-// Controls write the operator controls of one table. Safe for concurrent
-// use.
+// Controls are the operator API of one table: every operator write goes
+// through them. Safe for concurrent use.
 type Controls struct {
 	db      DB
 	table   string
@@ -130,7 +147,7 @@ func (c *Controls) changing() func() {
 	return c.invalidate
 }
 
-// Store is the config store the controls read through (its cache off:
-// every read is fresh). Its writers are not for operators: every write
-// goes through the Controls.
+// Store is the config store the controls read through, its cache off
+// (every read is fresh): for reading limits, entities and namespaces. It
+// writes no config; every operator write goes through the Controls.
 func (c *Controls) Store() *config.Store { return c.store }

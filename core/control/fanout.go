@@ -16,15 +16,20 @@ import (
 
 // Scope names the buckets a change can reach.
 //
-//   - Entity "" and Resource set: every bucket of the resource (GSI2);
-//   - Entity set and Resource `_default_`: every bucket of the entity
-//     (GSI3);
-//   - Entity and Resource set: the entity's buckets on the resource (GSI3);
-//   - both "": every bucket of the namespace (GSI4).
+//   - Entity "" and Resource set: every bucket of the resource;
+//   - Entity set and Resource `_default_`: every bucket of the entity;
+//   - Entity and Resource set: the entity's bucket on the resource;
+//   - both "": every bucket of the namespace.
 type Scope struct {
-	Entity, Resource string
+	// Entity is an entity id, or "" for every entity.
+	Entity string
+	// Resource is a resource, `_default_` for every resource of an
+	// entity, or "" for every resource of the namespace.
+	Resource string
 }
 
+// String names the scope for a person: "namespace", "resource gpt-4",
+// "entity key-1" or "entity key-1 on gpt-4".
 func (s Scope) String() string {
 	switch {
 	case s.Entity == "" && s.Resource == "":
@@ -52,10 +57,14 @@ type Progress struct {
 // change is stored, and some buckets may still carry the old stamp.
 // Running the same call again finishes the job.
 type FanoutIncompleteError struct {
+	// Namespace is the namespace's id.
 	Namespace string
-	Scope     Scope
-	Progress  Progress
-	Err       error // the first failure
+	// Scope is the buckets the fan-out was to reach.
+	Scope Scope
+	// Progress says how far it got.
+	Progress Progress
+	// Err is the first failure.
+	Err error
 }
 
 // Error implements error.

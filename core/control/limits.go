@@ -28,8 +28,13 @@ import (
 //     that level (an entity override is left alone). Parameters themselves
 //     reach those buckets through their TTL and the slow path.
 
-// SetSystemLimits replaces the namespace's system limits (and, when set,
-// its on_unavailable).
+// SetSystemLimits replaces the namespace's system limits, the limits of
+// every entity and resource that no other level gives limits to, and, when
+// opts sets it, its on_unavailable. A change of a limit's soft-ness
+// reaches the buckets whose limits come from the system level before the
+// call returns; new capacities and refill rates reach them through the
+// acquires themselves (when a bucket's TTL passes or an acquire takes the
+// slow path, docs/design.md §8).
 func (c *Controls) SetSystemLimits(ctx context.Context, ns string, limits []limit.Limit, opts config.SystemOptions, principal string) (Progress, error) {
 	defer c.changing()()
 	old, _, err := c.store.GetSystemLimits(ctx, ns)
@@ -39,7 +44,7 @@ func (c *Controls) SetSystemLimits(ctx context.Context, ns string, limits []limi
 	if err := c.writer.SetSystemLimits(ctx, ns, limits, opts); err != nil {
 		return Progress{}, err
 	}
-	if err := c.auditLimits(ctx, ns, "$SYSTEM", "", "limits_set", config.LevelSystem, limits, principal); err != nil {
+	if err := c.auditLimits(ctx, ns, SystemTrail, "", "limits_set", config.LevelSystem, limits, principal); err != nil {
 		return Progress{}, err
 	}
 	return c.syncSoft(ctx, ns, Scope{}, config.LevelSystem, old, limits)
@@ -58,24 +63,29 @@ func (c *Controls) DeleteSystemLimits(ctx context.Context, ns, principal string)
 	if err := c.writer.DeleteSystemLimits(ctx, ns); err != nil {
 		return Progress{}, err
 	}
-	if err := c.auditLimits(ctx, ns, "$SYSTEM", "", "limits_deleted", config.LevelSystem, nil, principal); err != nil {
+	if err := c.auditLimits(ctx, ns, SystemTrail, "", "limits_deleted", config.LevelSystem, nil, principal); err != nil {
 		return Progress{}, err
 	}
 	return c.syncSoft(ctx, ns, Scope{}, config.LevelSystem, old, nil)
 }
 
-// SetOnUnavailable stores the namespace's on_unavailable (what a client
-// does when DynamoDB cannot answer: "block" or "allow"; "" removes it, and
-// clients fall back to their own option), keeping the system limits.
+// SetOnUnavailable stores the namespace's on_unavailable, what an acquire
+// does when DynamoDB cannot answer: config.OnUnavailableBlock or
+// config.OnUnavailableAllow; "" removes it, and limiters fall back to
+// their own option. The system limits are kept.
 func (c *Controls) SetOnUnavailable(ctx context.Context, ns string, o config.OnUnavailable, principal string) error {
 	defer c.changing()()
 	if err := c.writer.SetOnUnavailable(ctx, ns, o); err != nil {
 		return err
 	}
-	return c.recordAudit(ctx, ns, "$SYSTEM", "on_unavailable_set", principal, "", map[string]string{"on_unavailable": string(o)})
+	return c.recordAudit(ctx, ns, SystemTrail, "on_unavailable_set", principal, "", map[string]string{"on_unavailable": string(o)})
 }
 
-// SetResourceLimits replaces a resource's limits.
+// SetResourceLimits replaces a resource's limits: the limits of every
+// entity on it that has none of its own. As for SetSystemLimits, a change
+// of soft-ness reaches the buckets whose limits come from the resource
+// before the call returns; new capacities and refill rates reach them
+// through the acquires themselves.
 func (c *Controls) SetResourceLimits(ctx context.Context, ns, resource string, limits []limit.Limit, principal string) (Progress, error) {
 	defer c.changing()()
 	old, err := c.resourceEffective(ctx, ns, resource)
@@ -92,7 +102,9 @@ func (c *Controls) SetResourceLimits(ctx context.Context, ns, resource string, l
 }
 
 // SetEntityLimits replaces an entity's limits on a resource, or for every
-// resource (`_default_`), and syncs the entity's buckets in that scope.
+// resource (resource `_default_`), and brings the entity's buckets in that
+// scope to what now resolves before it returns (SyncEntity). The entity
+// need not exist.
 func (c *Controls) SetEntityLimits(ctx context.Context, ns, entity, resource string, limits []limit.Limit, principal string) (Progress, error) {
 	defer c.changing()()
 	if err := c.writer.SetEntityLimits(ctx, ns, entity, resource, limits); err != nil {
@@ -105,7 +117,9 @@ func (c *Controls) SetEntityLimits(ctx context.Context, ns, entity, resource str
 }
 
 // DeleteEntityLimits deletes an entity's limits on a resource (or its
-// `_default_` ones) and syncs its buckets to what now resolves.
+// `_default_` ones, for every resource): its buckets fall back to the next
+// level with limits, and are brought in line before it returns. Its
+// access and cascade settings stay.
 func (c *Controls) DeleteEntityLimits(ctx context.Context, ns, entity, resource, principal string) (Progress, error) {
 	defer c.changing()()
 	if err := c.writer.DeleteEntityLimits(ctx, ns, entity, resource); err != nil {
@@ -117,8 +131,9 @@ func (c *Controls) DeleteEntityLimits(ctx context.Context, ns, entity, resource,
 	return c.SyncEntity(ctx, ns, entity, resource)
 }
 
-// DeleteResourceLimits deletes a resource's limits; the soft stamps of its
-// buckets follow what now resolves.
+// DeleteResourceLimits deletes a resource's limits: its entities fall back
+// to the system limits, and the soft stamps of its buckets follow before
+// the call returns. Its access and cascade settings stay.
 func (c *Controls) DeleteResourceLimits(ctx context.Context, ns, resource, principal string) (Progress, error) {
 	defer c.changing()()
 	old, err := c.store.GetResourceLimits(ctx, ns, resource)
@@ -174,8 +189,8 @@ func (c *Controls) syncSoft(ctx context.Context, ns string, sc Scope, level conf
 // StampSoft is SyncSoft without its change test: it re-stamps the soft
 // stamps of the buckets of sc whose limits resolve from level (any level
 // for config.LevelNone) whether or not a soft-ness changed, and removes the
-// stamps of the limits in old that no longer resolve. It repairs a fan-out
-// that stopped part way.
+// stamps of the limits in old that no longer resolve. It finishes a
+// fan-out that stopped part way.
 func (c *Controls) StampSoft(ctx context.Context, ns string, sc Scope, level config.Level, old []limit.Limit) (Progress, error) {
 	defer c.changing()()
 	return c.stampSoft(ctx, ns, sc, level, old)
@@ -238,13 +253,16 @@ func (c *Controls) stampSoft(ctx context.Context, ns string, sc Scope, level con
 
 // SyncEntity is the entity parameter sync: every bucket of the entity in
 // scope (resource `_default_`: all of its buckets) is brought to the limits
-// that now resolve for the bucket's own resource — parameters of the limits
-// it carries, their soft stamps (deadline T after the read), every field
-// of a limit no longer configured removed, no TTL while its limits come
-// from the entity, a TTL again when they come from the resource or the
-// system — and vu = 0, so that its next acquire materialises it
-// (trimming a balance above a lowered ceiling, seeding new limits). The
-// balances, rf and the counters of configured limits are untouched.
+// that now resolve for the bucket's own resource: the capacity and refill
+// of the limits it carries, their soft stamps (a deadline StampTTL after
+// the read), and the limits no longer configured removed. A bucket is kept
+// while its limits come from the entity, and expires when idle again once
+// they come from the resource or the system. Its validity deadline is
+// cleared (docs/design.md §4), so that its next acquire brings the
+// balances in line: a balance above a lowered capacity trimmed, a new
+// limit started full. The balances and consumption counters of the limits
+// still configured are untouched. SetEntityLimits and DeleteEntityLimits
+// call it; it also finishes a sync that stopped part way.
 func (c *Controls) SyncEntity(ctx context.Context, ns, entity, resource string) (Progress, error) {
 	defer c.changing()()
 	walks := newWalkMemo(c.store.Resolver(), ns)

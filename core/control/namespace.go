@@ -10,7 +10,7 @@ import (
 // RegisterNamespace registers the namespace name and returns its id (11
 // characters, minted at registration; docs/design.md §2). A name already
 // registered returns its id and records nothing; a new registration is
-// recorded in the new namespace's audit trail (`$SYSTEM`,
+// recorded in the new namespace's audit trail (SystemTrail,
 // `namespace_registered`).
 func (c *Controls) RegisterNamespace(ctx context.Context, name, principal string) (string, error) {
 	if id, err := c.store.ResolveNamespace(ctx, name); err == nil {
@@ -22,5 +22,5 @@ func (c *Controls) RegisterNamespace(ctx context.Context, name, principal string
 	if err != nil {
 		return "", err
 	}
-	return id, c.recordAudit(ctx, id, "$SYSTEM", "namespace_registered", principal, "", map[string]string{"name": name})
+	return id, c.recordAudit(ctx, id, SystemTrail, "namespace_registered", principal, "", map[string]string{"name": name})
 }

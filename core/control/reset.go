@@ -38,9 +38,11 @@ import (
 
 // OperationOptions tune a reset or top-up.
 type OperationOptions struct {
-	// OperationID is the idempotency key: a second call with the same id
-	// returns the first call's result (Replayed) and changes nothing. ""
-	// mints one. At most 256 characters of an identifier.
+	// OperationID is the idempotency key, a purchase or ticket id say: a
+	// second call with the same id on the same entity returns the first
+	// call's result (Replayed) and changes nothing; the same id with other
+	// limits or amounts is a validation error. "" mints one. At most 256
+	// characters of an identifier.
 	OperationID string
 	// Principal is who asks, for the audit trail.
 	Principal string
@@ -48,12 +50,14 @@ type OperationOptions struct {
 
 // Operation is what a reset or top-up did.
 type Operation struct {
+	// OperationID is the operation's idempotency key, given or minted.
 	OperationID string
 	// Replayed reports a call whose id had already committed: nothing was
 	// written, and the rest is the first call's result.
 	Replayed bool
-	// ShardsWritten is the number of bucket shards written; ShardCount the
-	// planned shard count.
+	// ShardsWritten is the number of shards of the bucket written;
+	// ShardCount is how many shards the bucket is split over (a hot
+	// bucket's capacity is shared between its shards, docs/design.md §5).
 	ShardsWritten int
 	ShardCount    int64
 	// Granted are the whole tokens the operation added per limit.
@@ -61,10 +65,13 @@ type Operation struct {
 }
 
 // BucketOperationConflictError reports a reset or top-up whose transaction
-// lost to concurrent writers on every try; nothing was written.
+// lost to concurrent writers on every try; nothing was written, and the
+// call can be repeated with the same operation id.
 type BucketOperationConflictError struct {
+	// OperationID is the operation's idempotency key.
 	OperationID string
-	Err         error
+	// Err is the last conflict.
+	Err error
 }
 
 // Error implements error.
@@ -81,16 +88,23 @@ const maxOperationRetries = 3
 // operationTTL is how long an operation record is kept.
 const operationTTL = 3 * 24 * time.Hour
 
-// Reset restores the named limits (nil: every limit) of every shard of
-// (entity, resource) to its full share, forgiving debt.
+// Reset refills the named limits (nil: every limit) of entity's bucket on
+// resource to their capacity, forgiving any debt, in one transaction over
+// every shard of the bucket, recorded in the entity's audit trail. The
+// bucket must exist (the entity has acquired on the resource); its
+// consumption counters, access and parent are untouched. o.OperationID
+// makes the call idempotent.
 func (c *Controls) Reset(ctx context.Context, ns, entity, resource string, limits []string, o OperationOptions) (Operation, error) {
 	defer c.changing()()
 	return c.operate(ctx, opReset, ns, entity, resource, limits, nil, o)
 }
 
 // TopUp adds up to amounts[limit] whole tokens to each named limit of
-// (entity, resource), spread over its shards in shard order and capped at
-// each shard's ceiling; Granted says what was added.
+// entity's bucket on resource, spread over the bucket's shards and capped
+// at its capacity; Operation.Granted says what was added. As for Reset,
+// the bucket must exist, the write is one transaction recorded in the
+// entity's audit trail, and o.OperationID makes the call idempotent: a
+// retried purchase grants nothing twice.
 func (c *Controls) TopUp(ctx context.Context, ns, entity, resource string, amounts map[string]int64, o OperationOptions) (Operation, error) {
 	defer c.changing()()
 	names := slices.Sorted(maps.Keys(amounts))

@@ -15,21 +15,21 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
-// Style is the spelling of a manifest's field names.
-type Style uint8
+// style is the spelling of a manifest's field names.
+type style uint8
 
 const (
-	// SnakeCase is the file and CLI form: `refill_amount`.
-	SnakeCase Style = iota
-	// PascalCase is the CloudFormation form: `RefillAmount`.
-	PascalCase
+	// snakeCase is the file and CLI form: `refill_amount`.
+	snakeCase style = iota
+	// pascalCase is the CloudFormation form: `RefillAmount`.
+	pascalCase
 )
 
 // field is one field name in both spellings.
 type field struct{ snake, pascal string }
 
-func (f field) in(s Style) string {
-	if s == PascalCase {
+func (f field) in(s style) string {
+	if s == pascalCase {
 		return f.pascal
 	}
 	return f.snake
@@ -73,13 +73,13 @@ const (
 // unchanged). `ServiceToken` is ignored; `Namespace` defaults to "default".
 // A bad manifest is an *InvalidManifestError listing every problem.
 func FromProperties(props map[string]any) (*Manifest, error) {
-	return decode(props, PascalCase, true)
+	return decode(props, pascalCase, true)
 }
 
 // FromDocument decodes the snake_case form (a parsed YAML or JSON file, or
 // the manifest of a CLI invocation). `namespace` is required.
 func FromDocument(doc map[string]any) (*Manifest, error) {
-	return decode(doc, SnakeCase, false)
+	return decode(doc, snakeCase, false)
 }
 
 // FromPropertiesTolerating is FromProperties that lets problems tolerate
@@ -91,7 +91,7 @@ func FromDocument(doc map[string]any) (*Manifest, error) {
 // it fails on a field the stack was already deployed with
 // (docs/decisions.md P40).
 func FromPropertiesTolerating(props map[string]any, tolerate func(Problem) bool) (*Manifest, []Problem, error) {
-	d := &decoder{style: PascalCase}
+	d := &decoder{style: pascalCase}
 	m := d.manifest(props, true)
 	var kept, tolerated []Problem
 	for _, p := range d.problems {
@@ -107,7 +107,7 @@ func FromPropertiesTolerating(props map[string]any, tolerate func(Problem) bool)
 	return m, tolerated, nil
 }
 
-func decode(in map[string]any, s Style, cfn bool) (*Manifest, error) {
+func decode(in map[string]any, s style, cfn bool) (*Manifest, error) {
 	d := &decoder{style: s}
 	m := d.manifest(in, cfn)
 	if len(d.problems) > 0 {
@@ -118,7 +118,7 @@ func decode(in map[string]any, s Style, cfn bool) (*Manifest, error) {
 
 // decoder collects problems while it walks a manifest.
 type decoder struct {
-	style    Style
+	style    style
 	problems []Problem
 }
 
@@ -171,7 +171,7 @@ func (d *decoder) mapping(path string, v any) (map[string]any, bool) {
 	return m, true
 }
 
-func slicesContainsField(fs []field, k string, s Style) bool {
+func slicesContainsField(fs []field, k string, s style) bool {
 	for _, f := range fs {
 		if f.in(s) == k {
 			return true
@@ -180,7 +180,7 @@ func slicesContainsField(fs []field, k string, s Style) bool {
 	return false
 }
 
-func refusedReason(refused map[field]string, k string, s Style) (string, bool) {
+func refusedReason(refused map[field]string, k string, s style) (string, bool) {
 	for f, reason := range refused {
 		if f.in(s) == k {
 			return reason, true
@@ -193,7 +193,7 @@ func refusedReason(refused map[field]string, k string, s Style) (string, bool) {
 func (d *decoder) suggest(k string, allowed []field) string {
 	for _, f := range allowed {
 		other := f.snake
-		if d.style == SnakeCase {
+		if d.style == snakeCase {
 			other = f.pascal
 		}
 		if other == k {

@@ -28,6 +28,7 @@ func (p Problem) String() string {
 // InvalidManifestError lists every problem of a manifest that was refused.
 // Nothing is written for a refused manifest.
 type InvalidManifestError struct {
+	// Problems lists every bad field, in field order.
 	Problems []Problem
 }
 

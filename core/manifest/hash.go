@@ -13,7 +13,7 @@ import (
 // `refill_period` on every limit; `soft`, `disabled`, `cascade` and
 // `on_unavailable` only when set; `resources` and `entities` only when not
 // empty). Values are string, int64, bool or nested maps.
-func (m *Manifest) Canonical() map[string]any { return m.document(SnakeCase) }
+func (m *Manifest) Canonical() map[string]any { return m.document(snakeCase) }
 
 // Hash is `sha256:` and the hex SHA-256 of the canonical document written as
 // Python's json.dumps(sort_keys=True) writes it (keys sorted, separators

@@ -5,7 +5,17 @@
 // validation that reports every problem at once with the path of the bad
 // field, and the canonical hash recorded after an apply.
 //
-// A Manifest is plain data; core/provision plans and applies it.
+// A manifest declares targets: the namespace's system level, resources,
+// and entities on a resource (or `_default_`, every resource). Each has
+// its limits; a resource or an entity also its access (`disabled`: true,
+// false for a carve-out, or bypass) and cascade policy, the system level
+// its on_unavailable. Parse reads a file, FromProperties a CloudFormation
+// resource's properties, and Properties writes them (a CDK app checks a
+// manifest at synth time that way).
+//
+// A Manifest is plain data: it writes nothing. core/provision plans and
+// applies it for an owner, through the same audited writes as the operator
+// API of core/control.
 package manifest
 
 import (
@@ -66,12 +76,14 @@ type Level struct {
 	Cascade config.CascadePolicy
 }
 
-// Entity is one entity's configs, by resource (or `_default_`).
+// Entity is what a manifest declares for one entity.
 type Entity struct {
+	// Resources are the entity's levels by resource name, `_default_` for
+	// every resource.
 	Resources map[string]Level
 }
 
-// Kind names a config level the manifest manages.
+// Kind names the kind of a target: the level a manifest manages.
 type Kind string
 
 // The three kinds of target.
@@ -81,11 +93,17 @@ const (
 	KindEntity   Kind = "entity"
 )
 
-// Target is one config item a manifest can manage.
+// Target is one thing a manifest can manage: the system level, a
+// resource, or an entity on a resource (or `_default_`). An apply holds
+// each target it writes for its owner (core/provision).
 type Target struct {
-	Kind     Kind
-	Entity   string // KindEntity only
-	Resource string // KindResource; KindEntity (a resource or `_default_`)
+	// Kind is the target's level.
+	Kind Kind
+	// Entity is the entity's id (KindEntity only).
+	Entity string
+	// Resource is the resource (KindResource), or the resource or
+	// `_default_` the entity's level is for (KindEntity).
+	Resource string
 }
 
 // String is the target as change lists show it: `system`, the resource

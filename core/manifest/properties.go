@@ -14,15 +14,15 @@ import (
 // appear only when set, `Limits` only when not empty. A CDK app builds its
 // limits resource from a manifest file with Parse and Properties, so a bad
 // manifest fails the synth, not the deployment.
-func (m *Manifest) Properties() map[string]any { return m.document(PascalCase) }
+func (m *Manifest) Properties() map[string]any { return m.document(pascalCase) }
 
 // document writes m in style: the snake_case form is the canonical
 // document (native values, `limits` always present, as the hash needs);
 // the PascalCase form is the CloudFormation one (every scalar a string,
 // empty `Limits` left out, `NamespaceId` and `TableName` when set). Field
 // names come from the decoder's table, so both forms read back.
-func (m *Manifest) document(s Style) map[string]any {
-	w := writer{style: s, cfn: s == PascalCase}
+func (m *Manifest) document(s style) map[string]any {
+	w := writer{style: s, cfn: s == pascalCase}
 	out := map[string]any{w.name(fNamespace): m.Namespace}
 	if w.cfn && m.NamespaceID != "" {
 		out[w.name(fNamespaceID)] = m.NamespaceID
@@ -61,7 +61,7 @@ func (m *Manifest) document(s Style) map[string]any {
 
 // writer writes the scalars and names of one form.
 type writer struct {
-	style Style
+	style style
 	cfn   bool // every scalar a string, empty limits left out
 }
 

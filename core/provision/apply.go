@@ -21,6 +21,7 @@ import (
 
 // Result is what an apply did.
 type Result struct {
+	// Namespace is the namespace's id.
 	Namespace string
 	// Changes are the plan's changes, in apply order.
 	Changes []Change
@@ -47,8 +48,10 @@ type Result struct {
 // previous manifest applied again, or a Release) restores the namespace,
 // and applying the same manifest again finishes the job.
 type ConfigWriteError struct {
+	// Target is the target whose write failed.
 	Target manifest.Target
-	Err    error
+	// Err is the write's error.
+	Err error
 }
 
 // Error implements error.
@@ -59,11 +62,13 @@ func (e *ConfigWriteError) Error() string {
 // Unwrap returns the write's error.
 func (e *ConfigWriteError) Unwrap() error { return e.Err }
 
-// Apply plans and applies m to namespace ns for req.Owner. Errors before
-// any write (an OwnershipError, a refused item, the version gate) leave the
-// table as it was. Any later error leaves the intent recorded: a rollback
-// or a retry converges (docs/design.md §12). Problems after the config is
-// written are in Result.Errors, their fan-outs owed.
+// Apply plans and applies m to namespace ns for req.Owner, and returns once
+// the buckets already in use are in line. Errors before any write (an
+// *OwnershipError, a *RefusedItemError, the version gate refusing a
+// feature the table's readers do not understand) leave the table as it
+// was. Any later error leaves the intent recorded: a rollback or a retry
+// converges (docs/design.md §12). Problems after the config is written are
+// in Result.Errors, their fan-outs owed to the next apply.
 func (p *Provisioner) Apply(ctx context.Context, ns string, m *manifest.Manifest, req Request) (*Result, error) {
 	pl, err := p.Plan(ctx, ns, m, req)
 	if err != nil {
@@ -73,9 +78,10 @@ func (p *Provisioner) Apply(ctx context.Context, ns string, m *manifest.Manifest
 }
 
 // Release lets go of everything req.Owner holds in namespace ns (a
-// CloudFormation Delete): targets it created are deleted, targets it took
-// from another owner go back to that owner as they were, handovers from it
-// are confirmed, and its owner record is deleted. A Release whose
+// CloudFormation Delete): each target goes back to the config it had
+// before the owner took it (a target it created is deleted), a target it
+// took from another owner goes back to that owner as it was, handovers
+// from it are confirmed, and its owner record is deleted. A Release whose
 // req.PhysicalID is not the incarnation the owner record names, or of an
 // owner with no record, changes nothing (Result.Skipped).
 func (p *Provisioner) Release(ctx context.Context, ns string, req Request) (*Result, error) {
@@ -474,9 +480,9 @@ func (p *Provisioner) audit(ctx context.Context, ns string, c Change, principal 
 	}
 	switch c.Target.Kind {
 	case manifest.KindSystem:
-		ev.EntityID, ev.Resource = "$SYSTEM", ""
+		ev.EntityID, ev.Resource = control.SystemTrail, ""
 	case manifest.KindResource:
-		ev.EntityID = "$RESOURCE:" + c.Target.Resource
+		ev.EntityID = control.ResourceTrail(c.Target.Resource)
 	default:
 		ev.EntityID = c.Target.Entity
 	}
@@ -618,9 +624,13 @@ func (p *Provisioner) each(ctx context.Context, cs []Change, f func(context.Cont
 	return panicked
 }
 
-// PanicError is a panic recovered on a goroutine an apply started.
+// PanicError is a panic recovered on a goroutine an apply started. The
+// apply stops before its commit: the owner record still says applying, and
+// a retry or a rollback converges as after any other failure.
 type PanicError struct {
+	// Value is what the goroutine panicked with.
 	Value any
+	// Stack is the goroutine's stack at the panic, for the log.
 	Stack []byte
 }
 

@@ -27,11 +27,12 @@ type Owner struct {
 const (
 	ownerKeyCloudFormation = "cfn:"
 	ownerKeyManifest       = "manifest:"
-	// LegacyOwnerKey names the targets of an earlier provisioner's single
-	// state record (R10, `#PROVISIONER`): the Go provisioner before owners,
-	// or the Python provisioner. See Request.AdoptLegacy.
-	LegacyOwnerKey = "legacy"
 )
+
+// LegacyOwnerKey is the owner of the targets of an earlier provisioner's
+// single state record (the Go provisioner before owners, or the Python
+// provisioner; R10 of docs/design.md §2). See Request.AdoptLegacy.
+const LegacyOwnerKey = "legacy"
 
 // DefaultManifestOwner is the owner of manifests applied outside
 // CloudFormation when the caller names none.
@@ -150,15 +151,18 @@ type Request struct {
 	// the same stack are taken over without being named (a renamed logical
 	// id, a replacement).
 	TakeOverFrom []Owner
-	// AdoptLegacy makes an earlier provisioner's state record (R10) the
-	// owner's own: its targets become the owner's previous targets (what
-	// this manifest no longer names is removed) and R10 is deleted when the
-	// apply commits. The handler sets it for requests whose physical id is
-	// the legacy `{table}/{ns}/limits-provisioner` (the resource that wrote
-	// R10) and for a TakeOverFrom naming `legacy`. Without it, R10's
-	// targets are held by LegacyOwnerKey.
+	// AdoptLegacy makes an earlier provisioner's state record the owner's
+	// own: its targets become the owner's previous targets (what this
+	// manifest no longer names is removed) and the record is deleted when
+	// the apply commits. The provisioner's handler sets it for requests
+	// whose physical id is the legacy `{table}/{ns}/limits-provisioner`
+	// (the resource that wrote that record) and for a TakeOverFrom naming
+	// `legacy`. Without it, the record's targets are held by
+	// LegacyOwnerKey.
 	AdoptLegacy bool
-	// Principal is recorded in the audit trail.
+	// Principal is who applies, as the audit trail records it (the
+	// provisioner's handler gives `cfn:{stack}` for a CloudFormation
+	// request).
 	Principal string
 }
 
@@ -185,6 +189,7 @@ func (r Request) mayTakeOver(from string) bool {
 
 // Conflict is one target a request names that another owner holds.
 type Conflict struct {
+	// Target is the target held.
 	Target manifest.Target
 	// Owner is the holder's key; Holder names it for a person.
 	Owner, Holder string
@@ -193,7 +198,9 @@ type Conflict struct {
 // OwnershipError refuses an apply that names targets another owner holds
 // (docs/design.md §12). Nothing was written.
 type OwnershipError struct {
+	// Namespace is the namespace's id.
 	Namespace string
+	// Conflicts lists the targets other owners hold, with their holders.
 	Conflicts []Conflict
 }
 

@@ -29,7 +29,9 @@ const (
 // (create), whose config differs from the manifest (update), or that it
 // stops managing (delete).
 type Change struct {
+	// Action is what the apply does to the target.
 	Action Action
+	// Target is the target changed.
 	Target manifest.Target
 	// What lists what differs, e.g. `limits`, `disabled: inherit → bypass`.
 	What []string
@@ -59,9 +61,12 @@ func (c Change) String() string {
 
 // Plan is what an apply of a manifest to a namespace would do.
 type Plan struct {
+	// Namespace is the namespace's id.
 	Namespace string
-	Manifest  *manifest.Manifest
-	Request   Request
+	// Manifest is the manifest planned.
+	Manifest *manifest.Manifest
+	// Request is who applies it, and how.
+	Request Request
 	// Changes are in apply order: system, resources, entities, by name.
 	Changes []Change
 	// Unchanged counts held targets whose config already matches.
@@ -105,13 +110,15 @@ func (pl *Plan) Empty() bool {
 	return true
 }
 
-// RefusedItemError reports a managed config item an apply must not
+// RefusedItemError reports a target whose stored config an apply must not
 // rewrite: it carries the config merge attributes of upstream's ADR-143
 // (docs/compatibility.md; refused, docs/decisions.md P12), whose meaning a
 // replacement would silently change. Nothing was written.
 type RefusedItemError struct {
+	// Target is the target refused.
 	Target manifest.Target
-	Err    error
+	// Err is the reason (a *config.UnsupportedConfigError).
+	Err error
 }
 
 // Error implements error.
@@ -124,9 +131,9 @@ func (e *RefusedItemError) Unwrap() error { return e.Err }
 
 // Plan computes the changes applying m to namespace ns for req.Owner would
 // make, reading the owner's record, the namespace's claims, an earlier
-// provisioner's state record and every target's config item strongly
+// provisioner's state record and every target's config strongly
 // consistently. It writes nothing. A target another owner holds is an
-// OwnershipError unless req may take it over.
+// *OwnershipError unless req may take it over.
 func (p *Provisioner) Plan(ctx context.Context, ns string, m *manifest.Manifest, req Request) (*Plan, error) {
 	if m == nil {
 		return nil, errNoManifest

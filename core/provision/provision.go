@@ -4,16 +4,25 @@
 // manifest owner): what the manifest names is created or replaced, what the
 // owner held and the manifest no longer names is released, and nothing
 // else is touched. Owners hold disjoint targets. Each owner has an owner
-// record, and each target it holds a claim, which keeps the item as it was
-// before the owner took it, so that a release gives it back. An earlier
-// provisioner's single state record (R10) is read as legacy state.
+// record, and each target it holds a claim, which keeps the target's config
+// as it was before the owner took it, so that a release gives it back. An
+// earlier provisioner's single state record is read as the holdings of the
+// owner LegacyOwnerKey.
 //
-// An apply records its intent before its first config write — the owner
-// record as applying, then a claim on every target it may touch — so that
-// whatever fails after it is undone by a rollback or finished by a retry.
-// It then writes config through the same setters as every other writer
-// (core/config) and brings the buckets already created in line through the
-// fan-outs of core/control, in the order of docs/design.md §12: access
+// Plan, Apply and Release take the namespace's id (ns), which
+// Store().ResolveNamespace looks up by name; the namespace is registered
+// beforehand through core/control.
+//
+// The provisioner is the declarative form of the operator writes of
+// core/control, the one door for them (docs/design.md §8): it writes
+// config through the same storage writer (config.Writer), records each
+// change in the same audit trail (principal Request.Principal) and runs
+// the same fan-outs. An apply
+// records its intent before its first config write — the owner record as
+// applying, then a claim on every target it may touch — so that whatever
+// fails after it is undone by a rollback or finished by a retry. It then
+// writes config and brings the buckets already created in line through
+// the fan-outs of core/control, in the order of docs/design.md §12: access
 // stamps of resources before those of entities (an entity carve-out is
 // stamped last), cascade stamps, entity parameter sync, the soft fan-outs
 // of resource and system changes, and the commit last (released claims
@@ -38,8 +47,8 @@ type DB interface {
 // Options configure a Provisioner. The zero value of every field is its
 // default.
 type Options struct {
-	// Clock is the wall clock (default time.Now): `last_applied`, stamp
-	// deadlines, audit timestamps.
+	// Clock is the wall clock (default time.Now): when an owner last
+	// applied, stamp deadlines, audit timestamps.
 	Clock func() time.Time
 	// StampTTL bounds a bypass or soft stamp's deadline after the config
 	// read that justified it (default 60 s; docs/design.md §8).
@@ -47,7 +56,8 @@ type Options struct {
 	// Workers bounds the targets whose fan-outs run at once, and the bucket
 	// writes of each (default 8).
 	Workers int
-	// Logger receives progress and warnings (default slog.Default()).
+	// Logger receives a line per apply and warnings (default
+	// slog.Default()).
 	Logger *slog.Logger
 }
 
@@ -83,5 +93,6 @@ func New(db DB, table string, o Options) *Provisioner {
 		now: o.Clock, workers: o.Workers, log: o.Logger}
 }
 
-// Store is the config store the Provisioner writes through.
+// Store is the config store the Provisioner reads through: look a
+// namespace's id up by name with it, or read the limits an apply wrote.
 func (p *Provisioner) Store() *config.Store { return p.store }

@@ -117,7 +117,6 @@ func (e *env) bucket(entity, resource string) map[string]types.AttributeValue {
 	return it
 }
 
-
 const tenant = `
 namespace: tenant-alpha
 system:

@@ -128,7 +128,7 @@ func (d *demo) controls(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(d.out, "reset u2: rpm +%d, tpm +%d (debt forgiven), tc untouched\n", reset.Granted["rpm"], reset.Granted["tpm"])
-	for _, who := range []string{"$RESOURCE:" + ctlResource, "u2", "u3"} {
+	for _, who := range []string{control.ResourceTrail(ctlResource), "u2", "u3"} {
 		evs, err := ctl.AuditEvents(ctx, d.ns, who)
 		if err != nil {
 			return err

@@ -17,8 +17,8 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/manifest"
 	"github.com/zae-limiter/zae-limiter-go/core/provision"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
-	"github.com/zae-limiter/zae-limiter-go/functions/provisioner/handler"
 	"github.com/zae-limiter/zae-limiter-go/functions/provisioner/customresource"
+	"github.com/zae-limiter/zae-limiter-go/functions/provisioner/handler"
 )
 
 // stackARN is the StackId of the stack named name.
@@ -61,7 +61,6 @@ func resources(rs map[string]string) func(ev map[string]any) {
 func physicalID(id string) func(ev map[string]any) {
 	return func(ev map[string]any) { ev["PhysicalResourceId"] = id }
 }
-
 
 // rpm is the rpm capacity of resource r's config ("absent" without one).
 func (e *env) rpm(r string) string {
