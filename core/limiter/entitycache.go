@@ -39,16 +39,6 @@ func (st pairState) imageOf(shard int) *bucket.Image {
 	return nil
 }
 
-// Pair cache bounds (Options.PairCacheSize, Options.PairCacheTTL).
-const (
-	// DefaultPairCacheSize is how many (entity, resource) pairs a limiter
-	// remembers by default.
-	DefaultPairCacheSize = 10_000
-	// DefaultPairCacheTTL is how long a pair is remembered after the last
-	// image that taught it.
-	DefaultPairCacheTTL = 10 * time.Minute
-)
-
 // pairCacheShards is the number of independently locked parts of the pair
 // cache, so that concurrent acquires on distinct pairs rarely share a lock.
 const pairCacheShards = 32

@@ -9,16 +9,6 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
-// Rejection cache bounds (Options.RejectionCacheTTL, Options.RejectionCacheSize).
-const (
-	// DefaultRejectionCacheTTL is how long a bucket state seen in a
-	// DynamoDB response may ground a local rejection.
-	DefaultRejectionCacheTTL = time.Second
-	// DefaultRejectionCacheSize is how many (entity, resource) pairs the
-	// rejection cache holds by default (each with the shards seen).
-	DefaultRejectionCacheSize = 10_000
-)
-
 // rejectionParts is the number of independently locked parts of the
 // rejection cache; all shards of one pair live in one entry of one part,
 // so a lookup hashes once and takes one read lock.
