@@ -4,90 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
 	"github.com/zae-limiter/zae-limiter-go/core/config"
-	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/fastpath"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
-
-// Consume names the whole-token amounts one acquire takes, by limit name.
-// An amount of 0 still declares the limit (it is checked, not debited).
-type Consume map[string]int64
-
-// AcquireOption adjusts one Acquire call.
-type AcquireOption func(*request)
-
-// WithLimits bypasses config resolution and uses these limits for the call
-// (docs/design.md §7, source "override").
-func WithLimits(limits ...limit.Limit) AcquireOption {
-	return func(r *request) { r.override = slices.Clone(limits) }
-}
-
-// WithOnUnavailable sets the call's action on an infrastructure error,
-// ahead of the system config (docs/design.md §7).
-func WithOnUnavailable(o config.OnUnavailable) AcquireOption {
-	return func(r *request) { r.onUnavailable = o }
-}
-
-// request is one validated Acquire call.
-type request struct {
-	entity, resource string
-	declared         []fastpath.Declared // sorted by name
-	override         []limit.Limit
-	onUnavailable    config.OnUnavailable
-	// small holds declared for the common request of a few limits, so a
-	// request is one allocation.
-	small [4]fastpath.Declared
-}
-
-func (l *Limiter) newRequest(entity, resource string, consume Consume, opts []AcquireOption) (*request, error) {
-	if err := schema.ValidateEntityID(entity); err != nil {
-		return nil, err
-	}
-	if err := schema.ValidateResource(resource); err != nil {
-		return nil, err
-	}
-	if len(consume) == 0 {
-		return nil, schema.NewValidationError(schema.FieldLimits, "", "an acquire must name at least one limit")
-	}
-	r := &request{entity: entity, resource: resource}
-	r.declared = r.small[:0]
-	if len(consume) > len(r.small) {
-		r.declared = make([]fastpath.Declared, 0, len(consume))
-	}
-	for name, amount := range consume {
-		if err := schema.ValidateLimitName(name); err != nil {
-			return nil, err
-		}
-		if amount < 0 {
-			return nil, schema.NewValidationError("amount", name, "consume amounts must be ≥ 0")
-		}
-		if _, ok := bucket.ToMilli(amount); !ok {
-			return nil, schema.NewValidationError("amount", name, "amount × 1000 must fit in 64 bits")
-		}
-		r.declared = append(r.declared, fastpath.Declared{Name: name, Amount: amount})
-	}
-	slices.SortFunc(r.declared, func(a, b fastpath.Declared) int { return strings.Compare(a.Name, b.Name) })
-	for _, o := range opts {
-		o(r)
-	}
-	if r.override != nil {
-		if err := limit.ValidateSet(r.override); err != nil {
-			return nil, err
-		}
-	}
-	if r.onUnavailable != "" && !r.onUnavailable.Valid() {
-		return nil, schema.NewValidationError("on_unavailable", string(r.onUnavailable), "must be allow or block")
-	}
-	return r, nil
-}
 
 // Acquire takes the amounts in consume from the limits of (entity,
 // resource) and returns a lease on them, or an error:

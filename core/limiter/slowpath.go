@@ -121,13 +121,6 @@ func (l *Limiter) slowPass(ctx context.Context, req *request, shard int) (lease 
 	return lease, again, seen, err
 }
 
-// forEntity is the same request made for another entity (the cascade parent).
-func (r *request) forEntity(entity string) *request {
-	c := *r
-	c.entity = entity
-	return &c
-}
-
 // prepare reads and plans one entity's side of a slow pass.
 func (l *Limiter) prepare(ctx context.Context, req *request, shard int) (*pass, error) {
 	limits, source, err := l.limitsFor(ctx, req)
