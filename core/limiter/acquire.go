@@ -62,24 +62,6 @@ func (l *Limiter) answered() {
 	}
 }
 
-// isVerdict reports a 429 or a 403.
-func isVerdict(err error) bool {
-	var disabled *ResourceDisabled
-	return IsRateLimitError(err) || errors.As(err, &disabled)
-}
-
-// isInfrastructure reports an error that on_unavailable governs: anything
-// but a verdict (rate limit, disabled), bad input, an unsupported shape, or
-// the caller's own context ending.
-func isInfrastructure(ctx context.Context, err error) bool {
-	switch {
-	case ctx.Err() != nil, isVerdict(err), IsValidationError(err),
-		errors.Is(err, errPhase2), config.IsUnsupported(err):
-		return false
-	}
-	return true
-}
-
 func (l *Limiter) unavailable(ctx context.Context, req *request, cause error) (*Lease, error) {
 	perCall := req.onUnavailable
 	if !perCall.Valid() {
@@ -535,21 +517,6 @@ func (l *Limiter) double(ctx context.Context, req *request, img *bucket.Image) {
 	l.pairs.learnShardCount(req.entity, req.resource, min(2*old, schema.MaxShardCount))
 }
 
-// status turns an arithmetic status into a LimitStatus of the request.
-func (l *Limiter) status(req *request, d fastpath.Declared, p bucket.Params, soft bool, s bucket.Status) LimitStatus {
-	ls := LimitStatus{
-		EntityID: req.entity, Resource: req.resource, LimitName: d.Name,
-		Capacity: p.Capacity / bucket.MilliPerToken, RefillAmount: p.RefillAmount / bucket.MilliPerToken,
-		RefillPeriod: msDuration(p.RefillPeriod),
-		Available:    s.Available, Requested: d.Amount, Exceeded: s.Exceeded && !soft, Soft: soft,
-	}
-	if ls.Exceeded {
-		ls.Never = s.Retry.Never
-		ls.RetryAfter = msDuration(s.Retry.WaitMs)
-	}
-	return ls
-}
-
 // credit sends an unconditioned Adjust write that gives tokens back; a
 // failure is logged, not returned (docs/design.md §5: rollbacks and refunds are
 // best effort). A credit of tk also sets vu to now: it may let a limit
@@ -582,12 +549,3 @@ func negate(ds []fastpath.Declared) []fastpath.Declared {
 	}
 	return out
 }
-
-// dbError marks a failed DynamoDB call: an infrastructure failure.
-type dbError struct {
-	op  string
-	err error
-}
-
-func (e *dbError) Error() string { return e.op + ": " + e.err.Error() }
-func (e *dbError) Unwrap() error { return e.err }

@@ -1,6 +1,7 @@
 package limiter
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/fastpath"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
@@ -282,3 +286,54 @@ func (e *RateLimiterUnavailable) Unwrap() error { return e.Cause }
 
 // HTTPStatus is 503.
 func (*RateLimiterUnavailable) HTTPStatus() int { return 503 }
+
+// status turns an arithmetic status into a LimitStatus of the request.
+func (l *Limiter) status(req *request, d fastpath.Declared, p bucket.Params, soft bool, s bucket.Status) LimitStatus {
+	ls := LimitStatus{
+		EntityID: req.entity, Resource: req.resource, LimitName: d.Name,
+		Capacity: p.Capacity / bucket.MilliPerToken, RefillAmount: p.RefillAmount / bucket.MilliPerToken,
+		RefillPeriod: msDuration(p.RefillPeriod),
+		Available:    s.Available, Requested: d.Amount, Exceeded: s.Exceeded && !soft, Soft: soft,
+	}
+	if ls.Exceeded {
+		ls.Never = s.Retry.Never
+		ls.RetryAfter = msDuration(s.Retry.WaitMs)
+	}
+	return ls
+}
+
+func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
+
+// isVerdict reports a 429 or a 403.
+func isVerdict(err error) bool {
+	var disabled *ResourceDisabled
+	return IsRateLimitError(err) || errors.As(err, &disabled)
+}
+
+// isInfrastructure reports an error that on_unavailable governs: anything
+// but a verdict (rate limit, disabled), bad input, an unsupported shape, or
+// the caller's own context ending.
+func isInfrastructure(ctx context.Context, err error) bool {
+	switch {
+	case ctx.Err() != nil, isVerdict(err), IsValidationError(err),
+		errors.Is(err, errPhase2), config.IsUnsupported(err):
+		return false
+	}
+	return true
+}
+
+// dbError marks a failed DynamoDB call: an infrastructure failure.
+type dbError struct {
+	op  string
+	err error
+}
+
+func (e *dbError) Error() string { return e.op + ": " + e.err.Error() }
+func (e *dbError) Unwrap() error { return e.err }
+
+// unsupportedItem wraps an item this version must not write to.
+func unsupportedItem(reason string) error {
+	return fmt.Errorf("limiter: bucket carries %s, which this version does not handle (docs/design.md §9): %w", reason, errPhase2)
+}
+
+var errPhase2 = errors.New("phase 2 feature")

@@ -3,7 +3,6 @@ package limiter
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"sync/atomic"
@@ -232,10 +231,3 @@ func (l *Limiter) Stats() Stats {
 }
 
 func (l *Limiter) nowMs() int64 { return l.now().UnixMilli() }
-
-// unsupportedItem wraps an item this version must not write to.
-func unsupportedItem(reason string) error {
-	return fmt.Errorf("limiter: bucket carries %s, which this version does not handle (docs/design.md §9): %w", reason, errPhase2)
-}
-
-var errPhase2 = errors.New("phase 2 feature")

@@ -1,8 +1,6 @@
 package limiter
 
 import (
-	"time"
-
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
@@ -43,5 +41,3 @@ func (l *Limiter) drawShard(count int64, tried *shardSet) (shard int, ok bool) {
 	}
 	return 0, false
 }
-
-func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
