@@ -74,10 +74,6 @@ func (l *Limiter) unavailable(ctx context.Context, req *request, cause error) (*
 	return nil, &RateLimiterUnavailable{Cause: cause, Stack: l.table, EntityID: req.entity, Resource: req.resource}
 }
 
-// maxShardRetries is how many extra shards a rejected request probes
-// (docs/design.md §5).
-const maxShardRetries = 2
-
 // speculation is the outcome of one fast-path write for one entity.
 type speculation struct {
 	req   *request
@@ -267,17 +263,6 @@ func (l *Limiter) speculatePair(ctx context.Context, req *request, shard int, sh
 	c = l.speculate(ctx, req, shard, shape)
 	<-done
 	return c, p
-}
-
-// wcuPressure reports a shard whose wcu stays short even after the refill
-// it has earned since rf: real write pressure, which doubling relieves.
-func wcuPressure(img *bucket.Image, now int64) bool {
-	if img == nil || !img.WCU.Present() {
-		return false
-	}
-	s := bucket.Undivided(img.WCU.Params())
-	balance, _ := bucket.Materialise(img.WCU.Tokens, img.RF, now, s.Ceiling, s.Rate, s.Period)
-	return !bucket.Covers(balance, bucket.WCUDebit/bucket.MilliPerToken)
 }
 
 // cascades reports an image whose owner stamp says the pair cascades to a
@@ -487,34 +472,6 @@ func (l *Limiter) fastReject(ctx context.Context, req *request, shard int, img *
 		e.Statuses = append(e.Statuses, l.status(req, d, p, limits[i].Soft, statuses[i]))
 	}
 	return nil, e
-}
-
-// double asks shard 0 to double the pair's shard count (docs/design.md §5).
-func (l *Limiter) double(ctx context.Context, req *request, img *bucket.Image) {
-	old := max(img.ShardCount, 1)
-	in, err := l.writes.Double(l.ns, req.entity, req.resource, old)
-	var capErr *fastpath.ShardCapError
-	if errors.As(err, &capErr) {
-		l.log.WarnContext(ctx, "wcu exhausted at the shard cap; not doubling", "resource", req.resource, "shard_count", old)
-		return
-	}
-	if err != nil {
-		l.log.WarnContext(ctx, "cannot build doubling write", "error", err)
-		return
-	}
-	if _, err := l.db.UpdateItem(ctx, in); err != nil {
-		var ccf *types.ConditionalCheckFailedException
-		if errors.As(err, &ccf) {
-			// Another writer doubled first: adopt its count.
-			if cur, derr := bucket.DecodeImage(ccf.Item); derr == nil && cur.HasShardCount {
-				l.pairs.learnShardCount(req.entity, req.resource, cur.ShardCount)
-			}
-			return
-		}
-		l.log.WarnContext(ctx, "doubling write failed", "resource", req.resource, "error", err)
-		return
-	}
-	l.pairs.learnShardCount(req.entity, req.resource, min(2*old, schema.MaxShardCount))
 }
 
 // credit sends an unconditioned Adjust write that gives tokens back; a

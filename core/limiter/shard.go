@@ -1,6 +1,13 @@
 package limiter
 
 import (
+	"context"
+	"errors"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/fastpath"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
@@ -40,4 +47,47 @@ func (l *Limiter) drawShard(count int64, tried *shardSet) (shard int, ok bool) {
 		k--
 	}
 	return 0, false
+}
+
+// maxShardRetries is how many extra shards a rejected request probes
+// (docs/design.md §5).
+const maxShardRetries = 2
+
+// wcuPressure reports a shard whose wcu stays short even after the refill
+// it has earned since rf: real write pressure, which doubling relieves.
+func wcuPressure(img *bucket.Image, now int64) bool {
+	if img == nil || !img.WCU.Present() {
+		return false
+	}
+	s := bucket.Undivided(img.WCU.Params())
+	balance, _ := bucket.Materialise(img.WCU.Tokens, img.RF, now, s.Ceiling, s.Rate, s.Period)
+	return !bucket.Covers(balance, bucket.WCUDebit/bucket.MilliPerToken)
+}
+
+// double asks shard 0 to double the pair's shard count (docs/design.md §5).
+func (l *Limiter) double(ctx context.Context, req *request, img *bucket.Image) {
+	old := max(img.ShardCount, 1)
+	in, err := l.writes.Double(l.ns, req.entity, req.resource, old)
+	var capErr *fastpath.ShardCapError
+	if errors.As(err, &capErr) {
+		l.log.WarnContext(ctx, "wcu exhausted at the shard cap; not doubling", "resource", req.resource, "shard_count", old)
+		return
+	}
+	if err != nil {
+		l.log.WarnContext(ctx, "cannot build doubling write", "error", err)
+		return
+	}
+	if _, err := l.db.UpdateItem(ctx, in); err != nil {
+		var ccf *types.ConditionalCheckFailedException
+		if errors.As(err, &ccf) {
+			// Another writer doubled first: adopt its count.
+			if cur, derr := bucket.DecodeImage(ccf.Item); derr == nil && cur.HasShardCount {
+				l.pairs.learnShardCount(req.entity, req.resource, cur.ShardCount)
+			}
+			return
+		}
+		l.log.WarnContext(ctx, "doubling write failed", "resource", req.resource, "error", err)
+		return
+	}
+	l.pairs.learnShardCount(req.entity, req.resource, min(2*old, schema.MaxShardCount))
 }
