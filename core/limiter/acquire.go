@@ -265,34 +265,6 @@ func (l *Limiter) speculatePair(ctx context.Context, req *request, shard int, sh
 	return c, p
 }
 
-// cascades reports an image whose owner stamp says the pair cascades to a
-// named parent.
-func cascades(img *bucket.Image) bool {
-	return img != nil && img.HasCascade && img.Cascade && img.ParentID != ""
-}
-
-// learn updates the pair cache from an image of shard of this pair
-// (docs/design.md §7), and keeps the image for refill passes.
-func (l *Limiter) learn(req *request, shard int, img *bucket.Image, now int64) {
-	l.learnPair(req.entity, req.resource, shard, img, now)
-}
-
-// learnItem decodes the ALL_NEW item of a write this process made to shard
-// of (entity, resource) and learns it; an empty or corrupt item teaches
-// nothing.
-func (l *Limiter) learnItem(entity, resource string, shard int, item map[string]types.AttributeValue, now int64) {
-	if len(item) == 0 {
-		return
-	}
-	if img, err := bucket.DecodeImage(item); err == nil {
-		l.learnPair(entity, resource, shard, &img, now)
-	}
-}
-
-func (l *Limiter) learnPair(entity, resource string, shard int, img *bucket.Image, now int64) {
-	l.pairs.learnImage(entity, resource, shard, img, now)
-}
-
 // childAdmitted finishes an acquire whose own write succeeded: a lone lease,
 // or the cascade outcomes of docs/design.md §5 (p is the warm parent
 // write, or the zero value).

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
 )
 
@@ -72,16 +74,6 @@ func newPairCache(size int, ttl time.Duration, now func() time.Time) *pairCache 
 
 func (c *pairCache) shard(k pairKey) *pairShard {
 	return &c.shards[pairHash(c.seed, k.entity, k.resource)%pairCacheShards]
-}
-
-// pairHash hashes an (entity, resource) pair.
-func pairHash(seed maphash.Seed, entity, resource string) uint64 {
-	var h maphash.Hash
-	h.SetSeed(seed)
-	h.WriteString(entity)
-	h.WriteByte(0)
-	h.WriteString(resource)
-	return h.Sum64()
 }
 
 // live reports whether an entry learned at learned is within the age bound.
@@ -165,6 +157,12 @@ func (st *pairState) learnImage(shard int, img *bucket.Image, now int64) {
 	st.bypassed = img.Bypass.Live(now)
 }
 
+// cascades reports an image whose owner stamp says the pair cascades to a
+// named parent.
+func cascades(img *bucket.Image) bool {
+	return img != nil && img.HasCascade && img.Cascade && img.ParentID != ""
+}
+
 // len is the number of pairs held (expired ones included until touched).
 func (c *pairCache) len() int {
 	n := 0
@@ -184,4 +182,26 @@ func (c *pairCache) learnShardCount(entity, resource string, n int64) {
 			st.shardCount = n
 		}
 	})
+}
+
+// learn updates the pair cache from an image of shard of this pair
+// (docs/design.md §7), and keeps the image for refill passes.
+func (l *Limiter) learn(req *request, shard int, img *bucket.Image, now int64) {
+	l.learnPair(req.entity, req.resource, shard, img, now)
+}
+
+// learnItem decodes the ALL_NEW item of a write this process made to shard
+// of (entity, resource) and learns it; an empty or corrupt item teaches
+// nothing.
+func (l *Limiter) learnItem(entity, resource string, shard int, item map[string]types.AttributeValue, now int64) {
+	if len(item) == 0 {
+		return
+	}
+	if img, err := bucket.DecodeImage(item); err == nil {
+		l.learnPair(entity, resource, shard, &img, now)
+	}
+}
+
+func (l *Limiter) learnPair(entity, resource string, shard int, img *bucket.Image, now int64) {
+	l.pairs.learnImage(entity, resource, shard, img, now)
 }

@@ -2,6 +2,7 @@ package limiter
 
 import (
 	"container/list"
+	"hash/maphash"
 	"time"
 )
 
@@ -72,4 +73,15 @@ func perPart(total, n int) int {
 		return 0
 	}
 	return max(1, (total+n-1)/n)
+}
+
+// pairHash hashes an (entity, resource) pair: the pair cache and the
+// rejection cache pick the pair's part with it.
+func pairHash(seed maphash.Seed, entity, resource string) uint64 {
+	var h maphash.Hash
+	h.SetSeed(seed)
+	h.WriteString(entity)
+	h.WriteByte(0)
+	h.WriteString(resource)
+	return h.Sum64()
 }

@@ -222,12 +222,6 @@ func (l *Limiter) localRejection(req *request, entity string, j pairJudgement, n
 	return e
 }
 
-// remember stores a state DynamoDB returned for id in the rejection cache,
-// unless something was forgotten since mark.
-func (l *Limiter) remember(id schema.BucketID, img *bucket.Image, mark uint64) {
-	l.rejects.store(shardKey{id.Entity, id.Resource, id.Shard}, img, mark)
-}
-
 // localRejectionSmall is a local rejection of up to 4 limits in one
 // allocation: the error and its statuses together.
 type localRejectionSmall struct {
