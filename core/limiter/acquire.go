@@ -5,9 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/fastpath"
@@ -72,61 +69,6 @@ func (l *Limiter) unavailable(ctx context.Context, req *request, cause error) (*
 		return &Lease{lim: l, noop: true, resource: req.resource, parts: []leasePart{{entity: req.entity}}}, nil
 	}
 	return nil, &RateLimiterUnavailable{Cause: cause, Stack: l.table, EntityID: req.entity, Resource: req.resource}
-}
-
-// speculation is the outcome of one fast-path write for one entity.
-type speculation struct {
-	req   *request
-	id    schema.BucketID
-	shape fastpath.Shape
-	now   int64
-	ok    bool
-	img   *bucket.Image // ALL_NEW on success; ALL_OLD on failure (nil: no item)
-	cls   fastpath.Classification
-	err   error // a failed call or an undecodable image
-}
-
-// speculate sends one fast-path write (docs/design.md §5) for req's entity on shard.
-func (l *Limiter) speculate(ctx context.Context, req *request, shard int, shape fastpath.Shape) speculation {
-	sp := speculation{req: req, shape: shape, now: l.nowMs(),
-		id: schema.BucketID{Namespace: l.ns, Entity: req.entity, Resource: req.resource, Shard: shard}}
-	in, err := l.writes.FastPath(sp.id, shape, req.declared, sp.now)
-	if err != nil {
-		sp.err = err
-		return sp
-	}
-	mark := l.rejects.mark(req.entity, req.resource)
-	out, err := l.db.UpdateItem(ctx, in)
-	if err == nil {
-		img, derr := bucket.DecodeImage(out.Attributes)
-		sp.ok, sp.img, sp.err = true, &img, derr
-		if derr == nil {
-			l.learn(req, shard, sp.img, sp.now)
-			l.rejects.store(sp.key(), sp.img, mark)
-		}
-		return sp
-	}
-	var ccf *types.ConditionalCheckFailedException
-	if !errors.As(err, &ccf) {
-		sp.err = &dbError{op: "fast path UpdateItem", err: err}
-		return sp
-	}
-	sp.cls, sp.img, sp.err = fastpath.ClassifyItem(ccf.Item, shape, req.declared, sp.now)
-	if sp.img != nil {
-		l.learn(req, shard, sp.img, sp.now)
-		l.rejects.store(sp.key(), sp.img, mark)
-	}
-	return sp
-}
-
-func (sp speculation) key() shardKey { return shardKey{sp.id.Entity, sp.id.Resource, sp.id.Shard} }
-
-// shapeFor is the write shape the pair cache calls for.
-func shapeFor(st pairState) fastpath.Shape {
-	if st.bypassed {
-		return fastpath.ShapeBypass
-	}
-	return fastpath.ShapeEnforce
 }
 
 // acquire runs the speculative fast path and everything it hands off to.
@@ -365,116 +307,4 @@ func (l *Limiter) parentOnly(ctx context.Context, preq *request, shard int) (lea
 		}
 	}
 	return leasePart{}, errContention
-}
-
-// admittedPart builds the lease part of a successful fast-path write
-// (docs/design.md §5), refunding the debit of an enforce-shaped write that landed
-// on a bypassed bucket. The part's entries go to dst when it has the room.
-func (l *Limiter) admittedPart(ctx context.Context, sp speculation, dst []leaseEntry) leasePart {
-	part := imagePart(sp, dst)
-	if sp.shape == fastpath.ShapeEnforce && sp.img.Bypass.Live(sp.now) {
-		// Bypass discovered: give the tokens back, keep the tc (ADR-151
-		// decision 3).
-		l.credit(ctx, sp.id, fastpath.AdjustTokens, negate(sp.req.declared), "bypass refund")
-		part.bypassed = true
-	}
-	return part
-}
-
-// imagePart describes the declared limits of a successful write from its
-// ALL_NEW image, materialised at the write's clock reading. The entries
-// are appended to dst[:0] when it has the room, else to a new slice.
-func imagePart(sp speculation, dst []leaseEntry) leasePart {
-	img := sp.img
-	part := leasePart{entity: sp.id.Entity, shard: sp.id.Shard, bypassed: sp.shape == fastpath.ShapeBypass}
-	if cap(dst) >= len(sp.req.declared) {
-		part.entries = dst[:0]
-	} else {
-		part.entries = make([]leaseEntry, 0, len(sp.req.declared))
-	}
-	shards := max(img.ShardCount, 1)
-	for _, d := range sp.req.declared {
-		e := leaseEntry{name: d.Name, initial: d.Amount}
-		if li := img.Limit(d.Name); li != nil {
-			p := li.Params()
-			share := bucket.Effective(p, shards)
-			e.params, e.share = p, share
-			e.balance, _ = bucket.Materialise(li.Tokens, img.RF, sp.now, share.Ceiling, share.Rate, share.Period)
-			e.soft = li.Soft.Live(sp.now)
-		}
-		part.entries = append(part.entries, e)
-	}
-	return part
-}
-
-// imageStatuses are the statuses of a successful write's declared limits.
-func imageStatuses(sp speculation) []LimitStatus {
-	part := imagePart(sp, nil)
-	out := make([]LimitStatus, 0, len(part.entries))
-	for _, e := range part.entries {
-		out = append(out, e.status(sp.id.Entity, sp.id.Resource, e.initial))
-	}
-	return out
-}
-
-// refund gives back a successful speculative write that the request will
-// not keep: tk and tc, or tc only for a bypass-shaped write (docs/design.md §5).
-func (l *Limiter) refund(ctx context.Context, sp speculation) {
-	mode := fastpath.AdjustBoth
-	if sp.shape == fastpath.ShapeBypass {
-		mode = fastpath.AdjustConsumed
-	}
-	l.credit(ctx, sp.id, mode, negate(sp.req.declared), "cascade refund")
-}
-
-// fastReject decides an APP_LIMIT_EXHAUSTED failure with no further call
-// when refill would not help (docs/design.md §3), else runs the slow path.
-func (l *Limiter) fastReject(ctx context.Context, req *request, shard int, img *bucket.Image, now int64) (*Lease, error) {
-	limits := make([]bucket.ImageLimit, len(req.declared))
-	for i, d := range req.declared {
-		limits[i] = img.ImageLimit(d.Name, d.Amount, now)
-	}
-	satisfy, statuses := bucket.WouldRefillSatisfy(nil, limits, img.RF, max(img.ShardCount, 1), now)
-	if satisfy {
-		return l.slowPath(ctx, req, shard)
-	}
-	e := &RateLimitExceeded{}
-	for i, d := range req.declared {
-		p, _ := img.Params(d.Name)
-		e.Statuses = append(e.Statuses, l.status(req, d, p, limits[i].Soft, statuses[i]))
-	}
-	return nil, e
-}
-
-// credit sends an unconditioned Adjust write that gives tokens back; a
-// failure is logged, not returned (docs/design.md §5: rollbacks and refunds are
-// best effort). A credit of tk also sets vu to now: it may let a limit
-// reach its ceiling before the stored vu, so the next enforce write takes a
-// materialising pass (docs/decisions.md P25).
-func (l *Limiter) credit(ctx context.Context, id schema.BucketID, mode fastpath.AdjustMode, deltas []fastpath.Declared, what string) {
-	now := l.nowMs()
-	// A credit returns tokens the cached state does not show: forget it
-	// before and after (docs/design.md §10).
-	key := shardKey{id.Entity, id.Resource, id.Shard}
-	l.rejects.forget(key)
-	defer l.rejects.forget(key)
-	in, err := l.writes.Adjust(id, mode, deltas, mode != fastpath.AdjustConsumed, now)
-	if err == nil {
-		in.ReturnValues = types.ReturnValueAllNew
-		var out *dynamodb.UpdateItemOutput
-		if out, err = l.db.UpdateItem(ctx, in); err == nil {
-			l.learnItem(id.Entity, id.Resource, id.Shard, out.Attributes, now)
-		}
-	}
-	if err != nil {
-		l.log.WarnContext(ctx, what+" failed", "resource", id.Resource, "shard", id.Shard, "error", err)
-	}
-}
-
-func negate(ds []fastpath.Declared) []fastpath.Declared {
-	out := make([]fastpath.Declared, len(ds))
-	for i, d := range ds {
-		out[i] = fastpath.Declared{Name: d.Name, Amount: -d.Amount}
-	}
-	return out
 }
