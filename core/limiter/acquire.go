@@ -81,7 +81,7 @@ func (l *Limiter) acquire(ctx context.Context, req *request) (*Lease, error) {
 	}
 	shard, _ := l.drawShard(st.shardCount, &tried)
 	if !l.speculative {
-		return l.slowPath(ctx, req, shard)
+		return l.readThenWrite(ctx, req, shard)
 	}
 	shape := shapeFor(st)
 	warmParent := ""
@@ -108,8 +108,8 @@ func (l *Limiter) acquire(ctx context.Context, req *request) (*Lease, error) {
 			return true, nil, err
 		case err != nil:
 			return true, nil, err
-		case nx == nextSlowPath || respeculated >= maxSlowPasses:
-			lease, err := l.slowPath(ctx, req, shard)
+		case nx == nextReadThenWrite || respeculated >= maxPasses:
+			lease, err := l.readThenWrite(ctx, req, shard)
 			return true, lease, err
 		}
 		respeculated++
@@ -162,16 +162,16 @@ func (l *Limiter) acquire(ctx context.Context, req *request) (*Lease, error) {
 				enforceRetried, shape = true, fastpath.ShapeEnforce
 				continue
 			}
-			return l.slowPath(ctx, req, shard)
+			return l.readThenWrite(ctx, req, shard)
 		case fastpath.ActionDouble:
 			if !wcuPressure(img, c.now) {
 				// The stored wcu ran down over slow traffic: only rf writers
 				// credit it. Refill covers the write, so the partition is
 				// not hot: the slow path refills it; no doubling (P21).
-				return l.slowPath(ctx, req, shard)
+				return l.readThenWrite(ctx, req, shard)
 			}
 			l.double(ctx, req, img)
-			return l.slowPath(ctx, req, shard)
+			return l.readThenWrite(ctx, req, shard)
 		case fastpath.ActionShardRetryOrReject:
 			// A cascading child never takes a child-only shard retry: it
 			// would skip the parent (docs/design.md §5).
@@ -184,7 +184,7 @@ func (l *Limiter) acquire(ctx context.Context, req *request) (*Lease, error) {
 			}
 			return l.fastReject(ctx, req, shard, img, c.now)
 		default:
-			return l.slowPath(ctx, req, shard)
+			return l.readThenWrite(ctx, req, shard)
 		}
 	}
 }

@@ -60,7 +60,7 @@ func (l *Limiter) childAdmitted(ctx context.Context, req *request, c, p speculat
 		return nil, &ResourceDisabled{EntityID: p.req.entity, Resource: req.resource, Level: LevelBucket}
 	case fastpath.ReasonBucketMissing, fastpath.ReasonSeed:
 		l.refund(ctx, c)
-		return l.slowPath(ctx, req, c.id.Shard)
+		return l.readThenWrite(ctx, req, c.id.Shard)
 	case fastpath.ReasonAppLimitExhausted:
 		limits := make([]bucket.ImageLimit, len(req.declared))
 		for i, d := range req.declared {
@@ -101,13 +101,13 @@ func (l *Limiter) childAdmitted(ctx context.Context, req *request, c, p speculat
 		return &Lease{lim: l, resource: req.resource, parts: []leasePart{l.admittedPart(ctx, c, nil), part}}, nil
 	}
 	l.refund(ctx, c)
-	return l.slowPath(ctx, req, c.id.Shard)
+	return l.readThenWrite(ctx, req, c.id.Shard)
 }
 
 // parentOnly is the parent-only slow path: read the parent's shard,
 // materialise, and write it alone under its rf lock.
 func (l *Limiter) parentOnly(ctx context.Context, preq *request, shard int) (leasePart, error) {
-	for range maxSlowPasses {
+	for range maxPasses {
 		p, err := l.prepare(ctx, preq, shard)
 		if err != nil {
 			return leasePart{}, err

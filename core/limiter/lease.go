@@ -363,7 +363,7 @@ func (l *Limiter) adjust(ctx context.Context, resource string, p leasePart, delt
 		if err != nil || !lost || fresh == nil {
 			return err
 		}
-		if passes++; passes >= maxSlowPasses {
+		if passes++; passes >= maxPasses {
 			break
 		}
 		cur = fresh

@@ -1,7 +1,9 @@
 package limiter
 
-// The pure part of a slow pass: what to write, decided from the state read
-// and the config, with no I/O (docs/design.md §4, §5).
+// One pass of the read-then-write path for one entity: the state read and
+// the config, every limit materialised and the request applied to it, the
+// verdict when a hard limit is short, and the item or rf-locked update
+// that carries the admission (docs/design.md §4, §5).
 
 import (
 	"time"

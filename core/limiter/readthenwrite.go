@@ -17,31 +17,32 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
-// maxSlowPasses bounds the slow path's re-reads after a lost race (a create
-// that met an existing item, a retry write that found a limit missing or vu
-// passed, a cancelled transaction).
-const maxSlowPasses = 4
+// maxPasses bounds the read-then-write path's re-reads after a lost race
+// (a create that met an existing item, a retry write that found a limit
+// missing or vu passed, a cancelled transaction); refill passes and the
+// parent-only pass take the same bound.
+const maxPasses = 4
 
 // errContention reports a slow path that lost every race it ran and has no
 // state to decide from. A slow path that read the bucket decides from it
 // instead: contention is a verdict, never an outage (docs/decisions.md P26).
 var errContention = errors.New("limiter: slow path lost its write race repeatedly")
 
-// slowPath is docs/design.md §5 on the drawn shard: read, materialise every limit,
-// admit, and write under the rf lock (or create the shard). When the pair
-// cascades, the parent's pass is prepared too and both writes go in one
-// transaction.
+// readThenWrite is the slow path of docs/design.md §5 on the drawn shard:
+// read, materialise every limit, admit, and write under the rf lock (or
+// create the shard). When the pair cascades, the parent's pass is prepared
+// too and both writes go in one transaction.
 //
 // Every way of losing a race ends in a verdict (docs/decisions.md P26): a
 // pass that must run again waits a jittered back-off first; a transaction
 // conflict is retried after the back-offs of docs/design.md §5; when the
 // passes or the back-offs run out, the request is rejected from the
 // freshest state read (contended). Only DynamoDB failing is an error.
-func (l *Limiter) slowPath(ctx context.Context, req *request, shard int) (*Lease, error) {
+func (l *Limiter) readThenWrite(ctx context.Context, req *request, shard int) (*Lease, error) {
 	conflicts := 0
 	var verdict *RateLimitExceeded
-	for pass := 0; pass < maxSlowPasses+conflicts; pass++ {
-		lease, again, seen, err := l.slowPass(ctx, req, shard)
+	for pass := 0; pass < maxPasses+conflicts; pass++ {
+		lease, again, seen, err := l.readWritePass(ctx, req, shard)
 		if seen != nil {
 			verdict = seen
 		}
@@ -81,9 +82,10 @@ func (e *transactionConflict) Error() string { return "transaction conflict: " +
 
 func (e *transactionConflict) Unwrap() error { return e.err }
 
-// slowPass runs one read-decide-write round. again asks for another round;
-// seen is the verdict should the request lose every round (contended).
-func (l *Limiter) slowPass(ctx context.Context, req *request, shard int) (lease *Lease, again bool, seen *RateLimitExceeded, err error) {
+// readWritePass runs one read-decide-write round of readThenWrite. again
+// asks for another round; seen is the verdict should the request lose every
+// round (contended).
+func (l *Limiter) readWritePass(ctx context.Context, req *request, shard int) (lease *Lease, again bool, seen *RateLimitExceeded, err error) {
 	child, err := l.prepare(ctx, req, shard)
 	if err != nil {
 		return nil, false, nil, err

@@ -204,8 +204,8 @@ func (l *Limiter) sendRefill(ctx context.Context, plan refillPlan) (img *bucket.
 type next uint8
 
 const (
-	nextSpeculate next = iota + 1 // the state has a live vu: the fast path
-	nextSlowPath                  // something only the slow path settles
+	nextSpeculate     next = iota + 1 // the state has a live vu: the fast path
+	nextReadThenWrite                 // something only the read-then-write path settles
 )
 
 // refillAcquire admits req on bucket id, whose image img (held in the pair
@@ -222,13 +222,13 @@ const (
 // this request): a held image may predate another process's credit, so a
 // shortfall on it sends the request to the fast path instead.
 func (l *Limiter) refillAcquire(ctx context.Context, req *request, id schema.BucketID, img *bucket.Image, fresh, cascade bool) (*Lease, next, error) {
-	for range maxSlowPasses {
+	for range maxPasses {
 		now := l.nowMs()
 		if img != nil && img.HasVU && img.VU > now {
 			return nil, nextSpeculate, nil
 		}
 		if !refillable(img, req.declared, now) {
-			return nil, nextSlowPath, nil
+			return nil, nextReadThenWrite, nil
 		}
 		plan := l.planRefill(req, id, img, req.declared, true, now)
 		if plan.in == nil {
@@ -254,5 +254,5 @@ func (l *Limiter) refillAcquire(ctx context.Context, req *request, id schema.Buc
 		}
 		img, fresh = cur, true
 	}
-	return nil, nextSlowPath, nil
+	return nil, nextReadThenWrite, nil
 }

@@ -126,7 +126,7 @@ func (l *Limiter) fastReject(ctx context.Context, req *request, shard int, img *
 	}
 	satisfy, statuses := bucket.WouldRefillSatisfy(nil, limits, img.RF, max(img.ShardCount, 1), now)
 	if satisfy {
-		return l.slowPath(ctx, req, shard)
+		return l.readThenWrite(ctx, req, shard)
 	}
 	e := &RateLimitExceeded{}
 	for i, d := range req.declared {
