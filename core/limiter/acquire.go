@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
-	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/fastpath"
+	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/bucketwrite"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
@@ -119,7 +119,7 @@ func (l *Limiter) acquire(ctx context.Context, req *request) (*Lease, error) {
 		if !first {
 			cur = l.pairs.get(req.entity, req.resource) // the last pass may have taught it
 		}
-		if img := cur.imageOf(shard); shape == fastpath.ShapeEnforce &&
+		if img := cur.imageOf(shard); shape == bucketwrite.ShapeEnforce &&
 			img != nil && img.HasVU && img.VU <= l.nowMs() {
 			// The cached image shows vu passed: a refill pass, no read.
 			id := schema.BucketID{Namespace: l.ns, Entity: req.entity, Resource: req.resource, Shard: shard}
@@ -146,7 +146,7 @@ func (l *Limiter) acquire(ctx context.Context, req *request) (*Lease, error) {
 		// (a retry, or the slow path) takes care of the parent.
 		warmParent = ""
 		img := c.img
-		if c.cls.Reason == fastpath.ReasonScheduleBoundary {
+		if c.cls.Reason == bucketwrite.ReasonScheduleBoundary {
 			// vu has passed: materialise from the image, no read (P25).
 			if done, lease, err := refilled(l.refillAcquire(ctx, req, c.id, img, true, true)); done {
 				return lease, err
@@ -154,16 +154,16 @@ func (l *Limiter) acquire(ctx context.Context, req *request) (*Lease, error) {
 			continue
 		}
 		switch c.cls.Action() {
-		case fastpath.ActionRaiseDisabled:
+		case bucketwrite.ActionRaiseDisabled:
 			return nil, &ResourceDisabled{EntityID: req.entity, Resource: req.resource, Level: LevelBucket}
-		case fastpath.ActionRetryEnforce:
+		case bucketwrite.ActionRetryEnforce:
 			l.pairs.update(req.entity, req.resource, func(p *pairState) { p.bypassed = false })
 			if !enforceRetried {
-				enforceRetried, shape = true, fastpath.ShapeEnforce
+				enforceRetried, shape = true, bucketwrite.ShapeEnforce
 				continue
 			}
 			return l.readThenWrite(ctx, req, shard)
-		case fastpath.ActionDouble:
+		case bucketwrite.ActionDouble:
 			if !wcuPressure(img, c.now) {
 				// The stored wcu ran down over slow traffic: only rf writers
 				// credit it. Refill covers the write, so the partition is
@@ -172,7 +172,7 @@ func (l *Limiter) acquire(ctx context.Context, req *request) (*Lease, error) {
 			}
 			l.double(ctx, req, img)
 			return l.readThenWrite(ctx, req, shard)
-		case fastpath.ActionShardRetryOrReject:
+		case bucketwrite.ActionShardRetryOrReject:
 			// A cascading child never takes a child-only shard retry: it
 			// would skip the parent (docs/design.md §5).
 			if img.ShardCount > 1 && shardRetries < maxShardRetries && !cascades(img) && !st.cascade {

@@ -39,7 +39,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/internal/capability"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
-	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/fastpath"
+	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/bucketwrite"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 	"github.com/zae-limiter/zae-limiter-go/internal/benchkit"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddblocal"
@@ -269,11 +269,11 @@ func setupWarmCascade(tb testing.TB, r acquireRun, n int) benchkit.Op {
 func setupFastPathRequest(tb testing.TB, r acquireRun, n int) benchkit.Op {
 	const resource = "bench-fast"
 	entities := fastBuckets(tb, r, resource, n)
-	w, now := fastpath.NewWrites(r.table), time.Now().UnixMilli()
+	w, now := bucketwrite.NewWrites(r.table), time.Now().UnixMilli()
 	requests := make([]*dynamodb.UpdateItemInput, len(entities))
 	for i, ent := range entities {
 		id := schema.BucketID{Namespace: benchNS, Entity: ent, Resource: resource}
-		in, err := w.FastPath(id, fastpath.ShapeEnforce, []fastpath.Declared{{Name: "rpm", Amount: 1}}, now)
+		in, err := w.Speculative(id, bucketwrite.ShapeEnforce, []bucketwrite.Declared{{Name: "rpm", Amount: 1}}, now)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -546,8 +546,8 @@ func (c *cannedDynamoDB) client(optFns ...func(*dynamodb.Options)) *dynamodb.Cli
 func cannedFastPath(tb testing.TB, table string, now time.Time) *dynamodb.UpdateItemInput {
 	tb.Helper()
 	id := schema.BucketID{Namespace: benchNS, Entity: cannedEntity, Resource: cannedResource}
-	in, err := fastpath.NewWrites(table).FastPath(id, fastpath.ShapeEnforce,
-		[]fastpath.Declared{{Name: "rpm", Amount: 1}, {Name: "tpm", Amount: 100}}, now.UnixMilli())
+	in, err := bucketwrite.NewWrites(table).Speculative(id, bucketwrite.ShapeEnforce,
+		[]bucketwrite.Declared{{Name: "rpm", Amount: 1}, {Name: "tpm", Amount: 100}}, now.UnixMilli())
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -5,12 +5,12 @@ import (
 	"errors"
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
-	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/fastpath"
+	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/bucketwrite"
 )
 
 // speculatePair is the warm cascade: child and parent writes issued
 // concurrently, each in its own shape (docs/design.md §5).
-func (l *Limiter) speculatePair(ctx context.Context, req *request, shard int, shape fastpath.Shape, parent string) (c, p speculation) {
+func (l *Limiter) speculatePair(ctx context.Context, req *request, shard int, shape bucketwrite.Shape, parent string) (c, p speculation) {
 	preq := req.forEntity(parent)
 	pst := l.pairs.get(parent, req.resource)
 	ptried := l.parentSteer(req, parent, pst.shardCount)
@@ -55,13 +55,13 @@ func (l *Limiter) childAdmitted(ctx context.Context, req *request, c, p speculat
 		return &Lease{lim: l, resource: req.resource, parts: []leasePart{l.admittedPart(ctx, c, nil), l.admittedPart(ctx, p, nil)}}, nil
 	}
 	switch p.cls.Reason {
-	case fastpath.ReasonDisabled:
+	case bucketwrite.ReasonDisabled:
 		l.refund(ctx, c)
 		return nil, &ResourceDisabled{EntityID: p.req.entity, Resource: req.resource, Level: LevelBucket}
-	case fastpath.ReasonBucketMissing, fastpath.ReasonSeed:
+	case bucketwrite.ReasonBucketMissing, bucketwrite.ReasonSeed:
 		l.refund(ctx, c)
 		return l.readThenWrite(ctx, req, c.id.Shard)
-	case fastpath.ReasonAppLimitExhausted:
+	case bucketwrite.ReasonAppLimitExhausted:
 		limits := make([]bucket.ImageLimit, len(req.declared))
 		for i, d := range req.declared {
 			limits[i] = p.img.ImageLimit(d.Name, d.Amount, p.now)
@@ -76,11 +76,11 @@ func (l *Limiter) childAdmitted(ctx context.Context, req *request, c, p speculat
 			}
 			return nil, e
 		}
-	case fastpath.ReasonWCUExhausted, fastpath.ReasonBothExhausted:
+	case bucketwrite.ReasonWCUExhausted, bucketwrite.ReasonBothExhausted:
 		if wcuPressure(p.img, p.now) {
 			l.double(ctx, p.req, p.img)
 		}
-	case fastpath.ReasonScheduleBoundary:
+	case bucketwrite.ReasonScheduleBoundary:
 		// The parent's vu has passed: its refill pass, no read (P25).
 		lease, _, err := l.refillAcquire(ctx, p.req, p.id, p.img, true, false)
 		var rle *RateLimitExceeded

@@ -12,7 +12,7 @@ import (
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
 	"github.com/zae-limiter/zae-limiter-go/core/config"
-	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/fastpath"
+	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/bucketwrite"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
@@ -288,7 +288,7 @@ func (e *RateLimiterUnavailable) Unwrap() error { return e.Cause }
 func (*RateLimiterUnavailable) HTTPStatus() int { return 503 }
 
 // status turns an arithmetic status into a LimitStatus of the request.
-func (l *Limiter) status(req *request, d fastpath.Declared, p bucket.Params, soft bool, s bucket.Status) LimitStatus {
+func (l *Limiter) status(req *request, d bucketwrite.Declared, p bucket.Params, soft bool, s bucket.Status) LimitStatus {
 	ls := LimitStatus{
 		EntityID: req.entity, Resource: req.resource, LimitName: d.Name,
 		Capacity: p.Capacity / bucket.MilliPerToken, RefillAmount: p.RefillAmount / bucket.MilliPerToken,

@@ -10,7 +10,7 @@ import (
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
 	"github.com/zae-limiter/zae-limiter-go/core/internal/expr"
-	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/fastpath"
+	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/bucketwrite"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
@@ -266,10 +266,10 @@ func (l *Lease) finish(ctx context.Context, delta func(leaseEntry) int64) error 
 	}
 	var errs []error
 	for _, p := range l.parts {
-		var deltas []fastpath.Declared
+		var deltas []bucketwrite.Declared
 		for _, e := range p.entries {
 			if d := delta(e); d != 0 {
-				deltas = append(deltas, fastpath.Declared{Name: e.name, Amount: d})
+				deltas = append(deltas, bucketwrite.Declared{Name: e.name, Amount: d})
 			}
 		}
 		if len(deltas) > 0 {
@@ -290,7 +290,7 @@ func (l *Lease) finish(ctx context.Context, delta func(leaseEntry) int64) error 
 //     first (and clamps a balance the credit lifted above its ceiling).
 //
 // A bucket that no longer exists is left alone.
-func (l *Limiter) adjust(ctx context.Context, resource string, p leasePart, deltas []fastpath.Declared) error {
+func (l *Limiter) adjust(ctx context.Context, resource string, p leasePart, deltas []bucketwrite.Declared) error {
 	id := schema.BucketID{Namespace: l.ns, Entity: p.entity, Resource: resource, Shard: p.shard}
 	// An adjustment may credit: the cached state is forgotten before and
 	// after (docs/design.md §10).
@@ -312,7 +312,7 @@ func (l *Limiter) adjust(ctx context.Context, resource string, p leasePart, delt
 		return err
 	}
 	if p.bypassed {
-		in, err := l.writes.Adjust(id, fastpath.AdjustConsumed, deltas, false, 0)
+		in, err := l.writes.Adjust(id, bucketwrite.AdjustConsumed, deltas, false, 0)
 		if err != nil {
 			return err
 		}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/internal/wait"
-	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/fastpath"
+	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/bucketwrite"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
@@ -42,7 +42,7 @@ type Limiter struct {
 	ns       string
 	store    *config.Store
 	resolver *config.Resolver
-	writes   *fastpath.Writes
+	writes   *bucketwrite.Writes
 	pairs    *pairCache
 	rejects  *rejectionCache // nil: off
 	// degraded is set while the last acquire ended in an infrastructure
@@ -126,7 +126,7 @@ func newLimiter(db DB, table, ns string, o Options) (*Limiter, error) {
 	return &Limiter{
 		db: newOnceWrites(db, o.Sleep), table: table, ns: ns,
 		store: store, resolver: store.Resolver(), rejects: rejects,
-		writes: fastpath.NewWrites(table), pairs: newPairCache(o.PairCacheSize, o.PairCacheTTL, o.Clock),
+		writes: bucketwrite.NewWrites(table), pairs: newPairCache(o.PairCacheSize, o.PairCacheTTL, o.Clock),
 		now: o.Clock, intn: o.Rand, log: o.Logger, sleep: o.Sleep,
 		speculative:   !o.DisableSpeculativeWrites,
 		stampTTL:      o.StampTTL.Milliseconds(),

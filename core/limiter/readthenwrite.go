@@ -13,7 +13,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
-	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/fastpath"
+	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/bucketwrite"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
@@ -330,21 +330,21 @@ func (l *Limiter) retryBoth(ctx context.Context, child, parent *pass) (*Lease, b
 	items := make([]types.TransactWriteItem, 0, 2)
 	now := l.nowMs()
 	for _, p := range []*pass{child, parent} {
-		var limits []fastpath.RetryLimit
+		var limits []bucketwrite.RetryLimit
 		for _, pl := range p.plan {
 			if pl.declared {
-				limits = append(limits, fastpath.RetryLimit{Name: pl.lim.Name, Amount: pl.amount, Hard: !pl.lim.Soft && !p.bypass})
+				limits = append(limits, bucketwrite.RetryLimit{Name: pl.lim.Name, Amount: pl.amount, Hard: !pl.lim.Soft && !p.bypass})
 			}
 		}
-		mode := fastpath.AdjustBoth
+		mode := bucketwrite.AdjustBoth
 		var in *dynamodb.UpdateItemInput
 		var err error
 		if p.bypass {
 			// A bypassed side adds tc only, unconditioned but for existence.
-			mode = fastpath.AdjustConsumed
-			ds := make([]fastpath.Declared, 0, len(limits))
+			mode = bucketwrite.AdjustConsumed
+			ds := make([]bucketwrite.Declared, 0, len(limits))
 			for _, r := range limits {
-				ds = append(ds, fastpath.Declared{Name: r.Name, Amount: r.Amount})
+				ds = append(ds, bucketwrite.Declared{Name: r.Name, Amount: r.Amount})
 			}
 			in, err = l.writes.Adjust(p.id, mode, ds, false, 0)
 		} else {
@@ -372,10 +372,10 @@ func (l *Limiter) retryBoth(ctx context.Context, child, parent *pass) (*Lease, b
 // built from the image it returns, unless a declared limit is missing
 // there, which needs another pass.
 func (l *Limiter) retryWrite(ctx context.Context, p *pass) (*Lease, bool, error) {
-	var limits []fastpath.RetryLimit
+	var limits []bucketwrite.RetryLimit
 	for _, pl := range p.plan {
 		if pl.declared {
-			limits = append(limits, fastpath.RetryLimit{Name: pl.lim.Name, Amount: pl.amount, Hard: !pl.lim.Soft})
+			limits = append(limits, bucketwrite.RetryLimit{Name: pl.lim.Name, Amount: pl.amount, Hard: !pl.lim.Soft})
 		}
 	}
 	now := l.nowMs()
@@ -425,7 +425,7 @@ func (l *Limiter) retryWrite(ctx context.Context, p *pass) (*Lease, bool, error)
 		if pl.lim.Soft {
 			st.Exceeded = false
 		}
-		e.Statuses = append(e.Statuses, l.status(p.req, fastpath.Declared{Name: pl.lim.Name, Amount: pl.amount}, pl.params, pl.lim.Soft, st))
+		e.Statuses = append(e.Statuses, l.status(p.req, bucketwrite.Declared{Name: pl.lim.Name, Amount: pl.amount}, pl.params, pl.lim.Soft, st))
 	}
 	if len(e.Violations()) == 0 {
 		return nil, true, nil // the shortfall is gone by now: run again

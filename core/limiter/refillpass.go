@@ -9,7 +9,7 @@ import (
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
 	"github.com/zae-limiter/zae-limiter-go/core/internal/expr"
-	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/fastpath"
+	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/bucketwrite"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
@@ -29,7 +29,7 @@ import (
 // refillable reports whether the enforce-shaped write that returned img
 // (at clock reading now) can be settled by a refill pass for declared: a
 // positive vu that has passed, and nothing else a slow path would fix.
-func refillable(img *bucket.Image, declared []fastpath.Declared, now int64) bool {
+func refillable(img *bucket.Image, declared []bucketwrite.Declared, now int64) bool {
 	switch {
 	case img == nil, !img.HasRF, !img.HasVU, img.VU <= 0, img.VU > now,
 		img.HasDisabled, img.Bypass.Present, img.Phase2(),
@@ -66,7 +66,7 @@ type refillPlan struct {
 // the write also requires the item to be enabled, unbypassed, unexpired
 // and not cascading, as the fast path does. Without admit (a lease's
 // adjust) the deltas apply whatever the balance.
-func (l *Limiter) planRefill(req *request, id schema.BucketID, img *bucket.Image, deltas []fastpath.Declared, admit bool, now int64) refillPlan {
+func (l *Limiter) planRefill(req *request, id schema.BucketID, img *bucket.Image, deltas []bucketwrite.Declared, admit bool, now int64) refillPlan {
 	plan := refillPlan{id: id, img: img, part: leasePart{entity: id.Entity, shard: id.Shard}}
 	u := &expr.Builder{}
 	u.Cond(u.Name(schema.AttrRF) + " = " + u.Value(schema.Num(img.RF)))
@@ -75,13 +75,13 @@ func (l *Limiter) planRefill(req *request, id schema.BucketID, img *bucket.Image
 	u.Set(schema.AttrRF, schema.Num(rf))
 	full := int64(bucket.NeverFull)
 	shards := max(img.ShardCount, 1)
-	delta := func(name string) (fastpath.Declared, bool) {
+	delta := func(name string) (bucketwrite.Declared, bool) {
 		for _, d := range deltas {
 			if d.Name == name {
 				return d, true
 			}
 		}
-		return fastpath.Declared{}, false
+		return bucketwrite.Declared{}, false
 	}
 	exceeded := false
 	for i := range img.Limits {
@@ -246,7 +246,7 @@ func (l *Limiter) refillAcquire(ctx context.Context, req *request, id schema.Buc
 		}
 		if !lost {
 			if cascade && cascades(cur) {
-				c := speculation{req: req, id: id, shape: fastpath.ShapeEnforce, now: now, ok: true, img: cur}
+				c := speculation{req: req, id: id, shape: bucketwrite.ShapeEnforce, now: now, ok: true, img: cur}
 				lease, err := l.childAdmitted(ctx, req, c, speculation{})
 				return lease, 0, err
 			}

@@ -7,7 +7,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
-	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/fastpath"
+	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/bucketwrite"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
@@ -33,12 +33,12 @@ func WithOnUnavailable(o config.OnUnavailable) AcquireOption {
 // request is one validated Acquire call.
 type request struct {
 	entity, resource string
-	declared         []fastpath.Declared // sorted by name
+	declared         []bucketwrite.Declared // sorted by name
 	override         []limit.Limit
 	onUnavailable    config.OnUnavailable
 	// small holds declared for the common request of a few limits, so a
 	// request is one allocation.
-	small [4]fastpath.Declared
+	small [4]bucketwrite.Declared
 }
 
 func (l *Limiter) newRequest(entity, resource string, consume Consume, opts []AcquireOption) (*request, error) {
@@ -54,7 +54,7 @@ func (l *Limiter) newRequest(entity, resource string, consume Consume, opts []Ac
 	r := &request{entity: entity, resource: resource}
 	r.declared = r.small[:0]
 	if len(consume) > len(r.small) {
-		r.declared = make([]fastpath.Declared, 0, len(consume))
+		r.declared = make([]bucketwrite.Declared, 0, len(consume))
 	}
 	for name, amount := range consume {
 		if err := schema.ValidateLimitName(name); err != nil {
@@ -66,9 +66,9 @@ func (l *Limiter) newRequest(entity, resource string, consume Consume, opts []Ac
 		if _, ok := bucket.ToMilli(amount); !ok {
 			return nil, schema.NewValidationError("amount", name, "amount × 1000 must fit in 64 bits")
 		}
-		r.declared = append(r.declared, fastpath.Declared{Name: name, Amount: amount})
+		r.declared = append(r.declared, bucketwrite.Declared{Name: name, Amount: amount})
 	}
-	slices.SortFunc(r.declared, func(a, b fastpath.Declared) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(r.declared, func(a, b bucketwrite.Declared) int { return strings.Compare(a.Name, b.Name) })
 	for _, o := range opts {
 		o(r)
 	}

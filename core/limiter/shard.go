@@ -7,7 +7,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
-	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/fastpath"
+	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/bucketwrite"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
@@ -68,7 +68,7 @@ func wcuPressure(img *bucket.Image, now int64) bool {
 func (l *Limiter) double(ctx context.Context, req *request, img *bucket.Image) {
 	old := max(img.ShardCount, 1)
 	in, err := l.writes.Double(l.ns, req.entity, req.resource, old)
-	var capErr *fastpath.ShardCapError
+	var capErr *bucketwrite.ShardCapError
 	if errors.As(err, &capErr) {
 		l.log.WarnContext(ctx, "wcu exhausted at the shard cap; not doubling", "resource", req.resource, "shard_count", old)
 		return

@@ -8,7 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
-	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/fastpath"
+	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/bucketwrite"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
@@ -16,19 +16,19 @@ import (
 type speculation struct {
 	req   *request
 	id    schema.BucketID
-	shape fastpath.Shape
+	shape bucketwrite.Shape
 	now   int64
 	ok    bool
 	img   *bucket.Image // ALL_NEW on success; ALL_OLD on failure (nil: no item)
-	cls   fastpath.Classification
+	cls   bucketwrite.Classification
 	err   error // a failed call or an undecodable image
 }
 
 // speculate sends one fast-path write (docs/design.md §5) for req's entity on shard.
-func (l *Limiter) speculate(ctx context.Context, req *request, shard int, shape fastpath.Shape) speculation {
+func (l *Limiter) speculate(ctx context.Context, req *request, shard int, shape bucketwrite.Shape) speculation {
 	sp := speculation{req: req, shape: shape, now: l.nowMs(),
 		id: schema.BucketID{Namespace: l.ns, Entity: req.entity, Resource: req.resource, Shard: shard}}
-	in, err := l.writes.FastPath(sp.id, shape, req.declared, sp.now)
+	in, err := l.writes.Speculative(sp.id, shape, req.declared, sp.now)
 	if err != nil {
 		sp.err = err
 		return sp
@@ -49,7 +49,7 @@ func (l *Limiter) speculate(ctx context.Context, req *request, shard int, shape 
 		sp.err = &dbError{op: "fast path UpdateItem", err: err}
 		return sp
 	}
-	sp.cls, sp.img, sp.err = fastpath.ClassifyItem(ccf.Item, shape, req.declared, sp.now)
+	sp.cls, sp.img, sp.err = bucketwrite.ClassifyItem(ccf.Item, shape, req.declared, sp.now)
 	if sp.img != nil {
 		l.learn(req, shard, sp.img, sp.now)
 		l.rejects.store(sp.key(), sp.img, mark)
@@ -60,11 +60,11 @@ func (l *Limiter) speculate(ctx context.Context, req *request, shard int, shape 
 func (sp speculation) key() shardKey { return shardKey{sp.id.Entity, sp.id.Resource, sp.id.Shard} }
 
 // shapeFor is the write shape the pair cache calls for.
-func shapeFor(st pairState) fastpath.Shape {
+func shapeFor(st pairState) bucketwrite.Shape {
 	if st.bypassed {
-		return fastpath.ShapeBypass
+		return bucketwrite.ShapeBypass
 	}
-	return fastpath.ShapeEnforce
+	return bucketwrite.ShapeEnforce
 }
 
 // admittedPart builds the lease part of a successful fast-path write
@@ -72,10 +72,10 @@ func shapeFor(st pairState) fastpath.Shape {
 // on a bypassed bucket. The part's entries go to dst when it has the room.
 func (l *Limiter) admittedPart(ctx context.Context, sp speculation, dst []leaseEntry) leasePart {
 	part := imagePart(sp, dst)
-	if sp.shape == fastpath.ShapeEnforce && sp.img.Bypass.Live(sp.now) {
+	if sp.shape == bucketwrite.ShapeEnforce && sp.img.Bypass.Live(sp.now) {
 		// Bypass discovered: give the tokens back, keep the tc (ADR-151
 		// decision 3).
-		l.credit(ctx, sp.id, fastpath.AdjustTokens, negate(sp.req.declared), "bypass refund")
+		l.credit(ctx, sp.id, bucketwrite.AdjustTokens, negate(sp.req.declared), "bypass refund")
 		part.bypassed = true
 	}
 	return part
@@ -86,7 +86,7 @@ func (l *Limiter) admittedPart(ctx context.Context, sp speculation, dst []leaseE
 // are appended to dst[:0] when it has the room, else to a new slice.
 func imagePart(sp speculation, dst []leaseEntry) leasePart {
 	img := sp.img
-	part := leasePart{entity: sp.id.Entity, shard: sp.id.Shard, bypassed: sp.shape == fastpath.ShapeBypass}
+	part := leasePart{entity: sp.id.Entity, shard: sp.id.Shard, bypassed: sp.shape == bucketwrite.ShapeBypass}
 	if cap(dst) >= len(sp.req.declared) {
 		part.entries = dst[:0]
 	} else {
@@ -139,9 +139,9 @@ func (l *Limiter) fastReject(ctx context.Context, req *request, shard int, img *
 // refund gives back a successful speculative write that the request will
 // not keep: tk and tc, or tc only for a bypass-shaped write (docs/design.md §5).
 func (l *Limiter) refund(ctx context.Context, sp speculation) {
-	mode := fastpath.AdjustBoth
-	if sp.shape == fastpath.ShapeBypass {
-		mode = fastpath.AdjustConsumed
+	mode := bucketwrite.AdjustBoth
+	if sp.shape == bucketwrite.ShapeBypass {
+		mode = bucketwrite.AdjustConsumed
 	}
 	l.credit(ctx, sp.id, mode, negate(sp.req.declared), "cascade refund")
 }
@@ -151,14 +151,14 @@ func (l *Limiter) refund(ctx context.Context, sp speculation) {
 // best effort). A credit of tk also sets vu to now: it may let a limit
 // reach its ceiling before the stored vu, so the next enforce write takes a
 // materialising pass (docs/decisions.md P25).
-func (l *Limiter) credit(ctx context.Context, id schema.BucketID, mode fastpath.AdjustMode, deltas []fastpath.Declared, what string) {
+func (l *Limiter) credit(ctx context.Context, id schema.BucketID, mode bucketwrite.AdjustMode, deltas []bucketwrite.Declared, what string) {
 	now := l.nowMs()
 	// A credit returns tokens the cached state does not show: forget it
 	// before and after (docs/design.md §10).
 	key := shardKey{id.Entity, id.Resource, id.Shard}
 	l.rejects.forget(key)
 	defer l.rejects.forget(key)
-	in, err := l.writes.Adjust(id, mode, deltas, mode != fastpath.AdjustConsumed, now)
+	in, err := l.writes.Adjust(id, mode, deltas, mode != bucketwrite.AdjustConsumed, now)
 	if err == nil {
 		in.ReturnValues = types.ReturnValueAllNew
 		var out *dynamodb.UpdateItemOutput
@@ -171,10 +171,10 @@ func (l *Limiter) credit(ctx context.Context, id schema.BucketID, mode fastpath.
 	}
 }
 
-func negate(ds []fastpath.Declared) []fastpath.Declared {
-	out := make([]fastpath.Declared, len(ds))
+func negate(ds []bucketwrite.Declared) []bucketwrite.Declared {
+	out := make([]bucketwrite.Declared, len(ds))
 	for i, d := range ds {
-		out[i] = fastpath.Declared{Name: d.Name, Amount: -d.Amount}
+		out[i] = bucketwrite.Declared{Name: d.Name, Amount: -d.Amount}
 	}
 	return out
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
-	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/fastpath"
+	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/bucketwrite"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 	"github.com/zae-limiter/zae-limiter-go/internal/benchkit"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
@@ -114,11 +114,11 @@ func (e *throughputEnv) warm(b *testing.B, keys int) *throughputKeySet {
 // acquire of {rpm: 1} sends, to be sent bare.
 func (e *throughputEnv) bareRequests(b *testing.B, ks *throughputKeySet) {
 	b.Helper()
-	w, now := fastpath.NewWrites(e.tbl.Name), time.Now().UnixMilli()
+	w, now := bucketwrite.NewWrites(e.tbl.Name), time.Now().UnixMilli()
 	ks.requests = make([]*dynamodb.UpdateItemInput, len(ks.entities))
 	for i, ent := range ks.entities {
 		id := schema.BucketID{Namespace: benchNS, Entity: ent, Resource: throughputResource}
-		in, err := w.FastPath(id, fastpath.ShapeEnforce, []fastpath.Declared{{Name: "rpm", Amount: 1}}, now)
+		in, err := w.Speculative(id, bucketwrite.ShapeEnforce, []bucketwrite.Declared{{Name: "rpm", Amount: 1}}, now)
 		if err != nil {
 			b.Fatal(err)
 		}

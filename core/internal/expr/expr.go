@@ -3,7 +3,7 @@
 // attribute names, :v0, :v1 … for values), so that no limit, resource or
 // attribute name ever appears in an expression string. The hot path's
 // write shapes are built once per shape elsewhere
-// (core/limiter/internal/fastpath).
+// (core/limiter/internal/bucketwrite).
 package expr
 
 import (

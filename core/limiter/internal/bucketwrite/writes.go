@@ -1,13 +1,14 @@
-// Package fastpath is the limiter's single-item write shapes and the
-// classification of a failed speculative write (docs/design.md §5): the
-// fast-path write, the Adjust, Retry and doubling writes, built from
-// expression strings cached per shape; and the reason a conditional write
-// failed, judged from the image DynamoDB returns with the failure.
+// Package bucketwrite is the limiter's single-item writes to a bucket shard
+// and the classification of a failed speculative write (docs/design.md §5):
+// the speculative write (the fast path), the Adjust, Retry and doubling
+// writes, built from expression strings cached per shape; and the reason a
+// conditional write failed, judged from the image DynamoDB returns with the
+// failure.
 //
 // Every expression uses positional placeholders only (#t0, :n0, …): limit
 // and resource names appear in ExpressionAttributeNames values and in keys,
 // never in an expression string.
-package fastpath
+package bucketwrite
 
 import (
 	"hash/maphash"
@@ -133,10 +134,11 @@ func NewWrites(table string) *Writes {
 	return &Writes{table: table, keys: &keyCache{seed: maphash.MakeSeed()}}
 }
 
-// FastPath builds the speculative write of docs/design.md §5 in the given shape on
-// bucket id, at one clock reading now (epoch ms). Every limit in limits is
-// declared (amounts of 0 included: their term is still tested). ReturnValues
-// is ALL_NEW, and ALL_OLD on a failed condition.
+// Speculative builds the speculative write (the fast path of
+// docs/design.md §5) in the given shape on bucket id, at one clock reading
+// now (epoch ms). Every limit in limits is declared (amounts of 0
+// included: their term is still tested). ReturnValues is ALL_NEW, and
+// ALL_OLD on a failed condition.
 //
 // Enforce:
 //
@@ -153,7 +155,7 @@ func NewWrites(table string) *Writes {
 //
 // A name that is empty, `wcu`, or repeated, or an amount that is negative
 // or overflows millitokens, is a *WriteError.
-func (w *Writes) FastPath(id schema.BucketID, shape Shape, limits []Declared, now int64) (*dynamodb.UpdateItemInput, error) {
+func (w *Writes) Speculative(id schema.BucketID, shape Shape, limits []Declared, now int64) (*dynamodb.UpdateItemInput, error) {
 	var k shapeKey
 	switch shape {
 	case ShapeEnforce:

@@ -1,4 +1,4 @@
-package fastpath
+package bucketwrite
 
 import (
 	"errors"
@@ -27,7 +27,7 @@ var testID = schema.BucketID{Namespace: "ns1", Entity: "user-1", Resource: "open
 
 func mustFast(t testing.TB, w *Writes, shape Shape, limits []Declared, now int64) *dynamodb.UpdateItemInput {
 	t.Helper()
-	in, err := w.FastPath(testID, shape, limits, now)
+	in, err := w.Speculative(testID, shape, limits, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,8 +323,8 @@ func TestPositionalPlaceholders(t *testing.T) {
 		}
 		ins = append(ins, in)
 	}
-	add(w.FastPath(id, ShapeEnforce, limits, testNow))
-	add(w.FastPath(id, ShapeBypass, limits, testNow))
+	add(w.Speculative(id, ShapeEnforce, limits, testNow))
+	add(w.Speculative(id, ShapeBypass, limits, testNow))
 	for _, m := range []AdjustMode{AdjustBoth, AdjustTokens, AdjustConsumed} {
 		add(w.Adjust(id, m, limits, false, testNow))
 		add(w.Adjust(id, m, limits, true, testNow))
@@ -405,7 +405,7 @@ func TestWriteErrors(t *testing.T) {
 }
 
 func fpErr(w *Writes, s Shape, l ...Declared) error {
-	_, err := w.FastPath(testID, s, l, testNow)
+	_, err := w.Speculative(testID, s, l, testNow)
 	return err
 }
 
@@ -542,7 +542,7 @@ func TestWritesConcurrent(t *testing.T) {
 				for j := range limits {
 					limits[j] = Declared{Name: fmt.Sprintf("g%d_%d", g, j), Amount: int64(i)}
 				}
-				in, err := w.FastPath(testID, Shape(i%2), limits, testNow)
+				in, err := w.Speculative(testID, Shape(i%2), limits, testNow)
 				if err != nil {
 					t.Error(err)
 					return
@@ -578,7 +578,7 @@ func BenchmarkFastPath3(b *testing.B) {
 	id := schema.BucketID{Namespace: "a1b2c3d4e5f", Entity: "user-123", Resource: "openai/gpt-4", Shard: 2}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := w.FastPath(id, ShapeEnforce, limits, testNow); err != nil {
+		if _, err := w.Speculative(id, ShapeEnforce, limits, testNow); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -589,7 +589,7 @@ func TestFastPathAllocs(t *testing.T) {
 	w := NewWrites("zae-limiter")
 	limits := []Declared{{"rpm", 1}, {"tpm", 1500}, {"rpd", 1}}
 	allocs := testing.AllocsPerRun(500, func() {
-		if _, err := w.FastPath(testID, ShapeEnforce, limits, testNow); err != nil {
+		if _, err := w.Speculative(testID, ShapeEnforce, limits, testNow); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -661,9 +661,9 @@ func FuzzFastPath(f *testing.F) {
 		add := func(in *dynamodb.UpdateItemInput, err error, fields ...schema.LimitField) {
 			all = append(all, built{in, err, fields})
 		}
-		in, err := w.FastPath(testID, ShapeEnforce, limits, testNow)
+		in, err := w.Speculative(testID, ShapeEnforce, limits, testNow)
 		add(in, err, schema.LimitTokens, schema.LimitConsumed, schema.LimitSoft)
-		in, err = w.FastPath(testID, ShapeBypass, limits, testNow)
+		in, err = w.Speculative(testID, ShapeBypass, limits, testNow)
 		add(in, err, schema.LimitConsumed)
 		in, err = w.Adjust(testID, AdjustBoth, limits, hard, testNow)
 		add(in, err, schema.LimitTokens, schema.LimitConsumed)
@@ -721,7 +721,7 @@ func TestKeyCache(t *testing.T) {
 	w := NewWrites("tbl")
 	key := func(id schema.BucketID) map[string]types.AttributeValue {
 		t.Helper()
-		in, err := w.FastPath(id, ShapeEnforce, []Declared{{"rpm", 1}}, testNow)
+		in, err := w.Speculative(id, ShapeEnforce, []Declared{{"rpm", 1}}, testNow)
 		if err != nil {
 			t.Fatal(err)
 		}

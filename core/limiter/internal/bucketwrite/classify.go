@@ -1,4 +1,4 @@
-package fastpath
+package bucketwrite
 
 import (
 	"strconv"
@@ -164,7 +164,7 @@ func (c Classification) Action() Action {
 // Classify is docs/design.md §5: why a fast-path write of the given shape, with
 // the declared limits and clock reading now (epoch ms) it was sent with,
 // failed, judged from the ALL_OLD image (nil: no item). It evaluates the
-// terms the shape's condition tests (see Writes.FastPath) exactly as
+// terms the shape's condition tests (see Writes.Speculative) exactly as
 // DynamoDB does — on stored values, without refill — and reports the first
 // row of the docs/design.md §5 table that holds:
 //

@@ -1,4 +1,4 @@
-package fastpath
+package bucketwrite
 
 import (
 	"encoding/binary"

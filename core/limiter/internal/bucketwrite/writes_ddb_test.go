@@ -1,4 +1,4 @@
-package fastpath
+package bucketwrite
 
 import (
 	"context"
@@ -77,7 +77,7 @@ func (d *ddb) send(in *dynamodb.UpdateItemInput, err error) (attrs item, ok bool
 
 func (d *ddb) fast(id schema.BucketID, shape Shape, declared []Declared, now int64) (item, bool) {
 	d.t.Helper()
-	return d.send(d.w.FastPath(id, shape, declared, now))
+	return d.send(d.w.Speculative(id, shape, declared, now))
 }
 
 func numAttr(t *testing.T, it item, attr string) int64 {
