@@ -87,8 +87,9 @@ type Action uint8
 
 // Actions.
 const (
-	// ActionSlowPath: the slow path on the shard written (docs/design.md §5).
-	ActionSlowPath Action = iota + 1
+	// ActionReadThenWrite: the read-then-write path (the slow path of
+	// docs/design.md §5) on the shard written.
+	ActionReadThenWrite Action = iota + 1
 	// ActionRaiseDisabled: raise ResourceDisabled(level = "bucket").
 	ActionRaiseDisabled
 	// ActionRetryEnforce: retry once, immediately, with the enforce shape.
@@ -104,7 +105,7 @@ const (
 // String returns a short lower-case name, e.g. "slow-path".
 func (a Action) String() string {
 	switch a {
-	case ActionSlowPath:
+	case ActionReadThenWrite:
 		return "slow-path"
 	case ActionRaiseDisabled:
 		return "raise-disabled"
@@ -150,7 +151,7 @@ func (c Classification) Action() Action {
 		return ActionRaiseDisabled
 	case ReasonBypassCleared:
 		if c.BypassStamp {
-			return ActionSlowPath
+			return ActionReadThenWrite
 		}
 		return ActionRetryEnforce
 	case ReasonWCUExhausted, ReasonBothExhausted:
@@ -158,7 +159,7 @@ func (c Classification) Action() Action {
 	case ReasonAppLimitExhausted:
 		return ActionShardRetryOrReject
 	}
-	return ActionSlowPath
+	return ActionReadThenWrite
 }
 
 // Classify is docs/design.md §5: why a fast-path write of the given shape, with

@@ -115,8 +115,8 @@ func classifyCases() []classifyCase {
 	d := declRpmTpm
 	return []classifyCase{
 		// Row 1.
-		{name: "missing enforce", missing: true, shape: E, declared: d, reason: ReasonBucketMissing, action: ActionSlowPath},
-		{name: "missing bypass", missing: true, shape: B, declared: d, reason: ReasonBucketMissing, action: ActionSlowPath},
+		{name: "missing enforce", missing: true, shape: E, declared: d, reason: ReasonBucketMissing, action: ActionReadThenWrite},
+		{name: "missing bypass", missing: true, shape: B, declared: d, reason: ReasonBucketMissing, action: ActionReadThenWrite},
 		// Row 2: beats every later row.
 		{name: "disabled", mods: []mod{disabled}, shape: E, declared: d, reason: ReasonDisabled, action: ActionRaiseDisabled},
 		{name: "disabled beats all", mods: []mod{disabled, vuPassed, ttlPassed, wcuShort, rpmShort, soft("rpm", avN(1)), del("b_tpm_cp")},
@@ -124,45 +124,45 @@ func classifyCases() []classifyCase {
 		{name: "disabled beats bypass cleared", mods: []mod{disabled, ttlPassed}, shape: B, declared: d, reason: ReasonDisabled, action: ActionRaiseDisabled},
 		{name: "disabled with live bypass", mods: []mod{disabled, bypassLive}, shape: B, declared: d, reason: ReasonDisabled, action: ActionRaiseDisabled},
 		{name: "disabled false is no verdict", mods: []mod{set(schema.AttrDisabled, avBool(false))}, shape: E, declared: d,
-			reason: ReasonUnexplained, action: ActionSlowPath},
+			reason: ReasonUnexplained, action: ActionReadThenWrite},
 		// Row 3: bypass shape only.
 		{name: "bypass absent", shape: B, declared: d, reason: ReasonBypassCleared, action: ActionRetryEnforce},
-		{name: "bypass expired", mods: []mod{bypassExpired}, shape: B, declared: d, reason: ReasonBypassCleared, bypassStamp: true, action: ActionSlowPath},
-		{name: "bypass BOOL", mods: []mod{bypassBool}, shape: B, declared: d, reason: ReasonBypassCleared, bypassStamp: true, action: ActionSlowPath},
+		{name: "bypass expired", mods: []mod{bypassExpired}, shape: B, declared: d, reason: ReasonBypassCleared, bypassStamp: true, action: ActionReadThenWrite},
+		{name: "bypass BOOL", mods: []mod{bypassBool}, shape: B, declared: d, reason: ReasonBypassCleared, bypassStamp: true, action: ActionReadThenWrite},
 		{name: "bypass cleared beats ttl and wcu", mods: []mod{ttlPassed, wcuShort, vuPassed}, shape: B, declared: d,
 			reason: ReasonBypassCleared, action: ActionRetryEnforce},
 		{name: "enforce never bypass cleared", mods: []mod{bypassExpired, rpmShort}, shape: E, declared: d,
-			reason: ReasonStampExpired, short: []string{"rpm"}, action: ActionSlowPath},
+			reason: ReasonStampExpired, short: []string{"rpm"}, action: ActionReadThenWrite},
 		// Row 4: enforce shape only.
-		{name: "vu passed", mods: []mod{vuPassed}, shape: E, declared: d, reason: ReasonScheduleBoundary, action: ActionSlowPath},
-		{name: "vu zero", mods: []mod{vuZero}, shape: E, declared: d, reason: ReasonScheduleBoundary, action: ActionSlowPath},
+		{name: "vu passed", mods: []mod{vuPassed}, shape: E, declared: d, reason: ReasonScheduleBoundary, action: ActionReadThenWrite},
+		{name: "vu zero", mods: []mod{vuZero}, shape: E, declared: d, reason: ReasonScheduleBoundary, action: ActionReadThenWrite},
 		{name: "vu beats ttl stamp wcu seed short", mods: []mod{vuPassed, ttlPassed, wcuShort, rpmShort, soft("rpm", avN(1)), del("b_tpm_tk")},
-			shape: E, declared: d, reason: ReasonScheduleBoundary, short: []string{"rpm"}, missingLims: []string{"tpm"}, action: ActionSlowPath},
+			shape: E, declared: d, reason: ReasonScheduleBoundary, short: []string{"rpm"}, missingLims: []string{"tpm"}, action: ActionReadThenWrite},
 		{name: "vu ahead", mods: []mod{vuAhead, rpmShort}, shape: E, declared: d, reason: ReasonAppLimitExhausted, short: []string{"rpm"}, action: ActionShardRetryOrReject},
 		{name: "bypass shape ignores vu", mods: []mod{bypassLive, vuPassed, wcuShort}, shape: B, declared: d, reason: ReasonWCUExhausted, action: ActionDouble},
 		// Row 5.
-		{name: "ttl passed", mods: []mod{ttlPassed}, shape: E, declared: d, reason: ReasonExpired, action: ActionSlowPath},
+		{name: "ttl passed", mods: []mod{ttlPassed}, shape: E, declared: d, reason: ReasonExpired, action: ActionReadThenWrite},
 		{name: "ttl ahead", mods: []mod{ttlAhead, wcuShort}, shape: E, declared: d, reason: ReasonWCUExhausted, action: ActionDouble},
 		{name: "ttl beats stamp and wcu", mods: []mod{ttlPassed, wcuShort, rpmShort, soft("rpm", avN(testNow))}, shape: E, declared: d,
-			reason: ReasonExpired, short: []string{"rpm"}, action: ActionSlowPath},
-		{name: "ttl passed bypass shape", mods: []mod{bypassLive, ttlPassed}, shape: B, declared: d, reason: ReasonExpired, action: ActionSlowPath},
+			reason: ReasonExpired, short: []string{"rpm"}, action: ActionReadThenWrite},
+		{name: "ttl passed bypass shape", mods: []mod{bypassLive, ttlPassed}, shape: B, declared: d, reason: ReasonExpired, action: ActionReadThenWrite},
 		// Row 6.
 		{name: "soft expired on short", mods: []mod{rpmShort, soft("rpm", avN(testNow))}, shape: E, declared: d,
-			reason: ReasonStampExpired, short: []string{"rpm"}, action: ActionSlowPath},
+			reason: ReasonStampExpired, short: []string{"rpm"}, action: ActionReadThenWrite},
 		{name: "soft BOOL on short", mods: []mod{rpmShort, soft("rpm", avBool(true))}, shape: E, declared: d,
-			reason: ReasonStampExpired, short: []string{"rpm"}, action: ActionSlowPath},
+			reason: ReasonStampExpired, short: []string{"rpm"}, action: ActionReadThenWrite},
 		{name: "bypass expired on short", mods: []mod{tpmShort, bypassExpired}, shape: E, declared: d,
-			reason: ReasonStampExpired, short: []string{"tpm"}, action: ActionSlowPath},
+			reason: ReasonStampExpired, short: []string{"tpm"}, action: ActionReadThenWrite},
 		{name: "stamp expired beats wcu and seed", mods: []mod{rpmShort, soft("rpm", avN(1)), wcuShort, del("b_tpm_cp")}, shape: E, declared: d,
-			reason: ReasonStampExpired, short: []string{"rpm"}, missingLims: []string{"tpm"}, action: ActionSlowPath},
+			reason: ReasonStampExpired, short: []string{"rpm"}, missingLims: []string{"tpm"}, action: ActionReadThenWrite},
 		{name: "expired soft on a covered limit", mods: []mod{soft("rpm", avN(1)), tpmShort}, shape: E, declared: d,
 			reason: ReasonAppLimitExhausted, short: []string{"tpm"}, action: ActionShardRetryOrReject},
 		{name: "expired soft on an undeclared limit", mods: []mod{soft("tpm", avN(1)), rpmShort}, shape: E, declared: d[:1],
 			reason: ReasonAppLimitExhausted, short: []string{"rpm"}, action: ActionShardRetryOrReject},
 		{name: "missing limit under an expired bypass", mods: []mod{bypassExpired}, shape: E, declared: []Declared{{"rpd", 1}},
-			reason: ReasonStampExpired, missingLims: []string{"rpd"}, action: ActionSlowPath},
+			reason: ReasonStampExpired, missingLims: []string{"rpd"}, action: ActionReadThenWrite},
 		{name: "live soft excuses short", mods: []mod{rpmShort, soft("rpm", avN(testNow+1))}, shape: E, declared: d,
-			reason: ReasonUnexplained, action: ActionSlowPath},
+			reason: ReasonUnexplained, action: ActionReadThenWrite},
 		{name: "live soft short and wcu", mods: []mod{rpmShort, soft("rpm", avN(testNow+1)), wcuShort}, shape: E, declared: d,
 			reason: ReasonWCUExhausted, action: ActionDouble},
 		{name: "live bypass excuses short", mods: []mod{rpmShort, tpmShort, bypassLive, wcuShort}, shape: E, declared: d,
@@ -179,36 +179,36 @@ func classifyCases() []classifyCase {
 		{name: "wcu exactly one token", mods: []mod{tk(schema.WCULimit, bucket.WCUDebit), rpmShort}, shape: E, declared: d,
 			reason: ReasonAppLimitExhausted, short: []string{"rpm"}, action: ActionShardRetryOrReject},
 		// Row 8.
-		{name: "seed", shape: E, declared: []Declared{{"rpm", 1}, {"rpd", 1}}, reason: ReasonSeed, missingLims: []string{"rpd"}, action: ActionSlowPath},
+		{name: "seed", shape: E, declared: []Declared{{"rpm", 1}, {"rpd", 1}}, reason: ReasonSeed, missingLims: []string{"rpd"}, action: ActionReadThenWrite},
 		{name: "seed beats short", mods: []mod{rpmShort}, shape: E, declared: []Declared{{"rpm", 1}, {"rpd", 0}},
-			reason: ReasonSeed, short: []string{"rpm"}, missingLims: []string{"rpd"}, action: ActionSlowPath},
+			reason: ReasonSeed, short: []string{"rpm"}, missingLims: []string{"rpd"}, action: ActionReadThenWrite},
 		{name: "seed lone tc", mods: []mod{set("b_rpd_tc", avN(5000))}, shape: E, declared: []Declared{{"rpd", 1}},
-			reason: ReasonSeed, missingLims: []string{"rpd"}, action: ActionSlowPath},
+			reason: ReasonSeed, missingLims: []string{"rpd"}, action: ActionReadThenWrite},
 		{name: "seed tk without cp", mods: []mod{del("b_rpm_cp"), tpmShort}, shape: E, declared: d,
-			reason: ReasonSeed, short: []string{"tpm"}, missingLims: []string{"rpm"}, action: ActionSlowPath},
-		{name: "seed no wcu", mods: []mod{noWCU}, shape: E, declared: d, reason: ReasonSeed, action: ActionSlowPath},
-		{name: "seed no wcu bypass", mods: []mod{noWCU, bypassLive}, shape: B, declared: d, reason: ReasonSeed, action: ActionSlowPath},
+			reason: ReasonSeed, short: []string{"tpm"}, missingLims: []string{"rpm"}, action: ActionReadThenWrite},
+		{name: "seed no wcu", mods: []mod{noWCU}, shape: E, declared: d, reason: ReasonSeed, action: ActionReadThenWrite},
+		{name: "seed no wcu bypass", mods: []mod{noWCU, bypassLive}, shape: B, declared: d, reason: ReasonSeed, action: ActionReadThenWrite},
 		{name: "live bypass excuses a missing limit", mods: []mod{bypassLive}, shape: E, declared: []Declared{{"rpd", 1}, {"rpm", 100}},
-			reason: ReasonUnexplained, missingLims: []string{"rpd"}, action: ActionSlowPath},
+			reason: ReasonUnexplained, missingLims: []string{"rpd"}, action: ActionReadThenWrite},
 		{name: "live soft excuses a missing limit", mods: []mod{soft("rpd", avN(testNow+1))}, shape: E, declared: []Declared{{"rpd", 1}},
-			reason: ReasonUnexplained, missingLims: []string{"rpd"}, action: ActionSlowPath},
+			reason: ReasonUnexplained, missingLims: []string{"rpd"}, action: ActionReadThenWrite},
 		{name: "covered tk without cp passes", mods: []mod{del("b_rpm_cp")}, shape: E, declared: d,
-			reason: ReasonUnexplained, missingLims: []string{"rpm"}, action: ActionSlowPath},
+			reason: ReasonUnexplained, missingLims: []string{"rpm"}, action: ActionReadThenWrite},
 		{name: "bypass shape ignores missing limits", mods: []mod{bypassLive}, shape: B, declared: []Declared{{"rpd", 1}},
-			reason: ReasonUnexplained, action: ActionSlowPath},
+			reason: ReasonUnexplained, action: ActionReadThenWrite},
 		// Row 9.
 		{name: "app short", mods: []mod{rpmShort}, shape: E, declared: d, reason: ReasonAppLimitExhausted, short: []string{"rpm"}, action: ActionShardRetryOrReject},
 		{name: "app both short in order", mods: []mod{rpmShort, tpmShort}, shape: E, declared: []Declared{{"tpm", 1}, {"rpm", 1}},
 			reason: ReasonAppLimitExhausted, short: []string{"tpm", "rpm"}, action: ActionShardRetryOrReject},
 		{name: "app amount above balance", shape: E, declared: []Declared{{"rpm", 11}}, reason: ReasonAppLimitExhausted,
 			short: []string{"rpm"}, action: ActionShardRetryOrReject},
-		{name: "exact balance passes", shape: E, declared: []Declared{{"rpm", 10}}, reason: ReasonUnexplained, action: ActionSlowPath},
+		{name: "exact balance passes", shape: E, declared: []Declared{{"rpm", 10}}, reason: ReasonUnexplained, action: ActionReadThenWrite},
 		{name: "amount 0 on debt", mods: []mod{tk("rpm", -1)}, shape: E, declared: []Declared{{"rpm", 0}},
 			reason: ReasonAppLimitExhausted, short: []string{"rpm"}, action: ActionShardRetryOrReject},
-		{name: "amount 0 on zero", mods: []mod{tk("rpm", 0)}, shape: E, declared: []Declared{{"rpm", 0}}, reason: ReasonUnexplained, action: ActionSlowPath},
+		{name: "amount 0 on zero", mods: []mod{tk("rpm", 0)}, shape: E, declared: []Declared{{"rpm", 0}}, reason: ReasonUnexplained, action: ActionReadThenWrite},
 		// Nothing fails.
-		{name: "unexplained enforce", shape: E, declared: d, reason: ReasonUnexplained, action: ActionSlowPath},
-		{name: "unexplained bypass", mods: []mod{bypassLive}, shape: B, declared: d, reason: ReasonUnexplained, action: ActionSlowPath},
+		{name: "unexplained enforce", shape: E, declared: d, reason: ReasonUnexplained, action: ActionReadThenWrite},
+		{name: "unexplained bypass", mods: []mod{bypassLive}, shape: B, declared: d, reason: ReasonUnexplained, action: ActionReadThenWrite},
 	}
 }
 
@@ -298,7 +298,7 @@ func TestReasonAndActionStrings(t *testing.T) {
 	if Reason(0).String() != "Reason(0)" || Reason(99).String() != "Reason(99)" {
 		t.Error("unknown reasons")
 	}
-	for a := ActionSlowPath; a <= ActionShardRetryOrReject; a++ {
+	for a := ActionReadThenWrite; a <= ActionShardRetryOrReject; a++ {
 		if s := a.String(); s == "" || s[0] == 'A' {
 			t.Errorf("Action(%d) = %q", a, s)
 		}

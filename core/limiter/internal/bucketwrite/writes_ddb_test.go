@@ -213,7 +213,7 @@ func TestFastPathSoftDDB(t *testing.T) {
 		t.Fatal("expired soft must not admit")
 	}
 	c, _, err := ClassifyItem(old, ShapeEnforce, []Declared{{"rpm", 5}, {"tpm", 1}}, testNow+1)
-	if err != nil || c.Reason != ReasonStampExpired || c.Action() != ActionSlowPath {
+	if err != nil || c.Reason != ReasonStampExpired || c.Action() != ActionReadThenWrite {
 		t.Errorf("classification %+v %v", c, err)
 	}
 }
