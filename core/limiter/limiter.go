@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
-	"github.com/zae-limiter/zae-limiter-go/core/internal/wait"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/bucketwrite"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
@@ -76,47 +74,9 @@ func newLimiter(db DB, table, ns string, o Options) (*Limiter, error) {
 	if table == "" {
 		return nil, schema.NewValidationError("table", table, "must not be empty")
 	}
-	if o.Clock == nil {
-		o.Clock = time.Now
-	}
-	if o.Rand == nil {
-		o.Rand = rand.IntN
-	}
-	if o.StampTTL == 0 {
-		o.StampTTL = 60 * time.Second
-	}
-	if o.StampTTL < 0 {
-		return nil, schema.NewValidationError("stamp_ttl", o.StampTTL.String(), "must be positive")
-	}
-	if o.BucketTTLMultiplier == 0 {
-		o.BucketTTLMultiplier = 7
-	}
-	if o.OnUnavailable == "" {
-		o.OnUnavailable = config.OnUnavailableBlock
-	}
-	if !o.OnUnavailable.Valid() {
-		return nil, schema.NewValidationError("on_unavailable", string(o.OnUnavailable), "must be allow or block")
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	if o.Sleep == nil {
-		o.Sleep = wait.Sleep
-	}
-	switch {
-	case o.PairCacheSize == 0:
-		o.PairCacheSize = DefaultPairCacheSize
-	case o.PairCacheSize < 0:
-		o.PairCacheSize = 0
-	}
-	if o.PairCacheTTL == 0 {
-		o.PairCacheTTL = DefaultPairCacheTTL
-	}
-	if o.RejectionCacheTTL == 0 {
-		o.RejectionCacheTTL = DefaultRejectionCacheTTL
-	}
-	if o.RejectionCacheSize == 0 {
-		o.RejectionCacheSize = DefaultRejectionCacheSize
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	rejects := newRejectionCache(o.RejectionCacheSize, o.RejectionCacheTTL, o.Clock)
 	// This process's config and entity writes through Store() clear the

@@ -3,9 +3,12 @@ package limiter
 import (
 	"context"
 	"log/slog"
+	"math/rand/v2"
 	"time"
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/wait"
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
 // Options configure a Limiter. The zero value of every field is its
@@ -78,3 +81,51 @@ const (
 	// rejection cache holds by default (each with the shards seen).
 	DefaultRejectionCacheSize = 10_000
 )
+
+// withDefaults returns o with every zero field set to its default, or the
+// validation error of a field no default can mend.
+func (o Options) withDefaults() (Options, error) {
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.Rand == nil {
+		o.Rand = rand.IntN
+	}
+	if o.StampTTL == 0 {
+		o.StampTTL = 60 * time.Second
+	}
+	if o.StampTTL < 0 {
+		return o, schema.NewValidationError("stamp_ttl", o.StampTTL.String(), "must be positive")
+	}
+	if o.BucketTTLMultiplier == 0 {
+		o.BucketTTLMultiplier = 7
+	}
+	if o.OnUnavailable == "" {
+		o.OnUnavailable = config.OnUnavailableBlock
+	}
+	if !o.OnUnavailable.Valid() {
+		return o, schema.NewValidationError("on_unavailable", string(o.OnUnavailable), "must be allow or block")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Sleep == nil {
+		o.Sleep = wait.Sleep
+	}
+	switch {
+	case o.PairCacheSize == 0:
+		o.PairCacheSize = DefaultPairCacheSize
+	case o.PairCacheSize < 0:
+		o.PairCacheSize = 0
+	}
+	if o.PairCacheTTL == 0 {
+		o.PairCacheTTL = DefaultPairCacheTTL
+	}
+	if o.RejectionCacheTTL == 0 {
+		o.RejectionCacheTTL = DefaultRejectionCacheTTL
+	}
+	if o.RejectionCacheSize == 0 {
+		o.RejectionCacheSize = DefaultRejectionCacheSize
+	}
+	return o, nil
+}
