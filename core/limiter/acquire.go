@@ -83,7 +83,7 @@ func (l *Limiter) acquire(ctx context.Context, req *request) (*Lease, error) {
 	if !l.speculative {
 		return l.readThenWrite(ctx, req, shard)
 	}
-	shape := shapeFor(st)
+	shape := st.shape()
 	warmParent := ""
 	if st.cascadeKnown && st.cascade {
 		warmParent = st.parentID

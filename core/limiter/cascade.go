@@ -18,7 +18,7 @@ func (l *Limiter) speculatePair(ctx context.Context, req *request, shard int, sh
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		p = l.speculate(ctx, preq, pshard, shapeFor(pst))
+		p = l.speculate(ctx, preq, pshard, pst.shape())
 	}()
 	c = l.speculate(ctx, req, shard, shape)
 	<-done
@@ -45,7 +45,7 @@ func (l *Limiter) childAdmitted(ctx context.Context, req *request, c, p speculat
 		preq := req.forEntity(parent)
 		pst := l.pairs.get(parent, req.resource)
 		pshard, _ := l.drawShard(pst.shardCount, new(shardSet))
-		p = l.speculate(ctx, preq, pshard, shapeFor(pst)) // cold path
+		p = l.speculate(ctx, preq, pshard, pst.shape()) // cold path
 	}
 	if p.err != nil {
 		l.refund(ctx, c)

@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/bucketwrite"
 )
 
 // pairKey names an (entity, resource) pair within the limiter's namespace.
@@ -39,6 +40,14 @@ func (st pairState) imageOf(shard int) *bucket.Image {
 		return st.image
 	}
 	return nil
+}
+
+// shape is the speculative write's shape the pair's state calls for.
+func (st pairState) shape() bucketwrite.Shape {
+	if st.bypassed {
+		return bucketwrite.ShapeBypass
+	}
+	return bucketwrite.ShapeEnforce
 }
 
 // pairCacheShards is the number of independently locked parts of the pair

@@ -40,7 +40,7 @@ func (l *Limiter) speculate(ctx context.Context, req *request, shard int, shape 
 		sp.ok, sp.img, sp.err = true, &img, derr
 		if derr == nil {
 			l.learn(req, shard, sp.img, sp.now)
-			l.rejects.store(sp.key(), sp.img, mark)
+			l.remember(sp.id, sp.img, mark)
 		}
 		return sp
 	}
@@ -52,19 +52,9 @@ func (l *Limiter) speculate(ctx context.Context, req *request, shard int, shape 
 	sp.cls, sp.img, sp.err = bucketwrite.ClassifyItem(ccf.Item, shape, req.declared, sp.now)
 	if sp.img != nil {
 		l.learn(req, shard, sp.img, sp.now)
-		l.rejects.store(sp.key(), sp.img, mark)
+		l.remember(sp.id, sp.img, mark)
 	}
 	return sp
-}
-
-func (sp speculation) key() shardKey { return shardKey{sp.id.Entity, sp.id.Resource, sp.id.Shard} }
-
-// shapeFor is the write shape the pair cache calls for.
-func shapeFor(st pairState) bucketwrite.Shape {
-	if st.bypassed {
-		return bucketwrite.ShapeBypass
-	}
-	return bucketwrite.ShapeEnforce
 }
 
 // admittedPart builds the lease part of a successful fast-path write
