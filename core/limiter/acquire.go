@@ -134,7 +134,7 @@ func (l *Limiter) acquire(ctx context.Context, req *request) (*Lease, error) {
 			c = l.speculate(ctx, req, shard, shape)
 		}
 		if c.ok && c.err == nil {
-			return l.childAdmitted(ctx, req, c, p)
+			return l.admitted(ctx, req, c, p)
 		}
 		if p.ok {
 			l.refund(ctx, p) // failure | success: give the parent back (docs/design.md §5)

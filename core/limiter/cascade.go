@@ -25,19 +25,10 @@ func (l *Limiter) speculatePair(ctx context.Context, req *request, shard int, sh
 	return c, p
 }
 
-// childAdmitted finishes an acquire whose own write succeeded: a lone lease,
-// or the cascade outcomes of docs/design.md §5 (p is the warm parent
-// write, or the zero value).
-func (l *Limiter) childAdmitted(ctx context.Context, req *request, c, p speculation) (*Lease, error) {
-	if !cascades(c.img) {
-		if p.ok {
-			l.refund(ctx, p) // cascade mismatch: the cache debited a parent
-		}
-		lease := &Lease{lim: l, resource: req.resource}
-		lease.one[0] = l.admittedPart(ctx, c, lease.loneBuf[:0])
-		lease.parts = lease.one[:]
-		return lease, nil
-	}
+// cascadeAdmitted finishes an acquire whose own write succeeded on a child
+// that cascades: the parent's write (p, the warm parent write, or the zero
+// value: it is sent now) and the cascade outcomes of docs/design.md §5.
+func (l *Limiter) cascadeAdmitted(ctx context.Context, req *request, c, p speculation) (*Lease, error) {
 	if parent := c.img.ParentID; p.req == nil || p.req.entity != parent {
 		if p.ok {
 			l.refund(ctx, p) // the parent changed under the cache

@@ -50,7 +50,7 @@ type Lease struct {
 	done  bool
 
 	// one and loneBuf back parts and parts[0].entries of a lone fast-path
-	// admission (childAdmitted), so that lease is one allocation.
+	// admission (admitted), so that lease is one allocation.
 	one     [1]leasePart
 	loneBuf [loneEntries]leaseEntry
 }

@@ -247,7 +247,7 @@ func (l *Limiter) refillAcquire(ctx context.Context, req *request, id schema.Buc
 		if !lost {
 			if cascade && cascades(cur) {
 				c := speculation{req: req, id: id, shape: bucketwrite.ShapeEnforce, now: now, ok: true, img: cur}
-				lease, err := l.childAdmitted(ctx, req, c, speculation{})
+				lease, err := l.cascadeAdmitted(ctx, req, c, speculation{})
 				return lease, 0, err
 			}
 			return &Lease{lim: l, resource: req.resource, parts: []leasePart{plan.part}}, 0, nil

@@ -57,6 +57,22 @@ func (l *Limiter) speculate(ctx context.Context, req *request, shard int, shape 
 	return sp
 }
 
+// admitted finishes an acquire whose own write succeeded: a lone lease,
+// or the cascade outcomes of docs/design.md §5 (p is the warm parent
+// write, or the zero value).
+func (l *Limiter) admitted(ctx context.Context, req *request, c, p speculation) (*Lease, error) {
+	if cascades(c.img) {
+		return l.cascadeAdmitted(ctx, req, c, p)
+	}
+	if p.ok {
+		l.refund(ctx, p) // cascade mismatch: the cache debited a parent
+	}
+	lease := &Lease{lim: l, resource: req.resource}
+	lease.one[0] = l.admittedPart(ctx, c, lease.loneBuf[:0])
+	lease.parts = lease.one[:]
+	return lease, nil
+}
+
 // admittedPart builds the lease part of a successful fast-path write
 // (docs/design.md §5), refunding the debit of an enforce-shaped write that landed
 // on a bypassed bucket. The part's entries go to dst when it has the room.
