@@ -302,7 +302,7 @@ func (l *Limiter) adjust(ctx context.Context, resource string, p leasePart, delt
 		in.ReturnValues = types.ReturnValueAllNew
 		out, err := l.db.UpdateItem(ctx, in)
 		if err == nil {
-			l.learnItem(id.Entity, id.Resource, id.Shard, out.Attributes, now)
+			l.pairs.learnItem(id.Entity, id.Resource, id.Shard, out.Attributes, now)
 		}
 		var ccf *types.ConditionalCheckFailedException
 		if err != nil && !errors.As(err, &ccf) {
@@ -358,7 +358,7 @@ func (l *Limiter) adjust(ctx context.Context, resource string, p leasePart, delt
 		plan := l.planRefill(nil, id, cur, deltas, false, now)
 		fresh, lost, err := l.sendRefill(ctx, plan)
 		if fresh != nil {
-			l.learnPair(id.Entity, id.Resource, id.Shard, fresh, now)
+			l.pairs.learnImage(id.Entity, id.Resource, id.Shard, fresh, now)
 		}
 		if err != nil || !lost || fresh == nil {
 			return err

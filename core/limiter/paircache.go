@@ -129,9 +129,10 @@ func (c *pairCache) update(entity, resource string, f func(*pairState)) {
 	s.put(k, st, at)
 }
 
-// learnImage is update with pairState.learnImage, called directly: the
-// fast path's own update, with no state escaping to the heap through a
-// function value.
+// learnImage updates the pair's state from an image of shard
+// (docs/design.md §7) and keeps the image for refill passes. It is update
+// with pairState.learnImage, called directly: the fast path's own update,
+// with no state escaping to the heap through a function value.
 func (c *pairCache) learnImage(entity, resource string, shard int, img *bucket.Image, now int64) {
 	k := pairKey{entity, resource}
 	s := c.shard(k)
@@ -193,24 +194,14 @@ func (c *pairCache) learnShardCount(entity, resource string, n int64) {
 	})
 }
 
-// learn updates the pair cache from an image of shard of this pair
-// (docs/design.md §7), and keeps the image for refill passes.
-func (l *Limiter) learn(req *request, shard int, img *bucket.Image, now int64) {
-	l.learnPair(req.entity, req.resource, shard, img, now)
-}
-
 // learnItem decodes the ALL_NEW item of a write this process made to shard
 // of (entity, resource) and learns it; an empty or corrupt item teaches
 // nothing.
-func (l *Limiter) learnItem(entity, resource string, shard int, item map[string]types.AttributeValue, now int64) {
+func (c *pairCache) learnItem(entity, resource string, shard int, item map[string]types.AttributeValue, now int64) {
 	if len(item) == 0 {
 		return
 	}
 	if img, err := bucket.DecodeImage(item); err == nil {
-		l.learnPair(entity, resource, shard, &img, now)
+		c.learnImage(entity, resource, shard, &img, now)
 	}
-}
-
-func (l *Limiter) learnPair(entity, resource string, shard int, img *bucket.Image, now int64) {
-	l.pairs.learnImage(entity, resource, shard, img, now)
 }

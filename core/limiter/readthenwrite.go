@@ -169,8 +169,8 @@ func (l *Limiter) prepare(ctx context.Context, req *request, shard int) (*pass, 
 			return nil, unsupportedItem("schedule, window, grant or top-up attributes")
 		}
 		p.img = &img
-		l.learn(req, shard, p.img, p.now)
-		l.remember(p.id, p.img, p.mark)
+		l.pairs.learnImage(req.entity, req.resource, shard, p.img, p.now)
+		l.rejects.remember(p.id, p.img, p.mark)
 		p.shards = max(img.ShardCount, 1)
 	}
 	p.plan = l.plan(req, limits, p.img, p.shards, p.now)
@@ -257,8 +257,8 @@ func (l *Limiter) writeOne(ctx context.Context, p *pass) (*Lease, bool, error) {
 		return l.retryWrite(ctx, p)
 	}
 	if img, err := bucket.DecodeImage(written); err == nil && len(written) > 0 {
-		l.learn(p.req, p.id.Shard, &img, p.now)
-		l.remember(p.id, &img, p.mark)
+		l.pairs.learnImage(p.req.entity, p.req.resource, p.id.Shard, &img, p.now)
+		l.rejects.remember(p.id, &img, p.mark)
 	}
 	l.written(p)
 	return &Lease{lim: l, resource: p.id.Resource, parts: []leasePart{p.part()}}, false, nil
@@ -389,7 +389,7 @@ func (l *Limiter) retryWrite(ctx context.Context, p *pass) (*Lease, bool, error)
 		if err != nil {
 			return nil, false, err
 		}
-		l.remember(p.id, &img, p.mark)
+		l.rejects.remember(p.id, &img, p.mark)
 		lp := leasePart{entity: p.id.Entity, shard: p.id.Shard}
 		for _, pl := range p.plan {
 			if !pl.declared {
@@ -411,7 +411,7 @@ func (l *Limiter) retryWrite(ctx context.Context, p *pass) (*Lease, bool, error)
 	if err != nil || len(ccf.Item) == 0 || (img.HasVU && img.VU <= now) {
 		return nil, true, nil // gone, or past vu: a debit needs a new pass
 	}
-	l.remember(p.id, &img, p.mark)
+	l.rejects.remember(p.id, &img, p.mark)
 	e := &RateLimitExceeded{}
 	for _, pl := range p.plan {
 		if !pl.declared {

@@ -195,7 +195,7 @@ func (l *Limiter) sendRefill(ctx context.Context, plan refillPlan) (img *bucket.
 	if err != nil {
 		return nil, lost, err
 	}
-	l.remember(id, &dec, mark)
+	l.rejects.remember(id, &dec, mark)
 	return &dec, lost, nil
 }
 
@@ -242,7 +242,7 @@ func (l *Limiter) refillAcquire(ctx context.Context, req *request, id schema.Buc
 			return nil, 0, err
 		}
 		if cur != nil {
-			l.learn(req, id.Shard, cur, now)
+			l.pairs.learnImage(req.entity, req.resource, id.Shard, cur, now)
 		}
 		if !lost {
 			if cascade && cascades(cur) {

@@ -174,8 +174,8 @@ func (c *rejectionCache) len() int {
 	return n
 }
 
-// remember stores a state DynamoDB returned for id in the rejection cache,
-// unless something was forgotten since mark.
-func (l *Limiter) remember(id schema.BucketID, img *bucket.Image, mark uint64) {
-	l.rejects.store(shardKey{id.Entity, id.Resource, id.Shard}, img, mark)
+// remember stores a state DynamoDB returned for id, unless something was
+// forgotten since mark.
+func (c *rejectionCache) remember(id schema.BucketID, img *bucket.Image, mark uint64) {
+	c.store(shardKey{id.Entity, id.Resource, id.Shard}, img, mark)
 }

@@ -39,8 +39,8 @@ func (l *Limiter) speculate(ctx context.Context, req *request, shard int, shape 
 		img, derr := bucket.DecodeImage(out.Attributes)
 		sp.ok, sp.img, sp.err = true, &img, derr
 		if derr == nil {
-			l.learn(req, shard, sp.img, sp.now)
-			l.remember(sp.id, sp.img, mark)
+			l.pairs.learnImage(req.entity, req.resource, shard, sp.img, sp.now)
+			l.rejects.remember(sp.id, sp.img, mark)
 		}
 		return sp
 	}
@@ -51,8 +51,8 @@ func (l *Limiter) speculate(ctx context.Context, req *request, shard int, shape 
 	}
 	sp.cls, sp.img, sp.err = bucketwrite.ClassifyItem(ccf.Item, shape, req.declared, sp.now)
 	if sp.img != nil {
-		l.learn(req, shard, sp.img, sp.now)
-		l.remember(sp.id, sp.img, mark)
+		l.pairs.learnImage(req.entity, req.resource, shard, sp.img, sp.now)
+		l.rejects.remember(sp.id, sp.img, mark)
 	}
 	return sp
 }
@@ -169,7 +169,7 @@ func (l *Limiter) credit(ctx context.Context, id schema.BucketID, mode bucketwri
 		in.ReturnValues = types.ReturnValueAllNew
 		var out *dynamodb.UpdateItemOutput
 		if out, err = l.db.UpdateItem(ctx, in); err == nil {
-			l.learnItem(id.Entity, id.Resource, id.Shard, out.Attributes, now)
+			l.pairs.learnItem(id.Entity, id.Resource, id.Shard, out.Attributes, now)
 		}
 	}
 	if err != nil {
