@@ -63,7 +63,7 @@ func (l *Limiter) cascadeAdmitted(ctx context.Context, req *request, c, p specul
 			e := &RateLimitExceeded{Statuses: imageStatuses(c)}
 			for i, d := range req.declared {
 				pp, _ := p.img.Params(d.Name)
-				e.Statuses = append(e.Statuses, l.status(p.req, d, pp, limits[i].Soft, statuses[i]))
+				e.Statuses = append(e.Statuses, limitStatus(p.req.entity, p.req.resource, d, pp, limits[i].Soft, statuses[i]))
 			}
 			return nil, e
 		}

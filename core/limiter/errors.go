@@ -287,10 +287,11 @@ func (e *RateLimiterUnavailable) Unwrap() error { return e.Cause }
 // HTTPStatus is 503.
 func (*RateLimiterUnavailable) HTTPStatus() int { return 503 }
 
-// status turns an arithmetic status into a LimitStatus of the request.
-func (l *Limiter) status(req *request, d bucketwrite.Declared, p bucket.Params, soft bool, s bucket.Status) LimitStatus {
+// limitStatus turns an arithmetic status of a declared limit on (entity,
+// resource) into a LimitStatus.
+func limitStatus(entity, resource string, d bucketwrite.Declared, p bucket.Params, soft bool, s bucket.Status) LimitStatus {
 	ls := LimitStatus{
-		EntityID: req.entity, Resource: req.resource, LimitName: d.Name,
+		EntityID: entity, Resource: resource, LimitName: d.Name,
 		Capacity: p.Capacity / bucket.MilliPerToken, RefillAmount: p.RefillAmount / bucket.MilliPerToken,
 		RefillPeriod: msDuration(p.RefillPeriod),
 		Available:    s.Available, Requested: d.Amount, Exceeded: s.Exceeded && !soft, Soft: soft,

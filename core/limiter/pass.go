@@ -43,7 +43,7 @@ func (l *Limiter) contended(passes ...*pass) *RateLimitExceeded {
 				st.Exceeded = true
 				st.Retry = bucket.Retry{Short: true, WaitMs: contentionRetry.Milliseconds()}
 			}
-			e.Statuses = append(e.Statuses, l.status(p.req, bucketwrite.Declared{Name: pl.lim.Name, Amount: pl.amount}, pl.params, pl.lim.Soft, st))
+			e.Statuses = append(e.Statuses, limitStatus(p.req.entity, p.req.resource, bucketwrite.Declared{Name: pl.lim.Name, Amount: pl.amount}, pl.params, pl.lim.Soft, st))
 		}
 	}
 	if len(e.Violations()) == 0 {
@@ -142,7 +142,7 @@ func (l *Limiter) violations(passes ...*pass) *RateLimitExceeded {
 			if pl.declared {
 				st := pl.status
 				st.Exceeded = st.Exceeded && !p.bypass
-				e.Statuses = append(e.Statuses, l.status(p.req, bucketwrite.Declared{Name: pl.lim.Name, Amount: pl.amount}, pl.params, pl.lim.Soft, st))
+				e.Statuses = append(e.Statuses, limitStatus(p.req.entity, p.req.resource, bucketwrite.Declared{Name: pl.lim.Name, Amount: pl.amount}, pl.params, pl.lim.Soft, st))
 			}
 		}
 	}

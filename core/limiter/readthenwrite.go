@@ -425,7 +425,7 @@ func (l *Limiter) retryWrite(ctx context.Context, p *pass) (*Lease, bool, error)
 		if pl.lim.Soft {
 			st.Exceeded = false
 		}
-		e.Statuses = append(e.Statuses, l.status(p.req, bucketwrite.Declared{Name: pl.lim.Name, Amount: pl.amount}, pl.params, pl.lim.Soft, st))
+		e.Statuses = append(e.Statuses, limitStatus(p.req.entity, p.req.resource, bucketwrite.Declared{Name: pl.lim.Name, Amount: pl.amount}, pl.params, pl.lim.Soft, st))
 	}
 	if len(e.Violations()) == 0 {
 		return nil, true, nil // the shortfall is gone by now: run again

@@ -114,7 +114,7 @@ func (l *Limiter) planRefill(req *request, id schema.BucketID, img *bucket.Image
 				st.Exceeded, exceeded = true, true
 				st.Retry = bucket.DripRetryAfter(balance, d.Amount, share.Ceiling, share.Rate, share.Period)
 			}
-			plan.short = append(plan.short, l.status(req, d, p, soft, st))
+			plan.short = append(plan.short, limitStatus(req.entity, req.resource, d, p, soft, st))
 		}
 		plan.part.entries = append(plan.part.entries, leaseEntry{
 			name: li.Name, initial: d.Amount, params: p, share: share, balance: balance - milli, soft: soft,

@@ -213,10 +213,8 @@ func (l *Limiter) localRejection(req *request, entity string, j pairJudgement, n
 		return nil
 	}
 	e := newLocalRejection(len(req.declared))
-	r := *req
-	r.entity = entity
 	for i, d := range req.declared {
-		e.Statuses[i] = l.status(&r, d, limits[i].Params, limits[i].Soft, statuses[i])
+		e.Statuses[i] = limitStatus(entity, req.resource, d, limits[i].Params, limits[i].Soft, statuses[i])
 	}
 	l.stats.localRejections.Add(1)
 	return e

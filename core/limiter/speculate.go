@@ -137,7 +137,7 @@ func (l *Limiter) fastReject(ctx context.Context, req *request, shard int, img *
 	e := &RateLimitExceeded{}
 	for i, d := range req.declared {
 		p, _ := img.Params(d.Name)
-		e.Statuses = append(e.Statuses, l.status(req, d, p, limits[i].Soft, statuses[i]))
+		e.Statuses = append(e.Statuses, limitStatus(req.entity, req.resource, d, p, limits[i].Soft, statuses[i]))
 	}
 	return nil, e
 }
