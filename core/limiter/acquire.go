@@ -58,6 +58,9 @@ func (l *Limiter) answered() {
 	}
 }
 
+// unavailable applies on_unavailable (the call's, else the system config's,
+// else the limiter's) to an infrastructure failure: a no-op lease when it
+// is allow, else RateLimiterUnavailable.
 func (l *Limiter) unavailable(ctx context.Context, req *request, cause error) (*Lease, error) {
 	perCall := req.onUnavailable
 	if !perCall.Valid() {

@@ -1,5 +1,9 @@
 package limiter
 
+// The cascade (docs/design.md §5, step 4): a child that cascades also debits
+// its parent. The warm pair of writes, the outcomes once the child's write
+// has landed, and the parent-only pass.
+
 import (
 	"context"
 	"errors"

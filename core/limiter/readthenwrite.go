@@ -1,5 +1,10 @@
 package limiter
 
+// The read-then-write path (the slow path of docs/design.md §5, step 3):
+// read the access settings uncached and the bucket, decide, and write under
+// the rf lock, pass after pass until a write lands or the request is decided
+// from the freshest state read.
+
 import (
 	"context"
 	"errors"

@@ -1,5 +1,9 @@
 package limiter
 
+// Shards (docs/design.md §5, "Shards"): the uniform draw over the shards
+// not yet tried, and the doubling of the shard count when wcu runs out under
+// real write pressure.
+
 import (
 	"context"
 	"errors"

@@ -1,5 +1,11 @@
 package limiter
 
+// The speculative write (docs/design.md §5, step 1): one conditional
+// UpdateItem that debits first, and what its answer decides: the lease of a
+// lone admission, a rejection from the image a failed write returns when
+// refill would not help, and the refund of a write the request does not
+// keep.
+
 import (
 	"context"
 	"errors"
