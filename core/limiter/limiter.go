@@ -147,8 +147,10 @@ func resolveNamespace(ctx context.Context, store *config.Store, namespace string
 	return namespace, nil
 }
 
-// Store is the config store the limiter resolves limits through; its
-// writes evict the limiter's config cache.
+// Store is the config store the limiter reads config through (the cache
+// it holds is the limiter's). Operators change config through core/control,
+// passing the limiter in control.Options.Caches so that their writes clear
+// its caches (docs/design.md §8).
 func (l *Limiter) Store() *config.Store { return l.store }
 
 // Namespace is the namespace id the limiter works in.
