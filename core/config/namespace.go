@@ -46,26 +46,25 @@ func (e *NamespaceStateError) Error() string {
 }
 
 // registerNamespace is Writer.RegisterNamespace.
-func (s *Store) registerNamespace(ctx context.Context, name string) (string, error) {
+func (s *Store) registerNamespace(ctx context.Context, name string) (id string, created bool, err error) {
 	if err := schema.ValidateNamespaceName(name); err != nil {
-		return "", err
+		return "", false, err
 	}
 	if id, err := s.ResolveNamespace(ctx, name); err == nil {
-		return id, nil
+		return id, false, nil
 	} else if nf := (*NamespaceNotFoundError)(nil); !errors.As(err, &nf) {
-		return "", err
+		return "", false, err
 	}
-	id, err := schema.NewNamespaceID(s.opts.entropy)
-	if err != nil {
-		return "", err
+	if id, err = schema.NewNamespaceID(s.opts.entropy); err != nil {
+		return "", false, err
 	}
-	created := isoSeconds(s.opts.now())
+	at := isoSeconds(s.opts.now())
 	put := func(k schema.ItemKeys) types.TransactWriteItem {
 		item := k.Item()
 		item[schema.AttrNamespaceID] = schema.Str(id)
 		item[schema.AttrNamespaceName] = schema.Str(name)
 		item[schema.AttrStatus] = schema.Str(NamespaceActive)
-		item[schema.AttrCreatedAt] = schema.Str(created)
+		item[schema.AttrCreatedAt] = schema.Str(at)
 		return types.TransactWriteItem{Put: &types.Put{
 			TableName: aws.String(s.table), Item: item,
 			ConditionExpression: aws.String("attribute_not_exists(PK)"),
@@ -77,11 +76,12 @@ func (s *Store) registerNamespace(ctx context.Context, name string) (string, err
 	var tce *types.TransactionCanceledException
 	switch {
 	case errors.As(err, &tce):
-		return s.ResolveNamespace(ctx, name) // registered by another writer: use theirs
+		id, err = s.ResolveNamespace(ctx, name) // registered by another writer: use theirs
+		return id, false, err
 	case err != nil:
-		return "", fmt.Errorf("register namespace %q: %w", name, err)
+		return "", false, fmt.Errorf("register namespace %q: %w", name, err)
 	}
-	return id, nil
+	return id, true, nil
 }
 
 // ResolveNamespace returns the id of the namespace name, read strongly

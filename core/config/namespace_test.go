@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -26,19 +27,26 @@ func TestRegisterAndResolveNamespace(t *testing.T) {
 	}
 	// Concurrent registrations of one name agree on one id.
 	ids := make([]string, 8)
+	var creators atomic.Int32
 	var wg sync.WaitGroup
 	for i := range ids {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			id, err := st.Writer(capability.ConfigWrite{}).RegisterNamespace(ctx, "prod")
+			id, created, err := st.Writer(capability.ConfigWrite{}).RegisterNamespace(ctx, "prod")
 			if err != nil {
 				t.Error(err)
+			}
+			if created {
+				creators.Add(1)
 			}
 			ids[i] = id
 		}()
 	}
 	wg.Wait()
+	if n := creators.Load(); n != 1 {
+		t.Fatalf("%d registrations say they created the namespace, want 1", n)
+	}
 	for _, id := range ids {
 		if id != ids[0] || schema.ValidateNamespaceID(id) != nil {
 			t.Fatalf("ids %v: want one valid id", ids)
@@ -52,11 +60,11 @@ func TestRegisterAndResolveNamespace(t *testing.T) {
 	if err != nil || rev.Item[schema.AttrNamespaceName].(*types.AttributeValueMemberS).Value != "prod" {
 		t.Fatalf("reverse record: %v %v", rev.Item, err)
 	}
-	other, err := st.Writer(capability.ConfigWrite{}).RegisterNamespace(ctx, "staging")
+	other, _, err := st.Writer(capability.ConfigWrite{}).RegisterNamespace(ctx, "staging")
 	if err != nil || other == got {
 		t.Fatalf("second namespace %q, %v", other, err)
 	}
-	if _, err := st.Writer(capability.ConfigWrite{}).RegisterNamespace(ctx, "_"); !schema.IsValidationError(err) {
+	if _, _, err := st.Writer(capability.ConfigWrite{}).RegisterNamespace(ctx, "_"); !schema.IsValidationError(err) {
 		t.Fatalf("reserved name: %v", err)
 	}
 	_, err = tbl.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
@@ -78,7 +86,7 @@ func TestNamespaceName(t *testing.T) {
 	tbl := ddbtest.NewBareTable(t)
 	st := config.NewStore(tbl.DB, tbl.Name)
 	ctx := context.Background()
-	id, err := st.Writer(capability.ConfigWrite{}).RegisterNamespace(ctx, "prod")
+	id, _, err := st.Writer(capability.ConfigWrite{}).RegisterNamespace(ctx, "prod")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -201,7 +201,7 @@ func (w *Writer) SetOnUnavailable(ctx context.Context, ns string, o OnUnavailabl
 // it is new with an id minted from the Store's entropy: the name → id and
 // id → name records (R1, R2) are written in one transaction, each only if
 // absent (docs/design.md §2). When another writer registered the name
-// first, its id is returned.
-func (w *Writer) RegisterNamespace(ctx context.Context, name string) (string, error) {
+// first, its id is returned. created says whether this call registered it.
+func (w *Writer) RegisterNamespace(ctx context.Context, name string) (id string, created bool, err error) {
 	return w.s.registerNamespace(ctx, name)
 }

@@ -52,7 +52,7 @@ func newEnv(t *testing.T) *env {
 	e := &env{t: t, tbl: ddbtest.NewTable(t), clk: clock.NewManual(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)), ctx: context.Background()}
 	e.proxy = faultproxy.Start(t, e.tbl.Endpoint)
 	var err error
-	if e.ns, err = config.NewStore(e.tbl.DB, e.tbl.Name).Writer(capability.ConfigWrite{}).RegisterNamespace(e.ctx, "ctl"); err != nil {
+	if e.ns, _, err = config.NewStore(e.tbl.DB, e.tbl.Name).Writer(capability.ConfigWrite{}).RegisterNamespace(e.ctx, "ctl"); err != nil {
 		t.Fatal(err)
 	}
 	if e.lim, err = limiter.New(e.tbl.DB, e.tbl.Name, e.ns, limiter.Options{Clock: e.clk.Now, Rand: func(int) int { return 0 }, ConfigCacheTTL: -1}); err != nil {

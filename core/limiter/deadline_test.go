@@ -146,7 +146,7 @@ func TestNoDeadlineFromCachedConfig(t *testing.T) {
 	ctx := context.Background()
 	clk := clock.NewManual(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
 	store := config.NewStore(tbl.DB, tbl.Name, config.WithClock(clk.Now))
-	nsID, err := store.Writer(capability.ConfigWrite{}).RegisterNamespace(ctx, "deadlines")
+	nsID, _, err := store.Writer(capability.ConfigWrite{}).RegisterNamespace(ctx, "deadlines")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ func BenchmarkApply(b *testing.B) {
 	prov := provision.New(db, tbl.Name, provision.Options{Logger: quietLogger()})
 	namespace := func(b *testing.B, i int, kind string) string {
 		b.Helper()
-		ns, err := store.Writer(capability.ConfigWrite{}).RegisterNamespace(ctx, fmt.Sprintf("%s-%d-%d", kind, b.N, i))
+		ns, _, err := store.Writer(capability.ConfigWrite{}).RegisterNamespace(ctx, fmt.Sprintf("%s-%d-%d", kind, b.N, i))
 		if err != nil {
 			b.Fatal(err)
 		}

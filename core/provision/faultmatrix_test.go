@@ -222,7 +222,7 @@ entities: {u: {resources: {r1: {disabled: false}, _default_: {limits: {rpm: {cap
 // its own limiter.
 func (e *env) freshNamespace(name string) {
 	e.t.Helper()
-	ns, err := e.store.Writer(capability.ConfigWrite{}).RegisterNamespace(e.ctx, name)
+	ns, _, err := e.store.Writer(capability.ConfigWrite{}).RegisterNamespace(e.ctx, name)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -55,7 +55,7 @@ func newEnv(t *testing.T) *env {
 	e.proxy = faultproxy.Start(t, e.tbl.Endpoint)
 	e.store = config.NewStore(e.tbl.DB, e.tbl.Name, config.WithCacheTTL(-1))
 	var err error
-	if e.ns, err = e.store.Writer(capability.ConfigWrite{}).RegisterNamespace(e.ctx, "tenant-alpha"); err != nil {
+	if e.ns, _, err = e.store.Writer(capability.ConfigWrite{}).RegisterNamespace(e.ctx, "tenant-alpha"); err != nil {
 		t.Fatal(err)
 	}
 	if e.lim, err = limiter.New(e.tbl.DB, e.tbl.Name, e.ns, limiter.Options{Clock: e.clk.Now, Rand: func(int) int { return 0 }, ConfigCacheTTL: -1, RejectionCacheTTL: -1}); err != nil {

@@ -38,7 +38,7 @@ func TestLargeManifests(t *testing.T) {
 		t.Run(fmt.Sprintf("%dx%d", tc.entities, tc.idLen), func(t *testing.T) {
 			ctx := context.Background()
 			tbl := ddbtest.NewTable(t, schema.WithoutStream())
-			ns, err := config.NewStore(tbl.DB, tbl.Name).Writer(capability.ConfigWrite{}).RegisterNamespace(ctx, "tenant-alpha")
+			ns, _, err := config.NewStore(tbl.DB, tbl.Name).Writer(capability.ConfigWrite{}).RegisterNamespace(ctx, "tenant-alpha")
 			if err != nil {
 				t.Fatal(err)
 			}
