@@ -11,6 +11,7 @@ import (
 
 	"github.com/zae-limiter/zae-limiter-go/core/aggregator/maintenance"
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 	"github.com/zae-limiter/zae-limiter-go/core/streamimage"
 )
@@ -58,8 +59,8 @@ type bucketRecord struct {
 	// not converted; newImg, oldImg are the same decoded (oldImg nil for an
 	// INSERT), pointing at newDec and oldDec.
 	newItem, oldItem map[string]events.DynamoDBAttributeValue
-	newImg, oldImg   *bucket.Image
-	newDec, oldDec   bucket.Image
+	newImg, oldImg   *bucketitem.Image
+	newDec, oldDec   bucketitem.Image
 	// at is ApproximateCreationDateTime (zero when absent); instant is the
 	// window instant: at, else NewImage rf (docs/design.md §6).
 	at, instant time.Time
@@ -97,7 +98,7 @@ func poison(reason string) error { return &poisonError{reason: reason} }
 // poisonFrom describes err without repeating values from the record: a
 // corrupt attribute and a conversion path name attributes, never keys.
 func poisonFrom(what string, err error) error {
-	var ce *bucket.CorruptItemError
+	var ce *bucketitem.CorruptItemError
 	var pe *streamimage.PathError
 	switch {
 	case errors.As(err, &ce):
@@ -184,7 +185,7 @@ func (r *bucketRecord) parse(rec events.DynamoDBEventRecord, index int) (outcome
 	if !sameKey(r.newItem, pk, sk) {
 		return outPoison, poison("NewImage key differs from the record key")
 	}
-	if err := bucket.DecodeItem(&r.newDec, r.newItem, eventScalar); err != nil {
+	if err := bucketitem.DecodeItem(&r.newDec, r.newItem, eventScalar); err != nil {
 		return outPoison, poisonFrom("NewImage does not decode", err)
 	}
 	newImg := &r.newDec
@@ -206,7 +207,7 @@ func (r *bucketRecord) parse(rec events.DynamoDBEventRecord, index int) (outcome
 		if !sameKey(r.oldItem, pk, sk) {
 			return outPoison, poison("OldImage key differs from the record key")
 		}
-		if err := bucket.DecodeItem(&r.oldDec, r.oldItem, eventScalar); err != nil {
+		if err := bucketitem.DecodeItem(&r.oldDec, r.oldItem, eventScalar); err != nil {
 			return outPoison, poisonFrom("OldImage does not decode", err)
 		}
 		r.oldImg = &r.oldDec
@@ -263,33 +264,33 @@ func sameKey(item map[string]events.DynamoDBAttributeValue, pk, sk string) bool 
 	return true
 }
 
-// eventScalar reads a delivered attribute value for bucket.DecodeItem. The
+// eventScalar reads a delivered attribute value for bucketitem.DecodeItem. The
 // value has passed streamimage.Check, so the accessor its DataType names
 // does not panic.
-func eventScalar(av events.DynamoDBAttributeValue) bucket.Scalar {
+func eventScalar(av events.DynamoDBAttributeValue) bucketitem.Scalar {
 	switch av.DataType() {
 	case events.DataTypeString:
-		return bucket.Scalar{Type: "S", Text: av.String()}
+		return bucketitem.Scalar{Type: "S", Text: av.String()}
 	case events.DataTypeNumber:
-		return bucket.Scalar{Type: "N", Text: av.Number()}
+		return bucketitem.Scalar{Type: "N", Text: av.Number()}
 	case events.DataTypeBoolean:
-		return bucket.Scalar{Type: "BOOL", Bool: av.Boolean()}
+		return bucketitem.Scalar{Type: "BOOL", Bool: av.Boolean()}
 	case events.DataTypeBinary:
-		return bucket.Scalar{Type: "B"}
+		return bucketitem.Scalar{Type: "B"}
 	case events.DataTypeNull:
-		return bucket.Scalar{Type: "NULL"}
+		return bucketitem.Scalar{Type: "NULL"}
 	case events.DataTypeStringSet:
-		return bucket.Scalar{Type: "SS"}
+		return bucketitem.Scalar{Type: "SS"}
 	case events.DataTypeNumberSet:
-		return bucket.Scalar{Type: "NS"}
+		return bucketitem.Scalar{Type: "NS"}
 	case events.DataTypeBinarySet:
-		return bucket.Scalar{Type: "BS"}
+		return bucketitem.Scalar{Type: "BS"}
 	case events.DataTypeList:
-		return bucket.Scalar{Type: "L"}
+		return bucketitem.Scalar{Type: "L"}
 	case events.DataTypeMap:
-		return bucket.Scalar{Type: "M"}
+		return bucketitem.Scalar{Type: "M"}
 	}
-	return bucket.Scalar{Type: "an unknown type"}
+	return bucketitem.Scalar{Type: "an unknown type"}
 }
 
 // limitDelta is one limit's contribution from one record (docs/design.md §6).
@@ -304,26 +305,26 @@ type limitDelta struct {
 // contributions returns what a record adds to its snapshot items, limit by
 // limit (sorted by name), and the names of limits skipped because a
 // snapshot cannot hold them (a reserved or malformed name).
-func contributions(newImg, oldImg *bucket.Image) (out []limitDelta, refused []string) {
-	for _, set := range [][]bucket.LimitImage{newImg.Limits, newImg.Partial} {
+func contributions(newImg, oldImg *bucketitem.Image) (out []limitDelta, refused []string) {
+	for _, set := range [][]bucketitem.LimitImage{newImg.Limits, newImg.Partial} {
 		for i := range set {
 			l := &set[i]
-			if !l.Fields.Has(bucket.FieldConsumed) {
+			if !l.Fields.Has(bucketitem.FieldConsumed) {
 				continue
 			}
 			var old int64
 			if oldImg != nil {
 				// Limits and Partial hold no wcu, so Lookup finds the limit
 				// or the partial of that name.
-				if o := oldImg.Lookup(l.Name); o != nil && o.Fields.Has(bucket.FieldConsumed) {
+				if o := oldImg.Lookup(l.Name); o != nil && o.Fields.Has(bucketitem.FieldConsumed) {
 					old = o.Consumed
 				}
 			}
 			d := limitDelta{
 				name:   l.Name,
 				tokens: bucket.FloorDiv(l.Consumed, 1000) - bucket.FloorDiv(old, 1000),
-				overdraw: l.Fields.Has(bucket.FieldSoft) && l.Consumed > old &&
-					l.Fields.Has(bucket.FieldTokens) && l.Tokens < 0,
+				overdraw: l.Fields.Has(bucketitem.FieldSoft) && l.Consumed > old &&
+					l.Fields.Has(bucketitem.FieldTokens) && l.Tokens < 0,
 			}
 			if d.tokens == 0 && !d.overdraw {
 				continue

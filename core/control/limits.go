@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/internal/expr"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
@@ -274,7 +275,7 @@ func (c *Controls) SyncEntity(ctx context.Context, ns, entity, resource string) 
 		if len(out.Item) == 0 {
 			return nil, nil // gone: nothing to sync
 		}
-		img, err := bucket.DecodeImage(out.Item)
+		img, err := bucketitem.Decode(out.Item)
 		if err != nil {
 			return nil, err
 		}
@@ -302,7 +303,7 @@ func (c *Controls) SyncEntity(ctx context.Context, ns, entity, resource string) 
 				b.Remove(schema.BucketAttr(l.Name, schema.LimitSoft))
 			}
 		}
-		for _, set := range [][]bucket.LimitImage{img.Limits, img.Partial} {
+		for _, set := range [][]bucketitem.LimitImage{img.Limits, img.Partial} {
 			for i := range set {
 				if _, ok := limit.Find(w.Limits, set[i].Name); ok {
 					continue

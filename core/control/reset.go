@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/internal/expr"
 	"github.com/zae-limiter/zae-limiter-go/core/internal/query"
@@ -202,7 +203,7 @@ func (c *Controls) operate(ctx context.Context, op, ns, entity, resource string,
 // shardState is one shard as read.
 type shardState struct {
 	id   schema.BucketID
-	img  bucket.Image
+	img  bucketitem.Image
 	item map[string]types.AttributeValue
 }
 
@@ -371,7 +372,7 @@ func (c *Controls) readShards(ctx context.Context, ns, entity, resource string) 
 		if len(got.Item) == 0 {
 			continue // gone since the index listed it
 		}
-		img, err := bucket.DecodeImage(got.Item)
+		img, err := bucketitem.Decode(got.Item)
 		if err != nil {
 			return nil, err
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
 	"github.com/zae-limiter/zae-limiter-go/core/internal/expr"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/bucketwrite"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
@@ -349,7 +350,7 @@ func (l *Limiter) adjust(ctx context.Context, resource string, p leasePart, delt
 	if len(ccf.Item) == 0 {
 		return nil // the bucket is gone (TTL or a delete): nothing to adjust
 	}
-	img, err := bucket.DecodeImage(ccf.Item)
+	img, err := bucketitem.Decode(ccf.Item)
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/bucketwrite"
 )
 
@@ -30,12 +30,12 @@ type pairState struct {
 	bypassed     bool
 	// image is the last image seen of shard imageShard (docs/decisions.md
 	// P25: a refill pass built from it needs no read). Never modified.
-	image      *bucket.Image
+	image      *bucketitem.Image
 	imageShard int
 }
 
 // imageOf returns the cached image of shard, or nil.
-func (st pairState) imageOf(shard int) *bucket.Image {
+func (st pairState) imageOf(shard int) *bucketitem.Image {
 	if st.image != nil && st.imageShard == shard {
 		return st.image
 	}
@@ -133,7 +133,7 @@ func (c *pairCache) update(entity, resource string, f func(*pairState)) {
 // (docs/design.md §7) and keeps the image for refill passes. It is update
 // with pairState.learnImage, called directly: the fast path's own update,
 // with no state escaping to the heap through a function value.
-func (c *pairCache) learnImage(entity, resource string, shard int, img *bucket.Image, now int64) {
+func (c *pairCache) learnImage(entity, resource string, shard int, img *bucketitem.Image, now int64) {
 	k := pairKey{entity, resource}
 	s := c.shard(k)
 	s.mu.Lock()
@@ -156,7 +156,7 @@ func (c *pairCache) currentAt(s *pairShard, k pairKey, at time.Time) pairState {
 
 // learnImage updates st from an image of shard taken at now
 // (docs/design.md §7), and keeps the image for refill passes.
-func (st *pairState) learnImage(shard int, img *bucket.Image, now int64) {
+func (st *pairState) learnImage(shard int, img *bucketitem.Image, now int64) {
 	st.image, st.imageShard = img, shard
 	if img.HasShardCount && img.ShardCount > st.shardCount {
 		st.shardCount = img.ShardCount
@@ -169,7 +169,7 @@ func (st *pairState) learnImage(shard int, img *bucket.Image, now int64) {
 
 // cascades reports an image whose owner stamp says the pair cascades to a
 // named parent.
-func cascades(img *bucket.Image) bool {
+func cascades(img *bucketitem.Image) bool {
 	return img != nil && img.HasCascade && img.Cascade && img.ParentID != ""
 }
 
@@ -201,7 +201,7 @@ func (c *pairCache) learnItem(entity, resource string, shard int, item map[strin
 	if len(item) == 0 {
 		return
 	}
-	if img, err := bucket.DecodeImage(item); err == nil {
+	if img, err := bucketitem.Decode(item); err == nil {
 		c.learnImage(entity, resource, shard, &img, now)
 	}
 }

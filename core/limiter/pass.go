@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/internal/expr"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
@@ -74,7 +75,7 @@ type pass struct {
 	mark     uint64   // the rejection cache's mark before the read
 	id       schema.BucketID
 	plan     []planned
-	img      *bucket.Image // nil: the shard is missing and is created
+	img      *bucketitem.Image // nil: the shard is missing and is created
 	owner    config.Entity
 	cascade  bool // the entity cascades on this resource (its owner stamp)
 	shards   int64
@@ -88,7 +89,7 @@ type pass struct {
 }
 
 // plan materialises every limit at now and applies the request to it.
-func (l *Limiter) plan(req *request, limits []limit.Limit, img *bucket.Image, shards, now int64) []planned {
+func (l *Limiter) plan(req *request, limits []limit.Limit, img *bucketitem.Image, shards, now int64) []planned {
 	out := make([]planned, 0, len(limits))
 	for _, lim := range limits {
 		p := lim.Params()
@@ -273,47 +274,29 @@ func (p *pass) validUntil(rf int64) int64 {
 
 // createItem is the full item of a new shard (docs/design.md §5, Create).
 func (p *pass) createItem() map[string]types.AttributeValue {
-	id := p.id
-	item := schema.BucketItemKeys(id.Namespace, id.Entity, id.Resource, id.Shard).Item()
-	item[schema.AttrEntityID] = schema.Str(id.Entity)
-	item[schema.AttrResource] = schema.Str(id.Resource)
-	item[schema.AttrRF] = schema.Num(p.now)
-	item[schema.AttrShardCount] = schema.Num(p.shards)
-	item[schema.AttrCascade] = &types.AttributeValueMemberBOOL{Value: p.cascade}
-	item[schema.AttrPGen] = schema.Num(p.owner.PGen)
-	if p.owner.ParentID != "" {
-		item[schema.AttrParentID] = schema.Str(p.owner.ParentID)
-	}
-	if p.ttl > 0 {
-		item[schema.AttrTTL] = schema.Num(p.ttl)
+	n := bucketitem.New{
+		ID: p.id, RF: p.now, ShardCount: p.shards,
+		Cascade: p.cascade, PGen: p.owner.PGen, ParentID: p.owner.ParentID,
+		TTL:    p.ttl,
+		Limits: make([]bucketitem.NewLimit, 0, len(p.plan)),
 	}
 	if p.bypass {
-		item[schema.AttrBypass] = schema.Num(p.deadline)
+		n.Bypass = p.deadline
 	}
 	if full := p.validUntil(p.now); full != bucket.NeverFull {
-		item[schema.AttrVU] = schema.Num(full)
+		n.VU = full
 	}
 	for _, pl := range p.plan {
-		tk := pl.share.Target
+		l := bucketitem.NewLimit{Name: pl.lim.Name, Tokens: pl.share.Target, Consumed: pl.consumed, Params: pl.params}
 		if !p.bypass {
-			tk -= pl.consumed
+			l.Tokens -= pl.consumed
 		}
-		item[schema.BucketAttr(pl.lim.Name, schema.LimitTokens)] = schema.Num(tk)
-		item[schema.BucketAttr(pl.lim.Name, schema.LimitConsumed)] = schema.Num(pl.consumed)
-		item[schema.BucketAttr(pl.lim.Name, schema.LimitCapacity)] = schema.Num(pl.params.Capacity)
-		item[schema.BucketAttr(pl.lim.Name, schema.LimitRefillAmount)] = schema.Num(pl.params.RefillAmount)
-		item[schema.BucketAttr(pl.lim.Name, schema.LimitRefillPeriod)] = schema.Num(pl.params.RefillPeriod)
 		if pl.lim.Soft {
-			item[schema.BucketAttr(pl.lim.Name, schema.LimitSoft)] = schema.Num(p.deadline)
+			l.Soft = p.deadline
 		}
+		n.Limits = append(n.Limits, l)
 	}
-	w := bucket.WCUParams()
-	item[schema.BucketAttr(schema.WCULimit, schema.LimitTokens)] = schema.Num(w.Capacity)
-	item[schema.BucketAttr(schema.WCULimit, schema.LimitConsumed)] = schema.Num(0)
-	item[schema.BucketAttr(schema.WCULimit, schema.LimitCapacity)] = schema.Num(w.Capacity)
-	item[schema.BucketAttr(schema.WCULimit, schema.LimitRefillAmount)] = schema.Num(w.RefillAmount)
-	item[schema.BucketAttr(schema.WCULimit, schema.LimitRefillPeriod)] = schema.Num(w.RefillPeriod)
-	return item
+	return n.Item()
 }
 
 // part is the lease part of a written pass.

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/bucketwrite"
@@ -166,7 +167,7 @@ func (l *Limiter) prepare(ctx context.Context, req *request, shard int) (*pass, 
 	p.bypass = walk.Mode == config.AccessBypass
 	p.shards = l.pairs.get(req.entity, req.resource).shardCount
 	if item != nil {
-		img, err := bucket.DecodeImage(item)
+		img, err := bucketitem.Decode(item)
 		if err != nil {
 			return nil, err
 		}
@@ -261,7 +262,7 @@ func (l *Limiter) writeOne(ctx context.Context, p *pass) (*Lease, bool, error) {
 		}
 		return l.retryWrite(ctx, p)
 	}
-	if img, err := bucket.DecodeImage(written); err == nil && len(written) > 0 {
+	if img, err := bucketitem.Decode(written); err == nil && len(written) > 0 {
 		l.pairs.learnImage(p.req.entity, p.req.resource, p.id.Shard, &img, p.now)
 		l.rejects.remember(p.id, &img, p.mark)
 	}
@@ -390,7 +391,7 @@ func (l *Limiter) retryWrite(ctx context.Context, p *pass) (*Lease, bool, error)
 	}
 	out, err := l.db.UpdateItem(ctx, in)
 	if err == nil {
-		img, err := bucket.DecodeImage(out.Attributes)
+		img, err := bucketitem.Decode(out.Attributes)
 		if err != nil {
 			return nil, false, err
 		}
@@ -412,7 +413,7 @@ func (l *Limiter) retryWrite(ctx context.Context, p *pass) (*Lease, bool, error)
 	if !errors.As(err, &ccf) {
 		return nil, false, &dbError{op: "slow path retry", err: err}
 	}
-	img, err := bucket.DecodeImage(ccf.Item)
+	img, err := bucketitem.Decode(ccf.Item)
 	if err != nil || len(ccf.Item) == 0 || (img.HasVU && img.VU <= now) {
 		return nil, true, nil // gone, or past vu: a debit needs a new pass
 	}

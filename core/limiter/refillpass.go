@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
 	"github.com/zae-limiter/zae-limiter-go/core/internal/expr"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/bucketwrite"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
@@ -29,7 +30,7 @@ import (
 // refillable reports whether the enforce-shaped write that returned img
 // (at clock reading now) can be settled by a refill pass for declared: a
 // positive vu that has passed, and nothing else a slow path would fix.
-func refillable(img *bucket.Image, declared []bucketwrite.Declared, now int64) bool {
+func refillable(img *bucketitem.Image, declared []bucketwrite.Declared, now int64) bool {
 	switch {
 	case img == nil, !img.HasRF, !img.HasVU, img.VU <= 0, img.VU > now,
 		img.HasDisabled, img.Bypass.Present, img.Phase2(),
@@ -52,9 +53,9 @@ func refillable(img *bucket.Image, declared []bucketwrite.Declared, now int64) b
 // refillPlan is a refill pass decided from one image.
 type refillPlan struct {
 	in    *dynamodb.UpdateItemInput
-	part  leasePart     // the declared limits after the write (admit)
-	short []LimitStatus // admit: the declared limits, when a hard one is short
-	img   *bucket.Image // the image the pass was built from
+	part  leasePart         // the declared limits after the write (admit)
+	short []LimitStatus     // admit: the declared limits, when a hard one is short
+	img   *bucketitem.Image // the image the pass was built from
 	id    schema.BucketID
 }
 
@@ -66,7 +67,7 @@ type refillPlan struct {
 // the write also requires the item to be enabled, unbypassed, unexpired
 // and not cascading, as the fast path does. Without admit (a lease's
 // adjust) the deltas apply whatever the balance.
-func (l *Limiter) planRefill(req *request, id schema.BucketID, img *bucket.Image, deltas []bucketwrite.Declared, admit bool, now int64) refillPlan {
+func (l *Limiter) planRefill(req *request, id schema.BucketID, img *bucketitem.Image, deltas []bucketwrite.Declared, admit bool, now int64) refillPlan {
 	plan := refillPlan{id: id, img: img, part: leasePart{entity: id.Entity, shard: id.Shard}}
 	u := &expr.Builder{}
 	u.Cond(u.Name(schema.AttrRF) + " = " + u.Value(schema.Num(img.RF)))
@@ -174,7 +175,7 @@ func (l *Limiter) planRefill(req *request, id schema.BucketID, img *bucket.Image
 // sendRefill sends a planned refill pass. It returns the image the item
 // has after the write (ALL_NEW), or, on a lost pin, the image the failure
 // carries (nil when the item is gone) and lost.
-func (l *Limiter) sendRefill(ctx context.Context, plan refillPlan) (img *bucket.Image, lost bool, err error) {
+func (l *Limiter) sendRefill(ctx context.Context, plan refillPlan) (img *bucketitem.Image, lost bool, err error) {
 	id := plan.id
 	mark := l.rejects.mark(id.Entity, id.Resource)
 	out, err := l.db.UpdateItem(ctx, plan.in)
@@ -191,7 +192,7 @@ func (l *Limiter) sendRefill(ctx context.Context, plan refillPlan) (img *bucket.
 	if len(item) == 0 {
 		return nil, lost, nil
 	}
-	dec, err := bucket.DecodeImage(item)
+	dec, err := bucketitem.Decode(item)
 	if err != nil {
 		return nil, lost, err
 	}
@@ -221,7 +222,7 @@ const (
 // A rejection is decided only on a fresh image (returned by DynamoDB for
 // this request): a held image may predate another process's credit, so a
 // shortfall on it sends the request to the fast path instead.
-func (l *Limiter) refillAcquire(ctx context.Context, req *request, id schema.BucketID, img *bucket.Image, fresh, cascade bool) (*Lease, next, error) {
+func (l *Limiter) refillAcquire(ctx context.Context, req *request, id schema.BucketID, img *bucketitem.Image, fresh, cascade bool) (*Lease, next, error) {
 	for range maxPasses {
 		now := l.nowMs()
 		if img != nil && img.HasVU && img.VU > now {

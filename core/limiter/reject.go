@@ -2,6 +2,7 @@ package limiter
 
 import (
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
@@ -20,7 +21,7 @@ type pairJudgement struct {
 	parent  string   // the cascade parent a trusted state names
 	// best is the short shard whose shortfall clears soonest.
 	best      int
-	bestImg   *bucket.Image
+	bestImg   *bucketitem.Image
 	bestWait  int64
 	bestNever bool
 }
@@ -42,7 +43,7 @@ func (j pairJudgement) steer() shardSet {
 // against req's declared amounts, from the cached states alone.
 func (l *Limiter) judgePair(req *request, entity string, count int64, now int64) pairJudgement {
 	j := pairJudgement{count: int(min(max(count, 1), schema.MaxShardCount))}
-	var states [schema.MaxShardCount]*bucket.Image
+	var states [schema.MaxShardCount]*bucketitem.Image
 	l.rejects.trusted(entity, req.resource, j.count, &states)
 	for s, img := range states[:j.count] {
 		if img == nil || !trustedAt(img, now) {
@@ -81,7 +82,7 @@ func (l *Limiter) judgePair(req *request, entity string, count int64, now int64)
 // lease would pay a round trip. An item with phase-2 attributes (a
 // schedule boundary or a reset edge can add tokens the lazy refill does
 // not see) keeps the vu barrier.
-func trustedAt(img *bucket.Image, now int64) bool {
+func trustedAt(img *bucketitem.Image, now int64) bool {
 	if img.HasTTL && img.TTL <= now/1000 {
 		return false
 	}
@@ -101,7 +102,7 @@ func longerWait(aw int64, an bool, bw int64, bn bool) bool {
 // forbids any local rejection of the pair (never). wait is how long until
 // every short limit of the shard is covered (waitNever: refill never
 // covers one).
-func (l *Limiter) judgeShard(req *request, img *bucket.Image, now int64) (short, never bool, wait int64, waitNever bool) {
+func (l *Limiter) judgeShard(req *request, img *bucketitem.Image, now int64) (short, never bool, wait int64, waitNever bool) {
 	if img.HasDisabled {
 		return false, true, 0, false // ResourceDisabled stays the server's answer
 	}
@@ -134,7 +135,7 @@ func (l *Limiter) judgeShard(req *request, img *bucket.Image, now int64) (short,
 // expired, keeps a limit out of the verdict (docs/design.md §10) — and
 // projects them to now with the refill arithmetic. ok is false when the
 // item lacks a declared limit. len(req.declared) ≤ maxLocalLimits.
-func project(req *request, img *bucket.Image, now int64, lbuf *[maxLocalLimits]bucket.ImageLimit, sbuf *[maxLocalLimits]bucket.Status) (limits []bucket.ImageLimit, statuses []bucket.Status, satisfy, ok bool) {
+func project(req *request, img *bucketitem.Image, now int64, lbuf *[maxLocalLimits]bucket.ImageLimit, sbuf *[maxLocalLimits]bucket.Status) (limits []bucket.ImageLimit, statuses []bucket.Status, satisfy, ok bool) {
 	limits = lbuf[:0]
 	for _, d := range req.declared {
 		li := img.Limit(d.Name)
@@ -149,7 +150,7 @@ func project(req *request, img *bucket.Image, now int64, lbuf *[maxLocalLimits]b
 
 // overrideDiffers reports a WithLimits override whose parameters for name
 // differ from the bucket's.
-func overrideDiffers(override []limit.Limit, name string, li *bucket.LimitImage) bool {
+func overrideDiffers(override []limit.Limit, name string, li *bucketitem.LimitImage) bool {
 	ol, ok := limit.Find(override, name)
 	if !ok {
 		return true

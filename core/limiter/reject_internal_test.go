@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
@@ -48,9 +49,9 @@ func rcBucket(entity string, tk int64, shards int64) rcItem {
 	return it
 }
 
-func rcImage(t *testing.T, it rcItem) *bucket.Image {
+func rcImage(t *testing.T, it rcItem) *bucketitem.Image {
 	t.Helper()
-	img, err := bucket.DecodeImage(it)
+	img, err := bucketitem.Decode(it)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +145,7 @@ func TestJudgeShard(t *testing.T) {
 
 // store puts an image of (entity, "api", shard) in l's rejection cache as
 // a response would.
-func rcStore(l *Limiter, entity string, shard int, img *bucket.Image) {
+func rcStore(l *Limiter, entity string, shard int, img *bucketitem.Image) {
 	l.rejects.store(shardKey{entity, "api", shard}, img, l.rejects.mark(entity, "api"))
 }
 
@@ -268,7 +269,7 @@ func TestRejectLocally(t *testing.T) {
 
 // TestRejectLocallyCascade: the cascade rules of docs/design.md §10.
 func TestRejectLocallyCascade(t *testing.T) {
-	child := func(tk int64, mutate ...func(rcItem)) *bucket.Image {
+	child := func(tk int64, mutate ...func(rcItem)) *bucketitem.Image {
 		t.Helper()
 		it := rcBucket("key", tk, 1)
 		it[schema.AttrCascade] = &types.AttributeValueMemberBOOL{Value: true}
@@ -278,7 +279,7 @@ func TestRejectLocallyCascade(t *testing.T) {
 		}
 		return rcImage(t, it)
 	}
-	parent := func(tk int64, mutate ...func(rcItem)) *bucket.Image {
+	parent := func(tk int64, mutate ...func(rcItem)) *bucketitem.Image {
 		it := rcBucket("org", tk, 1)
 		for _, m := range mutate {
 			m(it)
@@ -288,8 +289,8 @@ func TestRejectLocallyCascade(t *testing.T) {
 	disabled := func(it rcItem) { it[schema.AttrDisabled] = &types.AttributeValueMemberBOOL{Value: true} }
 	rows := []struct {
 		name          string
-		child, parent *bucket.Image // nil: no state held
-		want          string        // "" (no local rejection), or whose state the 429 reports
+		child, parent *bucketitem.Image // nil: no state held
+		want          string            // "" (no local rejection), or whose state the 429 reports
 	}{
 		{"child short, no parent state: the parent may be disabled", child(0), nil, ""},
 		{"child short, parent known with room", child(0), parent(2000), "key"},
@@ -336,7 +337,7 @@ func TestRejectLocallyCascade(t *testing.T) {
 func TestRejectionCacheBounded(t *testing.T) {
 	now := time.UnixMilli(rcNow)
 	c := newRejectionCache(10_000, time.Second, func() time.Time { return now })
-	img := &bucket.Image{}
+	img := &bucketitem.Image{}
 	for i := range 1_000_000 {
 		k := shardKey{"key-" + strconv.Itoa(i), "api", 0}
 		c.store(k, img, c.mark(k.entity, k.resource))
@@ -361,7 +362,7 @@ func TestRejectionCacheMark(t *testing.T) {
 	now := time.UnixMilli(rcNow)
 	c := newRejectionCache(100, time.Second, func() time.Time { return now })
 	k := shardKey{"u", "api", 0}
-	img := &bucket.Image{}
+	img := &bucketitem.Image{}
 	m := c.mark("u", "api")
 	c.forget(shardKey{"u", "api", 1})
 	c.store(k, img, m)
@@ -391,7 +392,7 @@ func BenchmarkLocalRejection(b *testing.B) {
 		b.Fatal(err)
 	}
 	for s := range 4 {
-		img, err := bucket.DecodeImage(rcBucket("u", 0, 4))
+		img, err := bucketitem.Decode(rcBucket("u", 0, 4))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -416,8 +417,8 @@ func BenchmarkLocalRejection(b *testing.B) {
 }
 
 // lookup (tests) returns one shard's state when it was stored less than ttl ago.
-func (c *rejectionCache) lookup(k shardKey) *bucket.Image {
-	var states [schema.MaxShardCount]*bucket.Image
+func (c *rejectionCache) lookup(k shardKey) *bucketitem.Image {
+	var states [schema.MaxShardCount]*bucketitem.Image
 	if k.shard < 0 || k.shard >= schema.MaxShardCount {
 		return nil
 	}

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
@@ -46,7 +46,7 @@ type shardStates struct {
 }
 
 type shardState struct {
-	img *bucket.Image // never modified once stored
+	img *bucketitem.Image // never modified once stored
 	at  time.Time
 }
 
@@ -80,7 +80,7 @@ func (c *rejectionCache) mark(entity, resource string) uint64 {
 
 // store keeps img as the shard's state unless something was forgotten in
 // its part since mark.
-func (c *rejectionCache) store(k shardKey, img *bucket.Image, mark uint64) {
+func (c *rejectionCache) store(k shardKey, img *bucketitem.Image, mark uint64) {
 	if c == nil || img == nil || k.shard < 0 || k.shard >= schema.MaxShardCount {
 		return
 	}
@@ -107,8 +107,8 @@ func (c *rejectionCache) store(k shardKey, img *bucket.Image, mark uint64) {
 
 // trusted copies into dst[s] the state of each shard s < count of the pair
 // stored less than ttl ago (nil for the others).
-func (c *rejectionCache) trusted(entity, resource string, count int, dst *[schema.MaxShardCount]*bucket.Image) {
-	*dst = [schema.MaxShardCount]*bucket.Image{}
+func (c *rejectionCache) trusted(entity, resource string, count int, dst *[schema.MaxShardCount]*bucketitem.Image) {
+	*dst = [schema.MaxShardCount]*bucketitem.Image{}
 	now := c.now()
 	p := c.part(entity, resource)
 	p.mu.RLock()
@@ -176,6 +176,6 @@ func (c *rejectionCache) len() int {
 
 // remember stores a state DynamoDB returned for id, unless something was
 // forgotten since mark.
-func (c *rejectionCache) remember(id schema.BucketID, img *bucket.Image, mark uint64) {
+func (c *rejectionCache) remember(id schema.BucketID, img *bucketitem.Image, mark uint64) {
 	c.store(shardKey{id.Entity, id.Resource, id.Shard}, img, mark)
 }

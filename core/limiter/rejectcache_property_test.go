@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/control"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
@@ -290,7 +291,7 @@ func rcOperatorWrite(t *testing.T, ctx context.Context, ctl *control.Controls, r
 }
 
 // rcTrueImage reads one shard as it is in the table (strongly consistent).
-func rcTrueImage(t *testing.T, tbl *ddbtest.Table, entity, resource string, shard int) (*bucket.Image, bool) {
+func rcTrueImage(t *testing.T, tbl *ddbtest.Table, entity, resource string, shard int) (*bucketitem.Image, bool) {
 	t.Helper()
 	out, err := tbl.DB.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(tbl.Name),
 		Key: schema.BucketKey(ns, entity, resource, shard).AttributeValues(), ConsistentRead: aws.Bool(true)})
@@ -300,7 +301,7 @@ func rcTrueImage(t *testing.T, tbl *ddbtest.Table, entity, resource string, shar
 	if len(out.Item) == 0 {
 		return nil, false
 	}
-	img, err := bucket.DecodeImage(out.Item)
+	img, err := bucketitem.Decode(out.Item)
 	if err != nil {
 		t.Fatal(err)
 	}

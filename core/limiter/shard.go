@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/bucketwrite"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
@@ -59,7 +60,7 @@ const maxShardRetries = 2
 
 // wcuPressure reports a shard whose wcu stays short even after the refill
 // it has earned since rf: real write pressure, which doubling relieves.
-func wcuPressure(img *bucket.Image, now int64) bool {
+func wcuPressure(img *bucketitem.Image, now int64) bool {
 	if img == nil || !img.WCU.Present() {
 		return false
 	}
@@ -69,7 +70,7 @@ func wcuPressure(img *bucket.Image, now int64) bool {
 }
 
 // double asks shard 0 to double the pair's shard count (docs/design.md §5).
-func (l *Limiter) double(ctx context.Context, req *request, img *bucket.Image) {
+func (l *Limiter) double(ctx context.Context, req *request, img *bucketitem.Image) {
 	old := max(img.ShardCount, 1)
 	in, err := l.writes.Double(l.ns, req.entity, req.resource, old)
 	var capErr *bucketwrite.ShardCapError
@@ -85,7 +86,7 @@ func (l *Limiter) double(ctx context.Context, req *request, img *bucket.Image) {
 		var ccf *types.ConditionalCheckFailedException
 		if errors.As(err, &ccf) {
 			// Another writer doubled first: adopt its count.
-			if cur, derr := bucket.DecodeImage(ccf.Item); derr == nil && cur.HasShardCount {
+			if cur, derr := bucketitem.Decode(ccf.Item); derr == nil && cur.HasShardCount {
 				l.pairs.learnShardCount(req.entity, req.resource, cur.ShardCount)
 			}
 			return

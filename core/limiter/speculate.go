@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/bucketwrite"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
@@ -25,7 +26,7 @@ type speculation struct {
 	shape bucketwrite.Shape
 	now   int64
 	ok    bool
-	img   *bucket.Image // ALL_NEW on success; ALL_OLD on failure (nil: no item)
+	img   *bucketitem.Image // ALL_NEW on success; ALL_OLD on failure (nil: no item)
 	cls   bucketwrite.Classification
 	err   error // a failed call or an undecodable image
 }
@@ -42,7 +43,7 @@ func (l *Limiter) speculate(ctx context.Context, req *request, shard int, shape 
 	mark := l.rejects.mark(req.entity, req.resource)
 	out, err := l.db.UpdateItem(ctx, in)
 	if err == nil {
-		img, derr := bucket.DecodeImage(out.Attributes)
+		img, derr := bucketitem.Decode(out.Attributes)
 		sp.ok, sp.img, sp.err = true, &img, derr
 		if derr == nil {
 			l.pairs.learnImage(req.entity, req.resource, shard, sp.img, sp.now)
@@ -131,7 +132,7 @@ func imageStatuses(sp speculation) []LimitStatus {
 
 // fastReject decides an APP_LIMIT_EXHAUSTED failure with no further call
 // when refill would not help (docs/design.md §3), else runs the slow path.
-func (l *Limiter) fastReject(ctx context.Context, req *request, shard int, img *bucket.Image, now int64) (*Lease, error) {
+func (l *Limiter) fastReject(ctx context.Context, req *request, shard int, img *bucketitem.Image, now int64) (*Lease, error) {
 	limits := make([]bucket.ImageLimit, len(req.declared))
 	for i, d := range req.declared {
 		limits[i] = img.ImageLimit(d.Name, d.Amount, now)

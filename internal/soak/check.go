@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
@@ -89,8 +90,8 @@ func (r *Report) WriteTable(w io.Writer) {
 }
 
 // shardsOf reads every shard of a pair's bucket (strongly consistent).
-func (w *world) shardsOf(ctx context.Context, p pair) ([]*bucket.Image, error) {
-	var out []*bucket.Image
+func (w *world) shardsOf(ctx context.Context, p pair) ([]*bucketitem.Image, error) {
+	var out []*bucketitem.Image
 	for shard := range schema.MaxShardCount {
 		got, err := w.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(w.table), ConsistentRead: aws.Bool(true),
 			Key: schema.BucketKey(w.ns, p.entity, p.resource, shard).AttributeValues()})
@@ -103,7 +104,7 @@ func (w *world) shardsOf(ctx context.Context, p pair) ([]*bucket.Image, error) {
 			}
 			continue // a shard never drawn
 		}
-		img, err := bucket.DecodeImage(got.Item)
+		img, err := bucketitem.Decode(got.Item)
 		if err != nil {
 			return nil, err
 		}

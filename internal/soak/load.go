@@ -16,7 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/control"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
@@ -466,7 +466,7 @@ func (w *world) pressure(ctx context.Context, lim *limiter.Limiter) error {
 		if err != nil {
 			return err
 		}
-		img, err := bucket.DecodeImage(got.Item)
+		img, err := bucketitem.Decode(got.Item)
 		if err != nil {
 			return err
 		}

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
@@ -81,10 +81,10 @@ func pairOf(id schema.BucketID) schema.BucketID { id.Shard = 0; return id }
 // checkWrites checks every write built from recs.
 func checkWrites(t testing.TB, recs []Record, ups []*dynamodb.UpdateItemInput, puts []*dynamodb.PutItemInput, now int64) {
 	t.Helper()
-	last := map[schema.BucketID]bucket.Image{}
+	last := map[schema.BucketID]bucketitem.Image{}
 	abst := map[schema.BucketID]bool{}
 	for _, r := range recs {
-		img, err := bucket.DecodeImage(r.NewItem)
+		img, err := bucketitem.Decode(r.NewItem)
 		if err != nil || len(r.NewItem) == 0 || r.ID.Shard < 0 {
 			continue
 		}
@@ -202,7 +202,7 @@ func checkWrites(t testing.TB, recs []Record, ups []*dynamodb.UpdateItemInput, p
 			if r.ID != pairOf(id) || r.OldItem == nil {
 				continue
 			}
-			img, err := bucket.DecodeImage(r.NewItem)
+			img, err := bucketitem.Decode(r.NewItem)
 			if err != nil || img.ShardCount != sc {
 				continue
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
 )
@@ -105,13 +106,13 @@ func tc(name string) string { return schema.BucketAttr(name, schema.LimitConsume
 func record(t testing.TB, id schema.BucketID, old, nw item) Record {
 	t.Helper()
 	r := Record{Seq: "1", ID: id, NewItem: nw, OldItem: old}
-	img, err := bucket.DecodeImage(nw)
+	img, err := bucketitem.Decode(nw)
 	if err != nil {
 		t.Fatalf("decode new: %v", err)
 	}
 	r.NewImage = &img
 	if old != nil {
-		o, err := bucket.DecodeImage(old)
+		o, err := bucketitem.Decode(old)
 		if err != nil {
 			t.Fatalf("decode old: %v", err)
 		}

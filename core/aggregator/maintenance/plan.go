@@ -1,7 +1,6 @@
 package maintenance
 
 import (
-	"maps"
 	"math"
 	"strconv"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
@@ -57,15 +57,15 @@ type plan struct {
 // image is one record's decoded images.
 type image struct {
 	rec      *Record
-	new, old *bucket.Image // old is nil for an INSERT (or an undecodable old image)
+	new, old *bucketitem.Image // old is nil for an INSERT (or an undecodable old image)
 }
 
 // state is one bucket's aggregate over the batch (docs/design.md §6).
 type state struct {
 	id      schema.BucketID
-	last    *bucket.Image    // the last NewImage
-	demand  map[string]int64 // Σ (new.tc − old.tc) per limit, wcu included
-	abstain bool             // some NewImage of the batch is outside phase 1
+	last    *bucketitem.Image // the last NewImage
+	demand  map[string]int64  // Σ (new.tc − old.tc) per limit, wcu included
+	abstain bool              // some NewImage of the batch is outside phase 1
 }
 
 // planBatch builds every write of a batch from its records alone (no I/O): the
@@ -119,7 +119,7 @@ func (m *Maintainer) collect(records []Record, p *plan) ([]image, []*state, map[
 				m.log.Warn("maintenance: record without a new image skipped", "seq", r.Seq)
 				continue
 			}
-			img, err := bucket.DecodeImage(raw)
+			img, err := bucketitem.Decode(raw)
 			if err != nil {
 				p.corrupt++
 				m.log.Warn("maintenance: undecodable new image skipped", "seq", r.Seq, "error", err.Error())
@@ -129,7 +129,7 @@ func (m *Maintainer) collect(records []Record, p *plan) ([]image, []*state, map[
 		}
 		old := r.OldImage
 		if old == nil && len(r.OldItem) > 0 {
-			if img, err := bucket.DecodeImage(r.OldItem); err == nil {
+			if img, err := bucketitem.Decode(r.OldItem); err == nil {
 				old = &img
 			}
 		}
@@ -154,18 +154,18 @@ func (m *Maintainer) collect(records []Record, p *plan) ([]image, []*state, map[
 }
 
 // outsidePhase1 reports an item the phase-1 aggregator must not refill,
-// double, raise or clone (docs/design.md §9, §2). bucket.Image.Phase2
+// double, raise or clone (docs/design.md §9, §2). bucketitem.Image.Phase2
 // covers any schedule (sched, rsched, sched_tz, b_n_sched, b_n_rsched —
 // HasSchedule is a subset), window (ws, rsa, wa, wtc), grant (gc) or top-up
 // (tu) attribute on any limit, partial ones and wcu included, and a present
 // limit with ra = 0 or no ra. Beyond it: a present limit (wcu included)
 // whose parameters the drip arithmetic cannot use — a negative cp or ra, or
 // rp <= 0 (absent included) — a corrupt or foreign item.
-func outsidePhase1(img *bucket.Image) bool {
+func outsidePhase1(img *bucketitem.Image) bool {
 	if img.Phase2() {
 		return true
 	}
-	bad := func(l *bucket.LimitImage) bool {
+	bad := func(l *bucketitem.LimitImage) bool {
 		return l.Present() && (l.Capacity < 0 || l.RefillAmount <= 0 || l.RefillPeriod <= 0)
 	}
 	if bad(&img.WCU) {
@@ -181,14 +181,14 @@ func outsidePhase1(img *bucket.Image) bool {
 
 // addDemand adds one record's tc deltas (new − old, old = 0 when absent)
 // per limit to d: every limit, partial one and wcu carrying tc in new.
-func addDemand(d map[string]int64, nw, old *bucket.Image) {
-	add := func(l *bucket.LimitImage) {
-		if !l.Fields.Has(bucket.FieldConsumed) {
+func addDemand(d map[string]int64, nw, old *bucketitem.Image) {
+	add := func(l *bucketitem.LimitImage) {
+		if !l.Fields.Has(bucketitem.FieldConsumed) {
 			return
 		}
 		var prev int64
 		if old != nil {
-			if o := old.Lookup(l.Name); o != nil && o.Fields.Has(bucket.FieldConsumed) {
+			if o := old.Lookup(l.Name); o != nil && o.Fields.Has(bucketitem.FieldConsumed) {
 				prev = o.Consumed
 			}
 		}
@@ -286,7 +286,7 @@ func (m *Maintainer) refill(s *state, now int64) (op, bool) {
 // debits since it only lower the real ones, so the real instant is later
 // and the stamp errs early (one extra materialising pass, never an
 // over-credit).
-func validUntil(img *bucket.Image, now int64) int64 {
+func validUntil(img *bucketitem.Image, now int64) int64 {
 	rf := bucket.StampRF(img.RF, now)
 	full := int64(bucket.NeverFull)
 	sc := max(img.ShardCount, 1)
@@ -310,7 +310,7 @@ func validUntil(img *bucket.Image, now int64) int64 {
 //
 // with rf_new = max(now, image rf) (docs/design.md §5; never backwards) and vu the
 // full-at instant of validUntil.
-func (m *Maintainer) refillInput(id schema.BucketID, img *bucket.Image, now int64, deltas []delta, vu int64) *dynamodb.UpdateItemInput {
+func (m *Maintainer) refillInput(id schema.BucketID, img *bucketitem.Image, now int64, deltas []delta, vu int64) *dynamodb.UpdateItemInput {
 	names := map[string]string{"#rf": schema.AttrRF, "#vu": schema.AttrVU}
 	values := map[string]types.AttributeValue{
 		":rf":  schema.Num(bucket.StampRF(img.RF, now)),
@@ -452,50 +452,9 @@ func (m *Maintainer) propagate(im *image, byID map[schema.BucketID]*state, p *pl
 		}
 		p.ops = append(p.ops, op{kind: opClone, id: dst, put: &dynamodb.PutItemInput{
 			TableName:                aws.String(m.table),
-			Item:                     cloneItem(raw, im.new, dst, newSC),
+			Item:                     bucketitem.Clone(raw, im.new, dst, newSC),
 			ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
 			ExpressionAttributeNames: map[string]string{"#pk": schema.AttrPK},
 		}})
 	}
-}
-
-// cloneItem returns shard 0's image src (decoded as img) as the item of
-// shard dst.Shard (docs/design.md §6 Path 2, phase 1): the key attributes of the
-// target shard (PK, SK and the GSI2/3/4 keys, as a client create writes
-// them), shard_count = newSC, wcu tk = cp, every present limit
-// tk = cp // newSC, every b_{n}_tc = 0 (partial limits included: the clone's
-// INSERT record must not read as consumption), every b_{n}_tu removed, vu
-// at most rf (see below); every other attribute — rf, vu otherwise, ttl, cascade, parent_id, pgen, disabled, bypass,
-// every b_{n}_soft, cp, ra, rp and whatever this package does not know — is
-// shard 0's value, verbatim (the same AttributeValue).
-func cloneItem(src map[string]types.AttributeValue, img *bucket.Image, dst schema.BucketID, newSC int64) map[string]types.AttributeValue {
-	out := maps.Clone(src)
-	for k := range out {
-		_, f, ok := schema.ParseBucketAttr(k)
-		switch {
-		case !ok:
-		case f == schema.LimitConsumed:
-			out[k] = schema.Num(0)
-		case f == schema.LimitTopUp:
-			delete(out, k)
-		}
-	}
-	schema.BucketItemKeys(dst.Namespace, dst.Entity, dst.Resource, dst.Shard).AddTo(out)
-	out[schema.AttrShardCount] = schema.Num(newSC)
-	if img.WCU.Present() {
-		out[schema.BucketAttr(schema.WCULimit, schema.LimitTokens)] = schema.Num(img.WCU.Capacity)
-	}
-	drips := false
-	for i := range img.Limits {
-		l := &img.Limits[i]
-		out[schema.BucketAttr(l.Name, schema.LimitTokens)] = schema.Num(bucket.FloorDiv(l.Capacity, newSC))
-		drips = drips || (l.RefillAmount > 0 && !l.Soft.Present)
-	}
-	// A clone starts at its share's ceiling, so its own full-at instant is
-	// its rf: vu = min(shard 0's vu, rf), and its first debit goes through
-	// one materialising pass (docs/decisions.md P25).
-	if drips && img.HasRF && (!img.HasVU || img.VU > img.RF) {
-		out[schema.AttrVU] = schema.Num(img.RF)
-	}
-	return out
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
 )
@@ -199,16 +200,16 @@ func addStats(a, b Stats) Stats {
 	return a
 }
 
-// cloneItem in isolation, on a shape Run never clones (a quota bucket
+// bucketitem.Clone in isolation, on a shape Run never clones (a quota bucket
 // abstains): tu is dropped, tc zeroed on every limit, tk set per shard,
 // stamps and everything else verbatim .
 func TestCloneItemDropsTopUp(t *testing.T) {
 	src := with(shard0(2), "b_rpm_tu", 3_000, "b_rpm_gc", 2, "b_rpm_tc", 9_000)
-	img, err := bucket.DecodeImage(src)
+	img, err := bucketitem.Decode(src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := cloneItem(src, &img, bid("e1", 5), 8)
+	got := bucketitem.Clone(src, &img, bid("e1", 5), 8)
 	k := schema.BucketItemKeys(testNS, "e1", "gpt-4", 5)
 	want := with(src, "b_rpm_tu", nil,
 		"PK", k.Key.PK, "GSI2SK", k.GSI2.SK, "GSI3SK", k.GSI3.SK, "GSI4SK", k.GSI4.SK, "shard_count", 8,

@@ -24,7 +24,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
@@ -39,7 +39,7 @@ type Record struct {
 	// nil for an INSERT, and may be nil whenever OldImage is set: it is read
 	// only in its absence); NewImage and OldImage are the same decoded.
 	NewItem, OldItem   map[string]types.AttributeValue
-	NewImage, OldImage *bucket.Image
+	NewImage, OldImage *bucketitem.Image
 	// RawNew, when NewItem is nil, builds it on demand: only a Path 2 clone
 	// copies the raw image (every attribute, known or not), so a caller that
 	// holds the image in another form need not convert every record.

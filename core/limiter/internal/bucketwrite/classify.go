@@ -6,6 +6,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
 )
 
 // Reason is why a fast-path write failed (docs/design.md §5). The values are in
@@ -184,7 +185,7 @@ func (c Classification) Action() Action {
 //  9. enforce shape, Short not empty: APP_LIMIT_EXHAUSTED
 //
 // and UNEXPLAINED when none does. It is a pure function.
-func Classify(old *bucket.Image, shape Shape, declared []Declared, now int64) Classification {
+func Classify(old *bucketitem.Image, shape Shape, declared []Declared, now int64) Classification {
 	var c Classification
 	if old == nil {
 		c.Reason = ReasonBucketMissing
@@ -202,7 +203,7 @@ func Classify(old *bucket.Image, shape Shape, declared []Declared, now int64) Cl
 			if bypassLive || (l != nil && l.Soft.Live(now)) {
 				continue // the term passes on a stamp
 			}
-			hasTk := l != nil && l.Fields.Has(bucket.FieldTokens)
+			hasTk := l != nil && l.Fields.Has(bucketitem.FieldTokens)
 			if hasTk && bucket.Covers(l.Tokens, d.Amount) {
 				continue // the term passes on the balance
 			}
@@ -215,7 +216,7 @@ func Classify(old *bucket.Image, shape Shape, declared []Declared, now int64) Cl
 			}
 		}
 	}
-	c.WCUMissing = !old.WCU.Fields.Has(bucket.FieldTokens)
+	c.WCUMissing = !old.WCU.Fields.Has(bucketitem.FieldTokens)
 	c.WCUShort = !c.WCUMissing && old.WCU.Tokens < bucket.WCUDebit
 	switch {
 	case old.Disabled:
@@ -246,13 +247,13 @@ func Classify(old *bucket.Image, shape Shape, declared []Declared, now int64) Cl
 // ClassifyItem decodes a failed write's ALL_OLD item (the Item of the
 // ConditionalCheckFailedException; nil or empty when there was no item) and
 // classifies it. The decoded image is returned for the caches (nil when
-// there was no item). A corrupt item is a *bucket.CorruptItemError and no
+// there was no item). A corrupt item is a *bucketitem.CorruptItemError and no
 // classification.
-func ClassifyItem(old map[string]types.AttributeValue, shape Shape, declared []Declared, now int64) (Classification, *bucket.Image, error) {
+func ClassifyItem(old map[string]types.AttributeValue, shape Shape, declared []Declared, now int64) (Classification, *bucketitem.Image, error) {
 	if len(old) == 0 {
 		return Classify(nil, shape, declared, now), nil, nil
 	}
-	img, err := bucket.DecodeImage(old)
+	img, err := bucketitem.Decode(old)
 	if err != nil {
 		return Classification{}, nil, err
 	}

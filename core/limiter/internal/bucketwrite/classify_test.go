@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
@@ -278,7 +279,7 @@ func TestClassifyItemCorrupt(t *testing.T) {
 	it := classifyBase()
 	it[schema.AttrVU] = avS("soon")
 	_, img, err := ClassifyItem(it, ShapeEnforce, declRpmTpm, testNow)
-	var ce *bucket.CorruptItemError
+	var ce *bucketitem.CorruptItemError
 	if !errors.As(err, &ce) || ce.Attribute != schema.AttrVU || img != nil {
 		t.Errorf("err = %v, img = %v", err, img)
 	}
@@ -310,7 +311,7 @@ func TestReasonAndActionStrings(t *testing.T) {
 
 // Classify allocates nothing unless it reports names.
 func TestClassifyAllocs(t *testing.T) {
-	img, err := bucket.DecodeImage(bucketItem(classifyID, lim{"rpm", 10_000}, lim{"tpm", 10_000}))
+	img, err := bucketitem.Decode(bucketItem(classifyID, lim{"rpm", 10_000}, lim{"tpm", 10_000}))
 	if err != nil {
 		t.Fatal(err)
 	}

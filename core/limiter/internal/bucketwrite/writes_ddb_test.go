@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
 )
@@ -178,13 +179,13 @@ func TestFastPathEnforceSuccessDDB(t *testing.T) {
 	if len(stored) != len(before) || len(after) != len(before) {
 		t.Errorf("attribute count %d/%d, want %d", len(stored), len(after), len(before))
 	}
-	img, err := bucket.DecodeImage(after)
+	img, err := bucketitem.Decode(after)
 	if err != nil || !slices.Equal(names(img.Limits), []string{"rpd", "rpm", "tpm"}) {
 		t.Errorf("ALL_NEW decodes to %v, %v", names(img.Limits), err)
 	}
 }
 
-func names(ls []bucket.LimitImage) []string {
+func names(ls []bucketitem.LimitImage) []string {
 	var out []string
 	for _, l := range ls {
 		out = append(out, l.Name)
@@ -235,7 +236,7 @@ func TestFastPathEnforceOnBypassedDDB(t *testing.T) {
 	if tkOf(t, after, "rpm") != -2000 || tkOf(t, after, "tpm") != 990_000 {
 		t.Errorf("enforce on bypass must debit: %d %d", tkOf(t, after, "rpm"), tkOf(t, after, "tpm"))
 	}
-	img, _ := bucket.DecodeImage(after)
+	img, _ := bucketitem.Decode(after)
 	if !img.Bypass.Live(testNow) {
 		t.Fatal("ALL_NEW must show the live bypass")
 	}
@@ -524,7 +525,7 @@ func TestFastPathMatchesClassifyDDB(t *testing.T) {
 		if missing {
 			pre = Classify(nil, shape, declared, testNow)
 		} else {
-			img, err := bucket.DecodeImage(it)
+			img, err := bucketitem.Decode(it)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package bucket
+package bucketitem
 
 import (
 	"cmp"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/zae-limiter/zae-limiter-go/core/bucket"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
@@ -93,9 +94,9 @@ type LimitImage struct {
 func (l *LimitImage) Present() bool { return l.Fields.Has(FieldTokens | FieldCapacity) }
 
 // Params returns the stored parameters. GrantShards and TopUp are zero when
-// absent, which is how [Effective] reads "absent".
-func (l *LimitImage) Params() Params {
-	return Params{
+// absent, which is how [bucket.Effective] reads "absent".
+func (l *LimitImage) Params() bucket.Params {
+	return bucket.Params{
 		Capacity:     l.Capacity,
 		RefillAmount: l.RefillAmount,
 		RefillPeriod: l.RefillPeriod,
@@ -104,18 +105,18 @@ func (l *LimitImage) Params() Params {
 	}
 }
 
-// ImageLimit returns the limit as [WouldRefillSatisfy] takes it, for a
+// ImageLimit returns the limit as [bucket.WouldRefillSatisfy] takes it, for a
 // request of amount whole tokens; soft says whether to skip it (the caller's
 // policy: a live soft stamp for docs/design.md §3, any stamp for the rejection
 // cache). The quota fields ResetPending and ResetsAtMs are left zero, so a
 // quota always sends the request to the slow path (phase 2 computes them).
-func (l *LimitImage) ImageLimit(amount int64, soft bool) ImageLimit {
-	return ImageLimit{Present: l.Present(), Soft: soft, Tokens: l.Tokens, Params: l.Params(), Amount: amount}
+func (l *LimitImage) ImageLimit(amount int64, soft bool) bucket.ImageLimit {
+	return bucket.ImageLimit{Present: l.Present(), Soft: soft, Tokens: l.Tokens, Params: l.Params(), Amount: amount}
 }
 
 // Image is a bucket item (docs/design.md §2) decoded into typed state: the one decoder
 // shared by the fast and slow paths, failure classification, the rejection
-// cache and the aggregator. Decode with [DecodeImage] or [Image.Decode].
+// cache and the aggregator. Decode with [Decode] or [Image.Decode].
 //
 // A value is meaningful only when its Has flag is set; strings refer to the
 // item's own attribute values (decoding copies no string).
@@ -190,13 +191,13 @@ type CorruptItemError struct {
 
 // Error implements error.
 func (e *CorruptItemError) Error() string {
-	return "bucket: corrupt item: attribute " + strconv.Quote(e.Attribute) + ": " + e.Reason
+	return "bucketitem: corrupt item: attribute " + strconv.Quote(e.Attribute) + ": " + e.Reason
 }
 
-// DecodeImage decodes a bucket item. An empty or nil item decodes to an
+// Decode decodes a bucket item. An empty or nil item decodes to an
 // Image with no limits (callers that must tell a missing item apart check
 // len(item) first).
-func DecodeImage(item map[string]types.AttributeValue) (Image, error) {
+func Decode(item map[string]types.AttributeValue) (Image, error) {
 	var img Image
 	err := img.Decode(item)
 	return img, err
@@ -589,10 +590,10 @@ func find(ls []LimitImage, name string) *LimitImage {
 
 // Params returns the stored parameters of the limit present under name;
 // ok is false when the item does not carry it.
-func (img *Image) Params(name string) (p Params, ok bool) {
+func (img *Image) Params(name string) (p bucket.Params, ok bool) {
 	l := img.Limit(name)
 	if l == nil {
-		return Params{}, false
+		return bucket.Params{}, false
 	}
 	return l.Params(), true
 }
@@ -600,10 +601,10 @@ func (img *Image) Params(name string) (p Params, ok bool) {
 // ImageLimit returns a declared limit as docs/design.md §3 takes it from a failed
 // write's old image: skipped (Soft) when it carries a live soft stamp or the
 // item a live bypass stamp; Present false when the item does not carry it.
-func (img *Image) ImageLimit(name string, amount, now int64) ImageLimit {
+func (img *Image) ImageLimit(name string, amount, now int64) bucket.ImageLimit {
 	l := img.Limit(name)
 	if l == nil {
-		return ImageLimit{Amount: amount}
+		return bucket.ImageLimit{Amount: amount}
 	}
 	return l.ImageLimit(amount, l.Soft.Live(now) || img.Bypass.Live(now))
 }

@@ -1,4 +1,4 @@
-package bucket
+package bucketitem
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/zae-limiter/zae-limiter-go/core/bucket"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
@@ -46,7 +47,7 @@ func createdItem() item {
 	}{
 		{"rpm", 25_000, 100_000, 100_000, 60_000},
 		{"tpm", -4_000_000, 10_000_000, 10_000_000, 60_000},
-		{schema.WCULimit, 999_000, WCUCapacity, WCURefillAmount, WCURefillPeriod},
+		{schema.WCULimit, 999_000, bucket.WCUCapacity, bucket.WCURefillAmount, bucket.WCURefillPeriod},
 	} {
 		set(battr(l.name, schema.LimitTokens), avN(l.tk))
 		set(battr(l.name, schema.LimitCapacity), avN(l.cp))
@@ -64,7 +65,7 @@ func createdItem() item {
 }
 
 func TestDecodeImageCreatedItem(t *testing.T) {
-	img, err := DecodeImage(createdItem())
+	img, err := Decode(createdItem())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,13 +107,13 @@ func TestDecodeImageCreatedItem(t *testing.T) {
 	if !tpm.Soft.Live(imgNow) || tpm.Soft.Live(imgNow+30_000) || !tpm.Soft.Expired(imgNow+30_000) {
 		t.Error("soft stamp liveness: live iff deadline > now")
 	}
-	if !img.WCU.Present() || img.WCU.Tokens != 999_000 || img.WCU.Params() != WCUParams() {
+	if !img.WCU.Present() || img.WCU.Tokens != 999_000 || img.WCU.Params() != bucket.WCUParams() {
 		t.Errorf("wcu = %+v", img.WCU)
 	}
 	if img.Limit(schema.WCULimit) != &img.WCU || img.Lookup(schema.WCULimit) != &img.WCU {
 		t.Error("Limit/Lookup(wcu) must return the WCU field")
 	}
-	if p, ok := img.Params("tpm"); !ok || p != (Params{Capacity: 10_000_000, RefillAmount: 10_000_000, RefillPeriod: 60_000}) {
+	if p, ok := img.Params("tpm"); !ok || p != (bucket.Params{Capacity: 10_000_000, RefillAmount: 10_000_000, RefillPeriod: 60_000}) {
 		t.Errorf("Params(tpm) = %+v, %v", p, ok)
 	}
 	if _, ok := img.Params("nope"); ok {
@@ -139,7 +140,7 @@ func TestDecodeImageDefaultsAndPartial(t *testing.T) {
 		schema.AttrBypass:   avBool(true),
 		schema.AttrDisabled: avBool(true),
 	}
-	img, err := DecodeImage(it)
+	img, err := Decode(it)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +174,7 @@ func TestDecodeImageDefaultsAndPartial(t *testing.T) {
 	if img.Lookup("absent") != nil || img.Lookup(schema.WCULimit) != nil || img.Limit(schema.WCULimit) != nil {
 		t.Error("Lookup of absent names must be nil")
 	}
-	if l := img.Limit("my_limit.v-2"); l.Tokens != -1500 || Available(l.Tokens) != -2 {
+	if l := img.Limit("my_limit.v-2"); l.Tokens != -1500 || bucket.Available(l.Tokens) != -2 {
 		t.Errorf("indebted limit = %+v", l)
 	}
 	// A present limit without ra is a zero-rate limit: phase 2.
@@ -191,7 +192,7 @@ func TestDecodeImagePhase2Markers(t *testing.T) {
 			battr("rpm", schema.LimitRefillPeriod): avN(1000),
 		}
 	}
-	img, err := DecodeImage(base())
+	img, err := Decode(base())
 	if err != nil || img.Phase2() || img.HasSchedule() {
 		t.Fatalf("base: %v %v %v", err, img.Phase2(), img.HasSchedule())
 	}
@@ -217,7 +218,7 @@ func TestDecodeImagePhase2Markers(t *testing.T) {
 	} {
 		it := base()
 		it[c.attr] = c.v
-		img, err := DecodeImage(it)
+		img, err := Decode(it)
 		if err != nil {
 			t.Fatalf("%s: %v", c.attr, err)
 		}
@@ -235,7 +236,7 @@ func TestDecodeImagePhase2Markers(t *testing.T) {
 	it[battr("rpm", schema.LimitSchedule)] = avS("s")
 	it[battr("rpm", schema.LimitResetSchedule)] = avS("r")
 	it[schema.AttrSched], it[schema.AttrRSched], it[schema.AttrSchedTZ] = avS("S"), avS("R"), avS("Z")
-	img, err = DecodeImage(it)
+	img, err = Decode(it)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +302,7 @@ func TestDecodeImageCorrupt(t *testing.T) {
 	} {
 		it := createdItem()
 		it[c.attr] = c.v
-		_, err := DecodeImage(it)
+		_, err := Decode(it)
 		var ce *CorruptItemError
 		if !errors.As(err, &ce) {
 			t.Errorf("%s = %#v: err = %v, want *CorruptItemError", c.attr, c.v, err)
@@ -320,7 +321,7 @@ func TestDecodeImageExtremeNumbers(t *testing.T) {
 		schema.AttrBypass:                avNS("+5"),
 		schema.AttrVU:                    avNS("-0"),
 	}
-	img, err := DecodeImage(it)
+	img, err := Decode(it)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +335,7 @@ func TestDecodeImageExtremeNumbers(t *testing.T) {
 
 func TestDecodeImageEmpty(t *testing.T) {
 	for _, it := range []item{nil, {}} {
-		img, err := DecodeImage(it)
+		img, err := Decode(it)
 		if err != nil || len(img.Limits) != 0 || img.ShardCount != 1 || img.WCU.Fields != 0 {
 			t.Errorf("empty: %+v, %v", img, err)
 		}
@@ -343,13 +344,13 @@ func TestDecodeImageEmpty(t *testing.T) {
 
 func TestImageLimitForWouldRefillSatisfy(t *testing.T) {
 	it := createdItem()
-	img, err := DecodeImage(it)
+	img, err := Decode(it)
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := int64(imgNow)
 	// rpm: 25 tokens stored + 1.5 s of 100_000/60 s ÷ 4 shards.
-	limits := []ImageLimit{
+	limits := []bucket.ImageLimit{
 		img.ImageLimit("rpm", 25, now),
 		img.ImageLimit("tpm", 5000, now), // indebted but soft (live stamp): skipped
 	}
@@ -359,7 +360,7 @@ func TestImageLimitForWouldRefillSatisfy(t *testing.T) {
 	if !limits[1].Soft {
 		t.Errorf("tpm with a live soft stamp must be Soft: %+v", limits[1])
 	}
-	ok, st := WouldRefillSatisfy(nil, limits, img.RF, img.ShardCount, now)
+	ok, st := bucket.WouldRefillSatisfy(nil, limits, img.RF, img.ShardCount, now)
 	if !ok || st[0].Exceeded || st[1].Exceeded {
 		t.Errorf("would satisfy = %v %+v", ok, st)
 	}
@@ -368,12 +369,12 @@ func TestImageLimitForWouldRefillSatisfy(t *testing.T) {
 	if limits[1].Soft {
 		t.Error("expired soft stamp must not skip")
 	}
-	if ok, _ := WouldRefillSatisfy(nil, limits[1:], img.RF, img.ShardCount, imgNow+30_000); ok {
+	if ok, _ := bucket.WouldRefillSatisfy(nil, limits[1:], img.RF, img.ShardCount, imgNow+30_000); ok {
 		t.Error("indebted hard tpm must be rejected")
 	}
 	// A live bypass skips every limit.
 	it[schema.AttrBypass] = avN(now + 1)
-	img, _ = DecodeImage(it)
+	img, _ = Decode(it)
 	if l := img.ImageLimit("rpm", 1_000_000, now); !l.Soft {
 		t.Error("live bypass must skip")
 	}
@@ -381,7 +382,7 @@ func TestImageLimitForWouldRefillSatisfy(t *testing.T) {
 	if l := img.ImageLimit("absent", 1, now); l.Present || l.Amount != 1 {
 		t.Errorf("absent = %+v", l)
 	}
-	if ok, _ := WouldRefillSatisfy(nil, []ImageLimit{img.ImageLimit("absent", 1, now)}, img.RF, 1, now); !ok {
+	if ok, _ := bucket.WouldRefillSatisfy(nil, []bucket.ImageLimit{img.ImageLimit("absent", 1, now)}, img.RF, 1, now); !ok {
 		t.Error("absent limit must take the slow path")
 	}
 }
@@ -427,7 +428,7 @@ func BenchmarkDecodeImage(b *testing.B) {
 	b.Run("fresh", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := DecodeImage(it); err != nil {
+			if _, err := Decode(it); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -463,7 +464,7 @@ func FuzzDecodeImage(f *testing.F) {
 	f.Add([]byte{40, 1, '1', 0, 41, 1, '2', 0, 42, 2, '1', 0, 43, 1, '1', 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		it := fuzzItem(data)
-		img, err := DecodeImage(it)
+		img, err := Decode(it)
 		if err != nil {
 			var ce *CorruptItemError
 			if !errors.As(err, &ce) {

@@ -1,0 +1,52 @@
+package bucketitem
+
+import (
+	"maps"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
+)
+
+// Clone returns shard 0's image src (decoded as img) as the item of
+// shard dst.Shard (docs/design.md §6 Path 2, phase 1): the key attributes of the
+// target shard (PK, SK and the GSI2/3/4 keys, as a client create writes
+// them), shard_count = newSC, wcu tk = cp, every present limit
+// tk = cp // newSC, every b_{n}_tc = 0 (partial limits included: the clone's
+// INSERT record must not read as consumption), every b_{n}_tu removed, vu
+// at most rf (see below); every other attribute — rf, vu otherwise, ttl, cascade, parent_id, pgen, disabled, bypass,
+// every b_{n}_soft, cp, ra, rp and whatever this package does not know — is
+// shard 0's value, verbatim (the same AttributeValue). src is not
+// modified.
+func Clone(src map[string]types.AttributeValue, img *Image, dst schema.BucketID, newSC int64) map[string]types.AttributeValue {
+	out := maps.Clone(src)
+	for k := range out {
+		_, f, ok := schema.ParseBucketAttr(k)
+		switch {
+		case !ok:
+		case f == schema.LimitConsumed:
+			out[k] = schema.Num(0)
+		case f == schema.LimitTopUp:
+			delete(out, k)
+		}
+	}
+	schema.BucketItemKeys(dst.Namespace, dst.Entity, dst.Resource, dst.Shard).AddTo(out)
+	out[schema.AttrShardCount] = schema.Num(newSC)
+	if img.WCU.Present() {
+		out[schema.BucketAttr(schema.WCULimit, schema.LimitTokens)] = schema.Num(img.WCU.Capacity)
+	}
+	drips := false
+	for i := range img.Limits {
+		l := &img.Limits[i]
+		out[schema.BucketAttr(l.Name, schema.LimitTokens)] = schema.Num(bucket.FloorDiv(l.Capacity, newSC))
+		drips = drips || (l.RefillAmount > 0 && !l.Soft.Present)
+	}
+	// A clone starts at its share's ceiling, so its own full-at instant is
+	// its rf: vu = min(shard 0's vu, rf), and its first debit goes through
+	// one materialising pass (docs/decisions.md P25).
+	if drips && img.HasRF && (!img.HasVU || img.VU > img.RF) {
+		out[schema.AttrVU] = schema.Num(img.RF)
+	}
+	return out
+}

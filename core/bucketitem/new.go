@@ -1,0 +1,93 @@
+package bucketitem
+
+import (
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
+)
+
+// New is a shard that does not exist yet, as the slow path creates it
+// (docs/design.md §5, Create): everything its first item carries. A zero
+// TTL, Bypass, VU or ParentID is left off the item.
+type New struct {
+	// ID names the shard: namespace, entity, resource and shard number.
+	ID schema.BucketID
+	// RF is the creation instant, epoch ms: the item's refill stamp.
+	RF int64
+	// ShardCount is the pair's shard count as the creator read it.
+	ShardCount int64
+	// Cascade, PGen and ParentID are the owner stamp (docs/design.md §7).
+	Cascade  bool
+	PGen     int64
+	ParentID string
+	// TTL is the item's expiry, epoch seconds.
+	TTL int64
+	// Bypass is the bypass stamp's deadline, epoch ms (docs/design.md §8).
+	Bypass int64
+	// VU is the valid-until instant, epoch ms (docs/decisions.md P25).
+	VU int64
+	// Limits are the user limits the shard starts with; `wcu` is added at
+	// full by Item.
+	Limits []NewLimit
+}
+
+// NewLimit is one limit of a new shard.
+type NewLimit struct {
+	// Name is the limit name, {n} of b_{n}_*.
+	Name string
+	// Tokens is the starting balance, millitokens: the shard's share less
+	// what the creating request consumed.
+	Tokens int64
+	// Consumed is the starting consumption counter, millitokens.
+	Consumed int64
+	// Params are the stored (undivided) parameters; only capacity, refill
+	// amount and refill period are written.
+	Params bucket.Params
+	// Soft is the soft stamp's deadline, epoch ms; zero for a hard limit.
+	Soft int64
+}
+
+// Item encodes n as the full bucket item a conditional PutItem creates:
+// the key attributes of every index, identity, refill stamp, shard count,
+// owner stamp, the optional stamps, each limit's tk, tc, cp, ra and rp (and
+// soft stamp), and the reserved `wcu` limit at full.
+func (n *New) Item() map[string]types.AttributeValue {
+	id := n.ID
+	item := schema.BucketItemKeys(id.Namespace, id.Entity, id.Resource, id.Shard).Item()
+	item[schema.AttrEntityID] = schema.Str(id.Entity)
+	item[schema.AttrResource] = schema.Str(id.Resource)
+	item[schema.AttrRF] = schema.Num(n.RF)
+	item[schema.AttrShardCount] = schema.Num(n.ShardCount)
+	item[schema.AttrCascade] = &types.AttributeValueMemberBOOL{Value: n.Cascade}
+	item[schema.AttrPGen] = schema.Num(n.PGen)
+	if n.ParentID != "" {
+		item[schema.AttrParentID] = schema.Str(n.ParentID)
+	}
+	if n.TTL > 0 {
+		item[schema.AttrTTL] = schema.Num(n.TTL)
+	}
+	if n.Bypass != 0 {
+		item[schema.AttrBypass] = schema.Num(n.Bypass)
+	}
+	if n.VU != 0 {
+		item[schema.AttrVU] = schema.Num(n.VU)
+	}
+	for _, l := range n.Limits {
+		putLimit(item, l.Name, l.Tokens, l.Consumed, l.Params)
+		if l.Soft != 0 {
+			item[schema.BucketAttr(l.Name, schema.LimitSoft)] = schema.Num(l.Soft)
+		}
+	}
+	w := bucket.WCUParams()
+	putLimit(item, schema.WCULimit, w.Capacity, 0, w)
+	return item
+}
+
+func putLimit(item map[string]types.AttributeValue, name string, tk, tc int64, p bucket.Params) {
+	item[schema.BucketAttr(name, schema.LimitTokens)] = schema.Num(tk)
+	item[schema.BucketAttr(name, schema.LimitConsumed)] = schema.Num(tc)
+	item[schema.BucketAttr(name, schema.LimitCapacity)] = schema.Num(p.Capacity)
+	item[schema.BucketAttr(name, schema.LimitRefillAmount)] = schema.Num(p.RefillAmount)
+	item[schema.BucketAttr(name, schema.LimitRefillPeriod)] = schema.Num(p.RefillPeriod)
+}
