@@ -1,11 +1,19 @@
 package limiter
 
+// The rejection cache (docs/design.md §10): the last bucket state this
+// process saw per shard, and the local verdicts it grounds — a 429 with
+// no call when every shard of the pair (or of its cascade parent) is known
+// short, and a draw steered away from the shards known short. The states
+// come first, then the judgement.
+
 import (
 	"hash/maphash"
 	"sync"
 	"time"
 
+	"github.com/zae-limiter/zae-limiter-go/core/bucket"
 	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
+	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
@@ -178,4 +186,234 @@ func (c *rejectionCache) len() int {
 // forgotten since mark.
 func (c *rejectionCache) remember(id schema.BucketID, img *bucketitem.Image, mark uint64) {
 	c.store(shardKey{id.Entity, id.Resource, id.Shard}, img, mark)
+}
+
+// maxLocalLimits is how many declared limits a local rejection judges
+// without allocating; a request naming more is never rejected locally.
+const maxLocalLimits = 16
+
+// pairJudgement is the rejection cache's view of one pair's shards
+// (docs/design.md §10).
+type pairJudgement struct {
+	count   int      // shards considered
+	short   shardSet // shards known short
+	never   bool     // some trusted state forbids a local rejection
+	trusted bool     // at least one shard had a trusted state
+	parent  string   // the cascade parent a trusted state names
+	// best is the short shard whose shortfall clears soonest.
+	best      int
+	bestImg   *bucketitem.Image
+	bestWait  int64
+	bestNever bool
+}
+
+func (j pairJudgement) allShort() bool {
+	return !j.never && j.count > 0 && j.short.count(int64(j.count)) == int64(j.count)
+}
+
+// steer is the set of shards the uniform draw skips: the known-short ones,
+// unless that is all of them (then the draw is not steered).
+func (j pairJudgement) steer() shardSet {
+	if j.never || j.short.count(int64(j.count)) == int64(j.count) {
+		return 0
+	}
+	return j.short
+}
+
+// judgePair judges every shard in [0, count) of (entity, req.resource)
+// against req's declared amounts, from the cached states alone.
+func (l *Limiter) judgePair(req *request, entity string, count int64, now int64) pairJudgement {
+	j := pairJudgement{count: int(min(max(count, 1), schema.MaxShardCount))}
+	var states [schema.MaxShardCount]*bucketitem.Image
+	l.rejects.trusted(entity, req.resource, j.count, &states)
+	for s, img := range states[:j.count] {
+		if img == nil || !trustedAt(img, now) {
+			continue // unknown: it may have room
+		}
+		j.trusted = true
+		if cascades(img) {
+			j.parent = img.ParentID
+		}
+		short, never, wait, waitNever := l.judgeShard(req, img, now)
+		if never {
+			j.never = true
+			return j
+		}
+		if !short {
+			continue
+		}
+		j.short.add(s)
+		if j.bestImg == nil || longerWait(j.bestWait, j.bestNever, wait, waitNever) {
+			j.best, j.bestImg, j.bestWait, j.bestNever = s, img, wait, waitNever
+		}
+	}
+	return j
+}
+
+// trustedAt reports a cached state still valid at now: the item not
+// expired (its age is the cache's business), and, once its vu has passed,
+// an item whose balances only the refill arithmetic moves.
+//
+// Past vu, no debit lands without moving rf (the fast path, the Retry
+// shape and a lease's extra debit all carry the vu guard), so the state's
+// lazy refill to now is what the next materialisation would find, or more
+// if some other write debited since: a rejection decided from it stays
+// sound (docs/design.md §10, decisions P41). A credit sets vu to its
+// instant, so without this every retry of a key exhausted after a settled
+// lease would pay a round trip. An item with phase-2 attributes (a
+// schedule boundary or a reset edge can add tokens the lazy refill does
+// not see) keeps the vu barrier.
+func trustedAt(img *bucketitem.Image, now int64) bool {
+	if img.HasTTL && img.TTL <= now/1000 {
+		return false
+	}
+	return !(img.HasVU && img.VU <= now && img.Phase2())
+}
+
+// longerWait reports whether (aw, an) is a longer wait than (bw, bn).
+func longerWait(aw int64, an bool, bw int64, bn bool) bool {
+	if an != bn {
+		return an
+	}
+	return aw > bw
+}
+
+// judgeShard reports whether a trusted state is known short for req (some
+// declared hard limit cannot cover its amount after refill to now), or
+// forbids any local rejection of the pair (never). wait is how long until
+// every short limit of the shard is covered (waitNever: refill never
+// covers one).
+func (l *Limiter) judgeShard(req *request, img *bucketitem.Image, now int64) (short, never bool, wait int64, waitNever bool) {
+	if img.HasDisabled {
+		return false, true, 0, false // ResourceDisabled stays the server's answer
+	}
+	if img.Bypass.Present || img.Phase2() || len(req.declared) > maxLocalLimits {
+		return false, false, 0, false
+	}
+	if req.override != nil {
+		for _, d := range req.declared {
+			if li := img.Limit(d.Name); li != nil && overrideDiffers(req.override, d.Name, li) {
+				return false, true, 0, false
+			}
+		}
+	}
+	var lbuf [maxLocalLimits]bucket.ImageLimit
+	var sbuf [maxLocalLimits]bucket.Status
+	_, statuses, satisfy, ok := project(req, img, now, &lbuf, &sbuf)
+	if !ok || satisfy {
+		return false, false, 0, false // a missing limit: the slow path seeds it
+	}
+	for _, s := range statuses {
+		if s.Exceeded {
+			waitNever = waitNever || s.Retry.Never
+			wait = max(wait, s.Retry.WaitMs)
+		}
+	}
+	return true, false, wait, waitNever
+}
+
+// project builds req's declared limits from img — any soft stamp, live or
+// expired, keeps a limit out of the verdict (docs/design.md §10) — and
+// projects them to now with the refill arithmetic. ok is false when the
+// item lacks a declared limit. len(req.declared) ≤ maxLocalLimits.
+func project(req *request, img *bucketitem.Image, now int64, lbuf *[maxLocalLimits]bucket.ImageLimit, sbuf *[maxLocalLimits]bucket.Status) (limits []bucket.ImageLimit, statuses []bucket.Status, satisfy, ok bool) {
+	limits = lbuf[:0]
+	for _, d := range req.declared {
+		li := img.Limit(d.Name)
+		if li == nil || !li.Present() {
+			return nil, nil, false, false
+		}
+		limits = append(limits, li.ImageLimit(d.Amount, li.Soft.Present))
+	}
+	satisfy, statuses = bucket.WouldRefillSatisfy(sbuf[:0], limits, img.RF, max(img.ShardCount, 1), now)
+	return limits, statuses, satisfy, true
+}
+
+// overrideDiffers reports a WithLimits override whose parameters for name
+// differ from the bucket's.
+func overrideDiffers(override []limit.Limit, name string, li *bucketitem.LimitImage) bool {
+	ol, ok := limit.Find(override, name)
+	if !ok {
+		return true
+	}
+	p, q := ol.Params(), li.Params()
+	return p.Capacity != q.Capacity || p.RefillAmount != q.RefillAmount || p.RefillPeriod != q.RefillPeriod
+}
+
+// rejectLocally applies the rejection cache (docs/design.md §10) before any
+// DynamoDB call: a *RateLimitExceeded built from the projected state when
+// every shard that could admit is known short, else the shards the draw
+// should skip.
+func (l *Limiter) rejectLocally(req *request, st pairState) (*RateLimitExceeded, shardSet) {
+	if l.rejects == nil || l.degraded.Load() {
+		return nil, 0
+	}
+	now := l.nowMs()
+	child := l.judgePair(req, req.entity, st.shardCount, now)
+	if child.never {
+		return nil, 0
+	}
+	if child.parent != "" {
+		// The child's own trusted state says it cascades: the parent's
+		// shards are judged the same way, and the child may be rejected
+		// on its own only while a trusted parent state shows the parent
+		// is not disabled.
+		par := l.judgePair(req, child.parent, l.pairs.get(child.parent, req.resource).shardCount, now)
+		if par.allShort() {
+			if e := l.localRejection(req, child.parent, par, now); e != nil {
+				return e, 0
+			}
+		}
+		if par.never || !par.trusted {
+			return nil, child.steer()
+		}
+	}
+	if child.allShort() {
+		if e := l.localRejection(req, req.entity, child, now); e != nil {
+			return e, 0
+		}
+	}
+	return nil, child.steer()
+}
+
+// parentSteer is the set of a cascade parent's shards the parent write's
+// draw skips.
+func (l *Limiter) parentSteer(req *request, parent string, count int64) shardSet {
+	if l.rejects == nil || l.degraded.Load() {
+		return 0
+	}
+	return l.judgePair(req, parent, count, l.nowMs()).steer()
+}
+
+// localRejection builds the error of a local rejection from the best short
+// shard of entity's judgement.
+func (l *Limiter) localRejection(req *request, entity string, j pairJudgement, now int64) *RateLimitExceeded {
+	var lbuf [maxLocalLimits]bucket.ImageLimit
+	var sbuf [maxLocalLimits]bucket.Status
+	limits, statuses, _, ok := project(req, j.bestImg, now, &lbuf, &sbuf)
+	if !ok {
+		return nil
+	}
+	e := newLocalRejection(len(req.declared))
+	for i, d := range req.declared {
+		e.Statuses[i] = limitStatus(entity, req.resource, d, limits[i].Params, limits[i].Soft, statuses[i])
+	}
+	l.stats.localRejections.Add(1)
+	return e
+}
+
+// localRejectionSmall is a local rejection of up to 4 limits in one
+// allocation: the error and its statuses together.
+type localRejectionSmall struct {
+	e   RateLimitExceeded
+	buf [4]LimitStatus
+}
+
+func newLocalRejection(n int) *RateLimitExceeded {
+	if n <= len(localRejectionSmall{}.buf) {
+		x := &localRejectionSmall{}
+		x.e = RateLimitExceeded{Local: true, Statuses: x.buf[:n]}
+		return &x.e
+	}
+	return &RateLimitExceeded{Local: true, Statuses: make([]LimitStatus, n)}
 }
