@@ -483,11 +483,41 @@ func num(attr string, v Scalar) (int64, error) {
 	if v.Type != "N" || v.Nil {
 		return 0, wrongType(attr, "N", v)
 	}
+	if n, ok := smallInt(v.Text); ok {
+		return n, nil
+	}
 	n, err := strconv.ParseInt(v.Text, 10, 64)
 	if err != nil {
 		return 0, corrupt(attr, "N "+strconv.Quote(v.Text)+" is not an int64")
 	}
 	return n, nil
+}
+
+// smallInt parses s when it is an optional '-' and 1 to 18 decimal digits,
+// the form every number a writer stores takes (18 digits cannot overflow
+// an int64); ok is false for anything else, which strconv.ParseInt then
+// decides. It is the decoder's hot loop: an acquire decodes about twenty
+// numbers.
+func smallInt(s string) (n int64, ok bool) {
+	neg := len(s) > 0 && s[0] == '-'
+	d := s
+	if neg {
+		d = s[1:]
+	}
+	if len(d) == 0 || len(d) > 18 {
+		return 0, false
+	}
+	for i := 0; i < len(d); i++ {
+		c := d[i] - '0'
+		if c > 9 {
+			return 0, false
+		}
+		n = n*10 + int64(c)
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }
 
 func str(attr string, v Scalar) (string, error) {

@@ -609,3 +609,21 @@ func checkDecoded(t *testing.T, it item, img *Image) {
 		t.Fatal("missing shard_count must be 1")
 	}
 }
+
+// smallInt agrees with strconv.ParseInt on everything it accepts, and
+// accepts every int64 of at most 18 digits.
+func FuzzSmallInt(f *testing.F) {
+	for _, s := range []string{"0", "-0", "007", "-999999999999999999", "999999999999999999", "1000000000000000000", "+5", "-", "", "1e3", "1.0", " 1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, ok := smallInt(s)
+		want, err := strconv.ParseInt(s, 10, 64)
+		if ok && (err != nil || n != want) {
+			t.Fatalf("smallInt(%q) = %d, ParseInt = %d, %v", s, n, want, err)
+		}
+		if !ok && err == nil && len(strconv.FormatInt(want, 10)) <= 18 && strconv.FormatInt(want, 10) == s {
+			t.Fatalf("smallInt(%q) refused a canonical int64 of at most 18 digits", s)
+		}
+	})
+}
