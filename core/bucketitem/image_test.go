@@ -16,11 +16,7 @@ import (
 
 type item = map[string]types.AttributeValue
 
-func avN(v int64) types.AttributeValue {
-	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
-}
 func avNS(v string) types.AttributeValue         { return &types.AttributeValueMemberN{Value: v} }
-func avS(v string) types.AttributeValue          { return &types.AttributeValueMemberS{Value: v} }
 func avBool(v bool) types.AttributeValue         { return &types.AttributeValueMemberBOOL{Value: v} }
 func battr(l string, f schema.LimitField) string { return schema.BucketAttr(l, f) }
 
@@ -32,15 +28,15 @@ const imgNow = 1_700_000_000_000
 func createdItem() item {
 	it := schema.BucketItemKeys("ns1", "user-1", "openai/gpt-4", 2).Item()
 	set := func(k string, v types.AttributeValue) { it[k] = v }
-	set(schema.AttrEntityID, avS("user-1"))
-	set(schema.AttrResource, avS("openai/gpt-4"))
-	set(schema.AttrRF, avN(imgNow-1500))
-	set(schema.AttrShardCount, avN(4))
+	set(schema.AttrEntityID, schema.Str("user-1"))
+	set(schema.AttrResource, schema.Str("openai/gpt-4"))
+	set(schema.AttrRF, schema.Num(imgNow-1500))
+	set(schema.AttrShardCount, schema.Num(4))
 	set(schema.AttrCascade, avBool(true))
-	set(schema.AttrParentID, avS("org-1"))
-	set(schema.AttrPGen, avN(7))
-	set(schema.AttrTTL, avN(imgNow/1000+3600))
-	set(schema.AttrVU, avN(imgNow+60_000))
+	set(schema.AttrParentID, schema.Str("org-1"))
+	set(schema.AttrPGen, schema.Num(7))
+	set(schema.AttrTTL, schema.Num(imgNow/1000+3600))
+	set(schema.AttrVU, schema.Num(imgNow+60_000))
 	for _, l := range []struct {
 		name           string
 		tk, cp, ra, rp int64
@@ -49,18 +45,18 @@ func createdItem() item {
 		{"tpm", -4_000_000, 10_000_000, 10_000_000, 60_000},
 		{schema.WCULimit, 999_000, bucket.WCUCapacity, bucket.WCURefillAmount, bucket.WCURefillPeriod},
 	} {
-		set(battr(l.name, schema.LimitTokens), avN(l.tk))
-		set(battr(l.name, schema.LimitCapacity), avN(l.cp))
-		set(battr(l.name, schema.LimitRefillAmount), avN(l.ra))
-		set(battr(l.name, schema.LimitRefillPeriod), avN(l.rp))
-		set(battr(l.name, schema.LimitConsumed), avN(l.cp-l.tk))
+		set(battr(l.name, schema.LimitTokens), schema.Num(l.tk))
+		set(battr(l.name, schema.LimitCapacity), schema.Num(l.cp))
+		set(battr(l.name, schema.LimitRefillAmount), schema.Num(l.ra))
+		set(battr(l.name, schema.LimitRefillPeriod), schema.Num(l.rp))
+		set(battr(l.name, schema.LimitConsumed), schema.Num(l.cp-l.tk))
 	}
-	set(battr("tpm", schema.LimitSoft), avN(imgNow+30_000))
+	set(battr("tpm", schema.LimitSoft), schema.Num(imgNow+30_000))
 	// Unknown to this implementation: ignored, never an error.
-	set("future_attr", &types.AttributeValueMemberM{Value: item{"x": avN(1)}})
+	set("future_attr", &types.AttributeValueMemberM{Value: item{"x": schema.Num(1)}})
 	set(battr("rpm", "zz"), &types.AttributeValueMemberL{})
-	set("b_", avS("odd"))
-	set("b_bad#name_tk", avS("ignored: # is never in a limit name"))
+	set("b_", schema.Str("odd"))
+	set("b_bad#name_tk", schema.Str("ignored: # is never in a limit name"))
 	return it
 }
 
@@ -126,15 +122,15 @@ func TestDecodeImageCreatedItem(t *testing.T) {
 
 func TestDecodeImageDefaultsAndPartial(t *testing.T) {
 	it := item{
-		schema.AttrPK: avS("ns/BUCKET#e#r#0"),
-		schema.AttrSK: avS(schema.SKState),
+		schema.AttrPK: schema.Str("ns/BUCKET#e#r#0"),
+		schema.AttrSK: schema.Str(schema.SKState),
 		// A name with `_`, `.` and `-`, split on the last `_`.
-		battr("my_limit.v-2", schema.LimitTokens):   avN(-1500),
-		battr("my_limit.v-2", schema.LimitCapacity): avN(5000),
+		battr("my_limit.v-2", schema.LimitTokens):   schema.Num(-1500),
+		battr("my_limit.v-2", schema.LimitCapacity): schema.Num(5000),
 		// Partial limits: not present by the discovery rule.
-		battr("only_tc", schema.LimitConsumed): avN(3000),
-		battr("only_tk", schema.LimitTokens):   avN(1),
-		battr("only_cp", schema.LimitCapacity): avN(1),
+		battr("only_tc", schema.LimitConsumed): schema.Num(3000),
+		battr("only_tk", schema.LimitTokens):   schema.Num(1),
+		battr("only_cp", schema.LimitCapacity): schema.Num(1),
 		battr("soft_only", schema.LimitSoft):   avBool(true),
 		// A design-era BOOL bypass: present, never live.
 		schema.AttrBypass:   avBool(true),
@@ -186,10 +182,10 @@ func TestDecodeImageDefaultsAndPartial(t *testing.T) {
 func TestDecodeImagePhase2Markers(t *testing.T) {
 	base := func() item {
 		return item{
-			battr("rpm", schema.LimitTokens):       avN(1),
-			battr("rpm", schema.LimitCapacity):     avN(1000),
-			battr("rpm", schema.LimitRefillAmount): avN(1000),
-			battr("rpm", schema.LimitRefillPeriod): avN(1000),
+			battr("rpm", schema.LimitTokens):       schema.Num(1),
+			battr("rpm", schema.LimitCapacity):     schema.Num(1000),
+			battr("rpm", schema.LimitRefillAmount): schema.Num(1000),
+			battr("rpm", schema.LimitRefillPeriod): schema.Num(1000),
 		}
 	}
 	img, err := Decode(base())
@@ -201,20 +197,20 @@ func TestDecodeImagePhase2Markers(t *testing.T) {
 		v     types.AttributeValue
 		sched bool
 	}{
-		{schema.AttrSched, avS("x"), true},
-		{schema.AttrRSched, avS("0 0 * * *"), true},
-		{schema.AttrSchedTZ, avS("UTC"), true},
-		{battr("rpm", schema.LimitSchedule), avS("x"), true},
-		{battr("rpm", schema.LimitResetSchedule), avS("x"), true},
-		{battr("other", schema.LimitResetSchedule), avS("x"), true}, // on a partial limit
-		{battr(schema.WCULimit, schema.LimitSchedule), avS("x"), true},
-		{battr("rpm", schema.LimitGrantShards), avN(2), false},
-		{battr("rpm", schema.LimitTopUp), avN(2), false},
-		{battr("rpm", schema.LimitWindowStart), avN(2), false},
-		{battr("rpm", schema.LimitResetAfter), avN(2), false},
-		{battr("rpm", schema.LimitWindowAnchor), avN(2), false},
-		{battr("rpm", schema.LimitWindowConsumed), avN(2), false},
-		{battr("rpm", schema.LimitRefillAmount), avN(0), false}, // quota
+		{schema.AttrSched, schema.Str("x"), true},
+		{schema.AttrRSched, schema.Str("0 0 * * *"), true},
+		{schema.AttrSchedTZ, schema.Str("UTC"), true},
+		{battr("rpm", schema.LimitSchedule), schema.Str("x"), true},
+		{battr("rpm", schema.LimitResetSchedule), schema.Str("x"), true},
+		{battr("other", schema.LimitResetSchedule), schema.Str("x"), true}, // on a partial limit
+		{battr(schema.WCULimit, schema.LimitSchedule), schema.Str("x"), true},
+		{battr("rpm", schema.LimitGrantShards), schema.Num(2), false},
+		{battr("rpm", schema.LimitTopUp), schema.Num(2), false},
+		{battr("rpm", schema.LimitWindowStart), schema.Num(2), false},
+		{battr("rpm", schema.LimitResetAfter), schema.Num(2), false},
+		{battr("rpm", schema.LimitWindowAnchor), schema.Num(2), false},
+		{battr("rpm", schema.LimitWindowConsumed), schema.Num(2), false},
+		{battr("rpm", schema.LimitRefillAmount), schema.Num(0), false}, // quota
 	} {
 		it := base()
 		it[c.attr] = c.v
@@ -227,15 +223,15 @@ func TestDecodeImagePhase2Markers(t *testing.T) {
 		}
 	}
 	it := base()
-	it[battr("rpm", schema.LimitWindowStart)] = avN(imgNow)
-	it[battr("rpm", schema.LimitResetAfter)] = avN(3600)
-	it[battr("rpm", schema.LimitWindowAnchor)] = avN(imgNow - 1)
-	it[battr("rpm", schema.LimitWindowConsumed)] = avN(5)
-	it[battr("rpm", schema.LimitGrantShards)] = avN(4)
-	it[battr("rpm", schema.LimitTopUp)] = avN(6)
-	it[battr("rpm", schema.LimitSchedule)] = avS("s")
-	it[battr("rpm", schema.LimitResetSchedule)] = avS("r")
-	it[schema.AttrSched], it[schema.AttrRSched], it[schema.AttrSchedTZ] = avS("S"), avS("R"), avS("Z")
+	it[battr("rpm", schema.LimitWindowStart)] = schema.Num(imgNow)
+	it[battr("rpm", schema.LimitResetAfter)] = schema.Num(3600)
+	it[battr("rpm", schema.LimitWindowAnchor)] = schema.Num(imgNow - 1)
+	it[battr("rpm", schema.LimitWindowConsumed)] = schema.Num(5)
+	it[battr("rpm", schema.LimitGrantShards)] = schema.Num(4)
+	it[battr("rpm", schema.LimitTopUp)] = schema.Num(6)
+	it[battr("rpm", schema.LimitSchedule)] = schema.Str("s")
+	it[battr("rpm", schema.LimitResetSchedule)] = schema.Str("r")
+	it[schema.AttrSched], it[schema.AttrRSched], it[schema.AttrSchedTZ] = schema.Str("S"), schema.Str("R"), schema.Str("Z")
 	img, err = Decode(it)
 	if err != nil {
 		t.Fatal(err)
@@ -259,45 +255,45 @@ func TestDecodeImageCorrupt(t *testing.T) {
 		attr string
 		v    types.AttributeValue
 	}{
-		{schema.AttrRF, avS("1")},
+		{schema.AttrRF, schema.Str("1")},
 		{schema.AttrRF, avNS("1.5")},
 		{schema.AttrRF, avNS("9223372036854775808")},
 		{schema.AttrRF, avNS("-9223372036854775809")},
 		{schema.AttrRF, avNS("1e3")},
 		{schema.AttrRF, &types.AttributeValueMemberNULL{Value: true}},
 		{schema.AttrRF, nil},
-		{schema.AttrShardCount, avN(0)},
-		{schema.AttrShardCount, avN(-2)},
-		{schema.AttrShardCount, avS("2")},
-		{schema.AttrEntityID, avN(1)},
+		{schema.AttrShardCount, schema.Num(0)},
+		{schema.AttrShardCount, schema.Num(-2)},
+		{schema.AttrShardCount, schema.Str("2")},
+		{schema.AttrEntityID, schema.Num(1)},
 		{schema.AttrResource, avBool(true)},
-		{schema.AttrCascade, avS("true")},
-		{schema.AttrParentID, avN(1)},
-		{schema.AttrPGen, avS("1")},
-		{schema.AttrDisabled, avS("bypass")},
-		{schema.AttrBypass, avS("1")},
+		{schema.AttrCascade, schema.Str("true")},
+		{schema.AttrParentID, schema.Num(1)},
+		{schema.AttrPGen, schema.Str("1")},
+		{schema.AttrDisabled, schema.Str("bypass")},
+		{schema.AttrBypass, schema.Str("1")},
 		{schema.AttrBypass, avNS("x")},
 		{schema.AttrVU, avBool(false)},
 		{schema.AttrTTL, &types.AttributeValueMemberNS{Value: []string{"1"}}},
-		{schema.AttrSched, avN(1)},
-		{schema.AttrRSched, avN(1)},
-		{schema.AttrSchedTZ, avN(1)},
-		{battr("rpm", schema.LimitTokens), avS("1")},
+		{schema.AttrSched, schema.Num(1)},
+		{schema.AttrRSched, schema.Num(1)},
+		{schema.AttrSchedTZ, schema.Num(1)},
+		{battr("rpm", schema.LimitTokens), schema.Str("1")},
 		{battr("rpm", schema.LimitCapacity), avNS("")},
 		{battr("rpm", schema.LimitRefillAmount), avNS("99999999999999999999")},
 		{battr("rpm", schema.LimitRefillPeriod), &types.AttributeValueMemberB{Value: []byte{1}}},
 		{battr("rpm", schema.LimitConsumed), &types.AttributeValueMemberL{}},
-		{battr("rpm", schema.LimitGrantShards), avS("1")},
-		{battr("rpm", schema.LimitTopUp), avS("1")},
-		{battr("rpm", schema.LimitWindowStart), avS("1")},
-		{battr("rpm", schema.LimitResetAfter), avS("1")},
-		{battr("rpm", schema.LimitWindowAnchor), avS("1")},
-		{battr("rpm", schema.LimitWindowConsumed), avS("1")},
-		{battr("rpm", schema.LimitSchedule), avN(1)},
-		{battr("rpm", schema.LimitResetSchedule), avN(1)},
-		{battr("rpm", schema.LimitSoft), avS("1")},
+		{battr("rpm", schema.LimitGrantShards), schema.Str("1")},
+		{battr("rpm", schema.LimitTopUp), schema.Str("1")},
+		{battr("rpm", schema.LimitWindowStart), schema.Str("1")},
+		{battr("rpm", schema.LimitResetAfter), schema.Str("1")},
+		{battr("rpm", schema.LimitWindowAnchor), schema.Str("1")},
+		{battr("rpm", schema.LimitWindowConsumed), schema.Str("1")},
+		{battr("rpm", schema.LimitSchedule), schema.Num(1)},
+		{battr("rpm", schema.LimitResetSchedule), schema.Num(1)},
+		{battr("rpm", schema.LimitSoft), schema.Str("1")},
 		{battr("rpm", schema.LimitSoft), &types.AttributeValueMemberM{}},
-		{battr(schema.WCULimit, schema.LimitTokens), avS("1")},
+		{battr(schema.WCULimit, schema.LimitTokens), schema.Str("1")},
 		{battr("x_y", schema.LimitTokens), avNS("0x10")},
 	} {
 		it := createdItem()
@@ -373,7 +369,7 @@ func TestImageLimitForWouldRefillSatisfy(t *testing.T) {
 		t.Error("indebted hard tpm must be rejected")
 	}
 	// A live bypass skips every limit.
-	it[schema.AttrBypass] = avN(now + 1)
+	it[schema.AttrBypass] = schema.Num(now + 1)
 	img, _ = Decode(it)
 	if l := img.ImageLimit("rpm", 1_000_000, now); !l.Soft {
 		t.Error("live bypass must skip")
@@ -389,7 +385,7 @@ func TestImageLimitForWouldRefillSatisfy(t *testing.T) {
 
 func TestImageDecodeReuse(t *testing.T) {
 	it := createdItem()
-	it[battr("partial", schema.LimitConsumed)] = avN(1)
+	it[battr("partial", schema.LimitConsumed)] = schema.Num(1)
 	var img Image
 	if err := img.Decode(it); err != nil {
 		t.Fatal(err)
@@ -406,7 +402,7 @@ func TestImageDecodeReuse(t *testing.T) {
 		t.Errorf("after reuse: limits %v partial %v", got, names(img.Partial))
 	}
 	// A smaller item reuses the storage and leaves nothing behind.
-	if err := img.Decode(item{battr("z", schema.LimitTokens): avN(1), battr("z", schema.LimitCapacity): avN(1)}); err != nil {
+	if err := img.Decode(item{battr("z", schema.LimitTokens): schema.Num(1), battr("z", schema.LimitCapacity): schema.Num(1)}); err != nil {
 		t.Fatal(err)
 	}
 	if got := names(img.Limits); !slices.Equal(got, []string{"z"}) || len(img.Partial) != 0 || img.HasRF || img.WCU.Fields != 0 {
@@ -414,7 +410,7 @@ func TestImageDecodeReuse(t *testing.T) {
 	}
 	// A corrupt item, then a good one: storage survives the error.
 	bad := createdItem()
-	bad[schema.AttrRF] = avS("x")
+	bad[schema.AttrRF] = schema.Str("x")
 	if err := img.Decode(bad); err == nil {
 		t.Fatal("want error")
 	}
@@ -532,10 +528,10 @@ func fuzzItem(data []byte) item {
 				for _, c := range []byte(raw) {
 					x = x*31 + int64(c)
 				}
-				v = avN(x - int64(len(raw))<<40)
+				v = schema.Num(x - int64(len(raw))<<40)
 			}
 		case 3:
-			v = avS(raw)
+			v = schema.Str(raw)
 		case 4:
 			v = avBool(n%2 == 0)
 		case 5:

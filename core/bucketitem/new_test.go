@@ -1,14 +1,11 @@
 package bucketitem
 
 import (
-	"strconv"
-
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"testing"
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
+	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
 )
 
 // A new shard's item decodes back to what was asked for: every field, the
@@ -26,8 +23,8 @@ func TestNewItemDecodesBack(t *testing.T) {
 		},
 	}
 	it := n.Item()
-	if got, want := it[schema.AttrPK], schema.BucketItemKeys("ns1", "user-1", "openai/gpt-4", 2).Item()[schema.AttrPK]; render(got) != render(want) {
-		t.Errorf("PK = %s, want %s", render(got), render(want))
+	if got, want := it[schema.AttrPK], schema.BucketItemKeys("ns1", "user-1", "openai/gpt-4", 2).Item()[schema.AttrPK]; ddbtest.Render(got) != ddbtest.Render(want) {
+		t.Errorf("PK = %s, want %s", ddbtest.Render(got), ddbtest.Render(want))
 	}
 	img, err := Decode(it)
 	if err != nil {
@@ -69,15 +66,15 @@ func TestNewItemDecodesBack(t *testing.T) {
 // no top-up, vu pulled back to rf, everything else shard 0's.
 func TestCloneDecodesAsAFreshShard(t *testing.T) {
 	src := createdItem()
-	src[battr("rpm", schema.LimitTopUp)] = avN(5_000)
+	src[battr("rpm", schema.LimitTopUp)] = schema.Num(5_000)
 	img, err := Decode(src)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dst := schema.BucketID{Namespace: "ns1", Entity: "user-1", Resource: "openai/gpt-4", Shard: 5}
 	out := Clone(src, &img, dst, 8)
-	if render(out[schema.AttrPK]) != render(schema.BucketItemKeys("ns1", "user-1", "openai/gpt-4", 5).Item()[schema.AttrPK]) {
-		t.Errorf("PK %s", render(out[schema.AttrPK]))
+	if ddbtest.Render(out[schema.AttrPK]) != ddbtest.Render(schema.BucketItemKeys("ns1", "user-1", "openai/gpt-4", 5).Item()[schema.AttrPK]) {
+		t.Errorf("PK %s", ddbtest.Render(out[schema.AttrPK]))
 	}
 	c, err := Decode(out)
 	if err != nil {
@@ -97,20 +94,7 @@ func TestCloneDecodesAsAFreshShard(t *testing.T) {
 	if l := c.Limit("tpm"); !l.Soft.Present || l.Soft != img.Limit("tpm").Soft {
 		t.Errorf("soft stamp not copied: %+v", l.Soft)
 	}
-	if _, ok := src[battr("rpm", schema.LimitTopUp)]; !ok || render(src[schema.AttrShardCount]) != "N:4" {
+	if _, ok := src[battr("rpm", schema.LimitTopUp)]; !ok || ddbtest.Render(src[schema.AttrShardCount]) != "N:4" {
 		t.Error("source modified")
 	}
-}
-
-// render shows an attribute value as TYPE:text for comparisons.
-func render(v types.AttributeValue) string {
-	switch m := v.(type) {
-	case *types.AttributeValueMemberS:
-		return "S:" + m.Value
-	case *types.AttributeValueMemberN:
-		return "N:" + m.Value
-	case *types.AttributeValueMemberBOOL:
-		return "BOOL:" + strconv.FormatBool(m.Value)
-	}
-	return typeName(v)
 }

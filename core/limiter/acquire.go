@@ -74,6 +74,8 @@ func (l *Limiter) unavailable(ctx context.Context, req *request, cause error) (*
 }
 
 // acquire runs the speculative fast path and everything it hands off to.
+// Every hand-off to the read-then-write path (docs/design.md §5, step 3)
+// leaves the loop through its one exit at the end.
 func (l *Limiter) acquire(ctx context.Context, req *request) (*Lease, error) {
 	st := l.pairs.get(req.entity, req.resource)
 	// The rejection cache (docs/design.md §10) may reject with no call, or
@@ -93,31 +95,32 @@ func (l *Limiter) acquire(ctx context.Context, req *request) (*Lease, error) {
 	}
 	enforceRetried, shardRetries, respeculated := false, 0, 0
 	// refilled settles refill passes on the shard (docs/decisions.md P25):
-	// done reports a verdict to return; otherwise the loop goes on with the
-	// shard (another one after a shortfall) or the fast path.
-	refilled := func(lease *Lease, nx next, err error) (done bool, out *Lease, outErr error) {
+	// done reports a verdict to return, toRead a hand-off to the
+	// read-then-write path; otherwise the loop goes on with the shard
+	// (another one after a shortfall) or the fast path.
+	refilled := func(lease *Lease, nx next, err error) (done, toRead bool, out *Lease, outErr error) {
 		var rle *RateLimitExceeded
 		switch {
 		case lease != nil:
-			return true, lease, nil
+			return true, false, lease, nil
 		case errors.As(err, &rle):
 			if sc := l.pairs.get(req.entity, req.resource).shardCount; sc > 1 && shardRetries < maxShardRetries {
 				if s, ok := l.drawShard(sc, &tried); ok {
 					shard = s
 					shardRetries++
-					return false, nil, nil
+					return false, false, nil, nil
 				}
 			}
-			return true, nil, err
+			return true, false, nil, err
 		case err != nil:
-			return true, nil, err
+			return true, false, nil, err
 		case nx == nextReadThenWrite || respeculated >= maxPasses:
-			lease, err := l.readThenWrite(ctx, req, shard)
-			return true, lease, err
+			return false, true, nil, nil
 		}
 		respeculated++
-		return false, nil, nil
+		return false, false, nil, nil
 	}
+speculation:
 	for cur, first := st, true; ; first = false {
 		if !first {
 			cur = l.pairs.get(req.entity, req.resource) // the last pass may have taught it
@@ -126,8 +129,12 @@ func (l *Limiter) acquire(ctx context.Context, req *request) (*Lease, error) {
 			img != nil && img.HasVU && img.VU <= l.nowMs() {
 			// The cached image shows vu passed: a refill pass, no read.
 			id := schema.BucketID{Namespace: l.ns, Entity: req.entity, Resource: req.resource, Shard: shard}
-			if done, lease, err := refilled(l.refillAcquire(ctx, req, id, img, false, true)); done {
+			done, toRead, lease, err := refilled(l.refillAcquire(ctx, req, id, img, false, true))
+			switch {
+			case done:
 				return lease, err
+			case toRead:
+				break speculation
 			}
 		}
 		var c, p speculation
@@ -151,8 +158,12 @@ func (l *Limiter) acquire(ctx context.Context, req *request) (*Lease, error) {
 		img := c.img
 		if c.cls.Reason == bucketwrite.ReasonScheduleBoundary {
 			// vu has passed: materialise from the image, no read (P25).
-			if done, lease, err := refilled(l.refillAcquire(ctx, req, c.id, img, true, true)); done {
+			done, toRead, lease, err := refilled(l.refillAcquire(ctx, req, c.id, img, true, true))
+			switch {
+			case done:
 				return lease, err
+			case toRead:
+				break speculation
 			}
 			continue
 		}
@@ -165,16 +176,14 @@ func (l *Limiter) acquire(ctx context.Context, req *request) (*Lease, error) {
 				enforceRetried, shape = true, bucketwrite.ShapeEnforce
 				continue
 			}
-			return l.readThenWrite(ctx, req, shard)
 		case bucketwrite.ActionDouble:
-			if !wcuPressure(img, c.now) {
-				// The stored wcu ran down over slow traffic: only rf writers
-				// credit it. Refill covers the write, so the partition is
-				// not hot: the slow path refills it; no doubling (P21).
-				return l.readThenWrite(ctx, req, shard)
+			// When the stored wcu ran down over slow traffic (only rf
+			// writers credit it), refill covers the write and the
+			// partition is not hot: the slow path refills it, no
+			// doubling (P21).
+			if wcuPressure(img, c.now) {
+				l.double(ctx, req, img)
 			}
-			l.double(ctx, req, img)
-			return l.readThenWrite(ctx, req, shard)
 		case bucketwrite.ActionShardRetryOrReject:
 			// A cascading child never takes a child-only shard retry: it
 			// would skip the parent (docs/design.md §5).
@@ -186,8 +195,8 @@ func (l *Limiter) acquire(ctx context.Context, req *request) (*Lease, error) {
 				}
 			}
 			return l.fastReject(ctx, req, shard, img, c.now)
-		default:
-			return l.readThenWrite(ctx, req, shard)
 		}
+		break // every other action: the read-then-write path
 	}
+	return l.readThenWrite(ctx, req, shard)
 }

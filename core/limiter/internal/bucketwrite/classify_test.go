@@ -3,7 +3,6 @@ package bucketwrite
 import (
 	"errors"
 	"slices"
-	"strconv"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -15,10 +14,6 @@ import (
 
 type item = map[string]types.AttributeValue
 
-func avN(v int64) types.AttributeValue {
-	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
-}
-func avS(v string) types.AttributeValue  { return &types.AttributeValueMemberS{Value: v} }
 func avBool(v bool) types.AttributeValue { return &types.AttributeValueMemberBOOL{Value: v} }
 
 // lim is one limit of a test bucket: balance tk millitokens, capacity and
@@ -40,21 +35,21 @@ const (
 // with tk/cp/ra/rp/tc, and wcu at full.
 func bucketItem(id schema.BucketID, limits ...lim) item {
 	it := schema.BucketItemKeys(id.Namespace, id.Entity, id.Resource, id.Shard).Item()
-	it[schema.AttrEntityID] = avS(id.Entity)
-	it[schema.AttrResource] = avS(id.Resource)
-	it[schema.AttrRF] = avN(testRF)
-	it[schema.AttrShardCount] = avN(1)
+	it[schema.AttrEntityID] = schema.Str(id.Entity)
+	it[schema.AttrResource] = schema.Str(id.Resource)
+	it[schema.AttrRF] = schema.Num(testRF)
+	it[schema.AttrShardCount] = schema.Num(1)
 	it[schema.AttrCascade] = avBool(false)
 	for _, l := range append(slices.Clone(limits), lim{schema.WCULimit, wcuFullTk}) {
 		cp, ra, rp := int64(testCap), int64(testCap), int64(60_000)
 		if l.name == schema.WCULimit {
 			cp, ra, rp = bucket.WCUCapacity, bucket.WCURefillAmount, bucket.WCURefillPeriod
 		}
-		it[schema.BucketAttr(l.name, schema.LimitTokens)] = avN(l.tk)
-		it[schema.BucketAttr(l.name, schema.LimitCapacity)] = avN(cp)
-		it[schema.BucketAttr(l.name, schema.LimitRefillAmount)] = avN(ra)
-		it[schema.BucketAttr(l.name, schema.LimitRefillPeriod)] = avN(rp)
-		it[schema.BucketAttr(l.name, schema.LimitConsumed)] = avN(0)
+		it[schema.BucketAttr(l.name, schema.LimitTokens)] = schema.Num(l.tk)
+		it[schema.BucketAttr(l.name, schema.LimitCapacity)] = schema.Num(cp)
+		it[schema.BucketAttr(l.name, schema.LimitRefillAmount)] = schema.Num(ra)
+		it[schema.BucketAttr(l.name, schema.LimitRefillPeriod)] = schema.Num(rp)
+		it[schema.BucketAttr(l.name, schema.LimitConsumed)] = schema.Num(0)
 	}
 	return it
 }
@@ -70,21 +65,23 @@ func del(attrs ...string) mod {
 		}
 	}
 }
-func tk(limit string, v int64) mod { return set(schema.BucketAttr(limit, schema.LimitTokens), avN(v)) }
+func tk(limit string, v int64) mod {
+	return set(schema.BucketAttr(limit, schema.LimitTokens), schema.Num(v))
+}
 func soft(limit string, v types.AttributeValue) mod {
 	return set(schema.BucketAttr(limit, schema.LimitSoft), v)
 }
 
 var (
 	disabled      = set(schema.AttrDisabled, avBool(true))
-	bypassLive    = set(schema.AttrBypass, avN(testNow+60_000))
-	bypassExpired = set(schema.AttrBypass, avN(testNow)) // live iff > now
+	bypassLive    = set(schema.AttrBypass, schema.Num(testNow+60_000))
+	bypassExpired = set(schema.AttrBypass, schema.Num(testNow)) // live iff > now
 	bypassBool    = set(schema.AttrBypass, avBool(true))
-	vuPassed      = set(schema.AttrVU, avN(testNow))
-	vuZero        = set(schema.AttrVU, avN(0))
-	vuAhead       = set(schema.AttrVU, avN(testNow+1))
-	ttlPassed     = set(schema.AttrTTL, avN(testNowS))
-	ttlAhead      = set(schema.AttrTTL, avN(testNowS+1))
+	vuPassed      = set(schema.AttrVU, schema.Num(testNow))
+	vuZero        = set(schema.AttrVU, schema.Num(0))
+	vuAhead       = set(schema.AttrVU, schema.Num(testNow+1))
+	ttlPassed     = set(schema.AttrTTL, schema.Num(testNowS))
+	ttlAhead      = set(schema.AttrTTL, schema.Num(testNowS+1))
 	wcuShort      = tk(schema.WCULimit, bucket.WCUDebit-1)
 	rpmShort      = tk("rpm", 999) // < 1 token
 	tpmShort      = tk("tpm", -5_000)
@@ -120,7 +117,7 @@ func classifyCases() []classifyCase {
 		{name: "missing bypass", missing: true, shape: B, declared: d, reason: ReasonBucketMissing, action: ActionReadThenWrite},
 		// Row 2: beats every later row.
 		{name: "disabled", mods: []mod{disabled}, shape: E, declared: d, reason: ReasonDisabled, action: ActionRaiseDisabled},
-		{name: "disabled beats all", mods: []mod{disabled, vuPassed, ttlPassed, wcuShort, rpmShort, soft("rpm", avN(1)), del("b_tpm_cp")},
+		{name: "disabled beats all", mods: []mod{disabled, vuPassed, ttlPassed, wcuShort, rpmShort, soft("rpm", schema.Num(1)), del("b_tpm_cp")},
 			shape: E, declared: d, reason: ReasonDisabled, short: []string{"rpm"}, missingLims: []string{"tpm"}, action: ActionRaiseDisabled},
 		{name: "disabled beats bypass cleared", mods: []mod{disabled, ttlPassed}, shape: B, declared: d, reason: ReasonDisabled, action: ActionRaiseDisabled},
 		{name: "disabled with live bypass", mods: []mod{disabled, bypassLive}, shape: B, declared: d, reason: ReasonDisabled, action: ActionRaiseDisabled},
@@ -137,34 +134,34 @@ func classifyCases() []classifyCase {
 		// Row 4: enforce shape only.
 		{name: "vu passed", mods: []mod{vuPassed}, shape: E, declared: d, reason: ReasonScheduleBoundary, action: ActionReadThenWrite},
 		{name: "vu zero", mods: []mod{vuZero}, shape: E, declared: d, reason: ReasonScheduleBoundary, action: ActionReadThenWrite},
-		{name: "vu beats ttl stamp wcu seed short", mods: []mod{vuPassed, ttlPassed, wcuShort, rpmShort, soft("rpm", avN(1)), del("b_tpm_tk")},
+		{name: "vu beats ttl stamp wcu seed short", mods: []mod{vuPassed, ttlPassed, wcuShort, rpmShort, soft("rpm", schema.Num(1)), del("b_tpm_tk")},
 			shape: E, declared: d, reason: ReasonScheduleBoundary, short: []string{"rpm"}, missingLims: []string{"tpm"}, action: ActionReadThenWrite},
 		{name: "vu ahead", mods: []mod{vuAhead, rpmShort}, shape: E, declared: d, reason: ReasonAppLimitExhausted, short: []string{"rpm"}, action: ActionShardRetryOrReject},
 		{name: "bypass shape ignores vu", mods: []mod{bypassLive, vuPassed, wcuShort}, shape: B, declared: d, reason: ReasonWCUExhausted, action: ActionDouble},
 		// Row 5.
 		{name: "ttl passed", mods: []mod{ttlPassed}, shape: E, declared: d, reason: ReasonExpired, action: ActionReadThenWrite},
 		{name: "ttl ahead", mods: []mod{ttlAhead, wcuShort}, shape: E, declared: d, reason: ReasonWCUExhausted, action: ActionDouble},
-		{name: "ttl beats stamp and wcu", mods: []mod{ttlPassed, wcuShort, rpmShort, soft("rpm", avN(testNow))}, shape: E, declared: d,
+		{name: "ttl beats stamp and wcu", mods: []mod{ttlPassed, wcuShort, rpmShort, soft("rpm", schema.Num(testNow))}, shape: E, declared: d,
 			reason: ReasonExpired, short: []string{"rpm"}, action: ActionReadThenWrite},
 		{name: "ttl passed bypass shape", mods: []mod{bypassLive, ttlPassed}, shape: B, declared: d, reason: ReasonExpired, action: ActionReadThenWrite},
 		// Row 6.
-		{name: "soft expired on short", mods: []mod{rpmShort, soft("rpm", avN(testNow))}, shape: E, declared: d,
+		{name: "soft expired on short", mods: []mod{rpmShort, soft("rpm", schema.Num(testNow))}, shape: E, declared: d,
 			reason: ReasonStampExpired, short: []string{"rpm"}, action: ActionReadThenWrite},
 		{name: "soft BOOL on short", mods: []mod{rpmShort, soft("rpm", avBool(true))}, shape: E, declared: d,
 			reason: ReasonStampExpired, short: []string{"rpm"}, action: ActionReadThenWrite},
 		{name: "bypass expired on short", mods: []mod{tpmShort, bypassExpired}, shape: E, declared: d,
 			reason: ReasonStampExpired, short: []string{"tpm"}, action: ActionReadThenWrite},
-		{name: "stamp expired beats wcu and seed", mods: []mod{rpmShort, soft("rpm", avN(1)), wcuShort, del("b_tpm_cp")}, shape: E, declared: d,
+		{name: "stamp expired beats wcu and seed", mods: []mod{rpmShort, soft("rpm", schema.Num(1)), wcuShort, del("b_tpm_cp")}, shape: E, declared: d,
 			reason: ReasonStampExpired, short: []string{"rpm"}, missingLims: []string{"tpm"}, action: ActionReadThenWrite},
-		{name: "expired soft on a covered limit", mods: []mod{soft("rpm", avN(1)), tpmShort}, shape: E, declared: d,
+		{name: "expired soft on a covered limit", mods: []mod{soft("rpm", schema.Num(1)), tpmShort}, shape: E, declared: d,
 			reason: ReasonAppLimitExhausted, short: []string{"tpm"}, action: ActionShardRetryOrReject},
-		{name: "expired soft on an undeclared limit", mods: []mod{soft("tpm", avN(1)), rpmShort}, shape: E, declared: d[:1],
+		{name: "expired soft on an undeclared limit", mods: []mod{soft("tpm", schema.Num(1)), rpmShort}, shape: E, declared: d[:1],
 			reason: ReasonAppLimitExhausted, short: []string{"rpm"}, action: ActionShardRetryOrReject},
 		{name: "missing limit under an expired bypass", mods: []mod{bypassExpired}, shape: E, declared: []Declared{{"rpd", 1}},
 			reason: ReasonStampExpired, missingLims: []string{"rpd"}, action: ActionReadThenWrite},
-		{name: "live soft excuses short", mods: []mod{rpmShort, soft("rpm", avN(testNow+1))}, shape: E, declared: d,
+		{name: "live soft excuses short", mods: []mod{rpmShort, soft("rpm", schema.Num(testNow+1))}, shape: E, declared: d,
 			reason: ReasonUnexplained, action: ActionReadThenWrite},
-		{name: "live soft short and wcu", mods: []mod{rpmShort, soft("rpm", avN(testNow+1)), wcuShort}, shape: E, declared: d,
+		{name: "live soft short and wcu", mods: []mod{rpmShort, soft("rpm", schema.Num(testNow+1)), wcuShort}, shape: E, declared: d,
 			reason: ReasonWCUExhausted, action: ActionDouble},
 		{name: "live bypass excuses short", mods: []mod{rpmShort, tpmShort, bypassLive, wcuShort}, shape: E, declared: d,
 			reason: ReasonWCUExhausted, action: ActionDouble},
@@ -183,7 +180,7 @@ func classifyCases() []classifyCase {
 		{name: "seed", shape: E, declared: []Declared{{"rpm", 1}, {"rpd", 1}}, reason: ReasonSeed, missingLims: []string{"rpd"}, action: ActionReadThenWrite},
 		{name: "seed beats short", mods: []mod{rpmShort}, shape: E, declared: []Declared{{"rpm", 1}, {"rpd", 0}},
 			reason: ReasonSeed, short: []string{"rpm"}, missingLims: []string{"rpd"}, action: ActionReadThenWrite},
-		{name: "seed lone tc", mods: []mod{set("b_rpd_tc", avN(5000))}, shape: E, declared: []Declared{{"rpd", 1}},
+		{name: "seed lone tc", mods: []mod{set("b_rpd_tc", schema.Num(5000))}, shape: E, declared: []Declared{{"rpd", 1}},
 			reason: ReasonSeed, missingLims: []string{"rpd"}, action: ActionReadThenWrite},
 		{name: "seed tk without cp", mods: []mod{del("b_rpm_cp"), tpmShort}, shape: E, declared: d,
 			reason: ReasonSeed, short: []string{"tpm"}, missingLims: []string{"rpm"}, action: ActionReadThenWrite},
@@ -191,7 +188,7 @@ func classifyCases() []classifyCase {
 		{name: "seed no wcu bypass", mods: []mod{noWCU, bypassLive}, shape: B, declared: d, reason: ReasonSeed, action: ActionReadThenWrite},
 		{name: "live bypass excuses a missing limit", mods: []mod{bypassLive}, shape: E, declared: []Declared{{"rpd", 1}, {"rpm", 100}},
 			reason: ReasonUnexplained, missingLims: []string{"rpd"}, action: ActionReadThenWrite},
-		{name: "live soft excuses a missing limit", mods: []mod{soft("rpd", avN(testNow+1))}, shape: E, declared: []Declared{{"rpd", 1}},
+		{name: "live soft excuses a missing limit", mods: []mod{soft("rpd", schema.Num(testNow+1))}, shape: E, declared: []Declared{{"rpd", 1}},
 			reason: ReasonUnexplained, missingLims: []string{"rpd"}, action: ActionReadThenWrite},
 		{name: "covered tk without cp passes", mods: []mod{del("b_rpm_cp")}, shape: E, declared: d,
 			reason: ReasonUnexplained, missingLims: []string{"rpm"}, action: ActionReadThenWrite},
@@ -277,7 +274,7 @@ func TestClassifyWCUFlags(t *testing.T) {
 
 func TestClassifyItemCorrupt(t *testing.T) {
 	it := classifyBase()
-	it[schema.AttrVU] = avS("soon")
+	it[schema.AttrVU] = schema.Str("soon")
 	_, img, err := ClassifyItem(it, ShapeEnforce, declRpmTpm, testNow)
 	var ce *bucketitem.CorruptItemError
 	if !errors.As(err, &ce) || ce.Attribute != schema.AttrVU || img != nil {

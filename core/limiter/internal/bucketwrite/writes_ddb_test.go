@@ -147,9 +147,9 @@ func TestFastPathEnforceSuccessDDB(t *testing.T) {
 	d := newDDB(t)
 	id := caseID(0, "")
 	before := bucketItem(id, lim{"rpm", 10_000}, lim{"tpm", 1_000_000}, lim{"rpd", 0})
-	before[schema.AttrTTL] = avN(testNowS + 3600)
-	before[schema.AttrVU] = avN(testNow + 1)
-	before["future_attr"] = avS("kept")
+	before[schema.AttrTTL] = schema.Num(testNowS + 3600)
+	before[schema.AttrVU] = schema.Num(testNow + 1)
+	before["future_attr"] = schema.Str("kept")
 	d.put(before)
 	after, ok := d.fast(id, ShapeEnforce, []Declared{{"rpm", 3}, {"tpm", 1000}, {"rpd", 0}}, testNow)
 	if !ok {
@@ -199,7 +199,7 @@ func TestFastPathSoftDDB(t *testing.T) {
 	d := newDDB(t)
 	id := caseID(0, "")
 	it := bucketItem(id, lim{"rpm", 999}, lim{"tpm", 1_000_000})
-	it[schema.BucketAttr("rpm", schema.LimitSoft)] = avN(testNow + 1)
+	it[schema.BucketAttr("rpm", schema.LimitSoft)] = schema.Num(testNow + 1)
 	d.put(it)
 	after, ok := d.fast(id, ShapeEnforce, []Declared{{"rpm", 5}, {"tpm", 1}}, testNow)
 	if !ok {
@@ -226,7 +226,7 @@ func TestFastPathEnforceOnBypassedDDB(t *testing.T) {
 	d := newDDB(t)
 	id := caseID(0, "")
 	it := bucketItem(id, lim{"rpm", 0}, lim{"tpm", 1_000_000})
-	it[schema.AttrBypass] = avN(testNow + 60_000)
+	it[schema.AttrBypass] = schema.Num(testNow + 60_000)
 	d.put(it)
 	declared := []Declared{{"rpm", 2}, {"tpm", 10}}
 	after, ok := d.fast(id, ShapeEnforce, declared, testNow)
@@ -256,9 +256,9 @@ func TestFastPathBypassDDB(t *testing.T) {
 	d := newDDB(t)
 	id := caseID(0, "")
 	it := bucketItem(id, lim{"rpm", 0}, lim{"tpm", -7})
-	it[schema.AttrBypass] = avN(testNow + 60_000)
-	it[schema.AttrVU] = avN(0) // no vu guard in the bypass shape
-	it[schema.BucketAttr(schema.WCULimit, schema.LimitTokens)] = avN(3 * bucket.WCUDebit)
+	it[schema.AttrBypass] = schema.Num(testNow + 60_000)
+	it[schema.AttrVU] = schema.Num(0) // no vu guard in the bypass shape
+	it[schema.BucketAttr(schema.WCULimit, schema.LimitTokens)] = schema.Num(3 * bucket.WCUDebit)
 	d.put(it)
 	declared := []Declared{{"rpm", 4}, {"tpm", 1000}, {"rpd", 1}} // rpd is not on the item
 	for range 3 {
@@ -288,7 +288,10 @@ func TestFastPathBypassDDB(t *testing.T) {
 	if _, ok := d.send(d.w.Adjust(id, AdjustBoth, []Declared{{"rpm", 0}}, false, testNow)); !ok {
 		t.Fatal("adjust")
 	}
-	d.put(func() item { it[schema.BucketAttr(schema.WCULimit, schema.LimitTokens)] = avN(wcuFullTk); return it }())
+	d.put(func() item {
+		it[schema.BucketAttr(schema.WCULimit, schema.LimitTokens)] = schema.Num(wcuFullTk)
+		return it
+	}())
 	old, ok = d.fast(id, ShapeBypass, declared, testNow+60_000)
 	if ok {
 		t.Fatal("expired bypass must fail")
@@ -340,8 +343,8 @@ func TestAdjustDDB(t *testing.T) {
 	d := newDDB(t)
 	id := caseID(0, "")
 	it := bucketItem(id, lim{"rpm", 10_000}, lim{"tpm", 1_000_000})
-	it[schema.AttrVU] = avN(testNow + 60_000)
-	it[schema.AttrRF] = avN(testRF)
+	it[schema.AttrVU] = schema.Num(testNow + 60_000)
+	it[schema.AttrRF] = schema.Num(testRF)
 	d.put(it)
 	// Lease exit: post-enter deltas of either sign, no condition (may go negative).
 	if _, ok := d.send(d.w.Adjust(id, AdjustBoth, []Declared{{"rpm", 15}, {"tpm", -250}}, false, testNow)); !ok {
@@ -381,7 +384,7 @@ func TestRetryDDB(t *testing.T) {
 	d := newDDB(t)
 	id := caseID(0, "")
 	it := bucketItem(id, lim{"rpm", 2000}, lim{"tpm", -1000})
-	it[schema.AttrVU] = avN(testNow + 1) // Retry has the fast path's vu guard
+	it[schema.AttrVU] = schema.Num(testNow + 1) // Retry has the fast path's vu guard
 	d.put(it)
 	// tpm is soft here: short but not conditioned.
 	limits := []RetryLimit{{"rpm", 2, true}, {"tpm", 5, false}}
@@ -474,7 +477,7 @@ func TestFastPathMatchesClassifyDDB(t *testing.T) {
 		case 0:
 			return avBool(true)
 		case 1, 2:
-			return avN(testNow + pick(-1000, 0, 1, 60_000))
+			return schema.Num(testNow + pick(-1000, 0, 1, 60_000))
 		}
 		return nil
 	}
@@ -488,7 +491,7 @@ func TestFastPathMatchesClassifyDDB(t *testing.T) {
 		}
 		it := bucketItem(id, limits...)
 		if r.IntN(4) == 0 {
-			it[schema.BucketAttr(schema.WCULimit, schema.LimitTokens)] = avN(pick(0, 999, 1000))
+			it[schema.BucketAttr(schema.WCULimit, schema.LimitTokens)] = schema.Num(pick(0, 999, 1000))
 		}
 		if s := stamp(); s != nil {
 			it[schema.AttrBypass] = s
@@ -502,13 +505,13 @@ func TestFastPathMatchesClassifyDDB(t *testing.T) {
 			it[schema.AttrDisabled] = avBool(true)
 		}
 		if r.IntN(4) == 0 {
-			it[schema.AttrVU] = avN(testNow + pick(-1, 0, 1))
+			it[schema.AttrVU] = schema.Num(testNow + pick(-1, 0, 1))
 		}
 		if r.IntN(4) == 0 {
-			it[schema.AttrTTL] = avN(testNowS + pick(-1, 0, 1))
+			it[schema.AttrTTL] = schema.Num(testNowS + pick(-1, 0, 1))
 		}
 		if r.IntN(10) == 0 {
-			it[schema.BucketAttr("rpd", schema.LimitConsumed)] = avN(1) // a lone tc
+			it[schema.BucketAttr("rpd", schema.LimitConsumed)] = schema.Num(1) // a lone tc
 		}
 		missing := r.IntN(15) == 0
 		if !missing {
