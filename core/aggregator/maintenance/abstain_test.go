@@ -35,12 +35,15 @@ func TestAbstentionIssuesNoWrite(t *testing.T) {
 		name string
 		kv   []any
 	}{
-		{"item sched", []any{"sched", "0 9 * * 1-5|x2"}},
-		{"item rsched", []any{"rsched", "0 0 * * *"}},
-		{"item sched_tz", []any{"sched_tz", "Europe/Paris"}},
-		{"limit sched", []any{"b_rpm_sched", "0 9 * * *|x2"}},
-		{"limit sched none marker", []any{"b_rpm_sched", "-"}},
-		{"limit rsched", []any{"b_rpm_rsched", "0 0 * * *"}},
+		{"item sched undecodable", []any{"sched", "0 9 * * 1-5|x2"}},
+		{"item sched out of range", []any{"sched", "h25s500"}},
+		{"item sched unknown version", []any{"sched", "2h9s500"}},
+		{"item sched unknown zone", []any{"sched", "h9-17s500", "sched_tz", "Mars/Olympus_Mons"}},
+		{"item rsched", []any{"rsched", "m0h0"}},
+		{"limit sched undecodable", []any{"b_rpm_sched", "0 9 * * *|x2"}},
+		{"partial limit sched undecodable", []any{"b_tpm_sched", "h9"}},
+		{"limit rsched", []any{"b_rpm_rsched", "m0h0"}},
+		{"wcu sched", []any{"b_wcu_sched", "h9-17s500"}},
 		{"grant gc", []any{"b_rpm_gc", 2}},
 		{"top-up tu", []any{"b_rpm_tu", 5_000}},
 		{"window ws", []any{"b_rpm_ws", now - 1_000}},
@@ -84,7 +87,7 @@ func TestAbstentionIssuesNoWrite(t *testing.T) {
 		})
 	}
 
-	// Control: the same batch without a phase-2 attribute writes all four
+	// Control: the same batch without such an attribute writes all four
 	// kinds.
 	t.Run("control", func(t *testing.T) {
 		old, nw := hotBatch("ctl")

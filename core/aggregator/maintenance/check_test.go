@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
+	"github.com/zae-limiter/zae-limiter-go/core/schedule"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
@@ -36,13 +37,24 @@ func isStampOrOwned(attr string) bool {
 	return ok && (f == schema.LimitSoft || f == schema.LimitTopUp)
 }
 
-// rawOutsidePhase1 is docs/design.md §9 read straight off the attribute map.
-func rawOutsidePhase1(it item) bool {
+// rawNotMaintained is docs/design.md §9 and §14 read straight off the
+// attribute map: a reset schedule, window, grant or top-up anywhere, a
+// schedule on wcu, a stored parameter schedule that does not decode (or a
+// zone that does not load beside one), a quota or unusable parameters.
+func rawNotMaintained(it item) bool {
 	present := map[string]bool{}
-	for k := range it {
-		switch k {
-		case schema.AttrSched, schema.AttrRSched, schema.AttrSchedTZ:
+	var scheds []string
+	for k, v := range it {
+		if k == schema.AttrRSched {
 			return true
+		}
+		if k == schema.AttrSched {
+			s, ok := v.(*types.AttributeValueMemberS)
+			if !ok {
+				return true
+			}
+			scheds = append(scheds, s.Value)
+			continue
 		}
 		name, f, ok := schema.ParseBucketAttr(k)
 		if !ok {
@@ -50,12 +62,33 @@ func rawOutsidePhase1(it item) bool {
 		}
 		switch f {
 		case schema.LimitGrantShards, schema.LimitTopUp, schema.LimitWindowStart, schema.LimitResetAfter,
-			schema.LimitWindowAnchor, schema.LimitWindowConsumed, schema.LimitSchedule, schema.LimitResetSchedule:
+			schema.LimitWindowAnchor, schema.LimitWindowConsumed, schema.LimitResetSchedule:
 			return true
+		case schema.LimitSchedule:
+			s, ok := v.(*types.AttributeValueMemberS)
+			if !ok || name == schema.WCULimit {
+				return true
+			}
+			scheds = append(scheds, s.Value)
 		case schema.LimitTokens:
 			if _, ok := it[schema.BucketAttr(name, schema.LimitCapacity)]; ok {
 				present[name] = true
 			}
+		}
+	}
+	for _, text := range scheds {
+		if _, err := schedule.Decode(text); err != nil {
+			return true
+		}
+	}
+	if len(scheds) > 0 {
+		tz, _ := it[schema.AttrSchedTZ].(*types.AttributeValueMemberS)
+		name := ""
+		if tz != nil {
+			name = tz.Value
+		}
+		if _, err := schedule.Zone(name); err != nil {
+			return true
 		}
 	}
 	n := func(k string) int64 {
@@ -89,7 +122,7 @@ func checkWrites(t testing.TB, recs []Record, ups []*dynamodb.UpdateItemInput, p
 			continue
 		}
 		last[r.ID] = img
-		if rawOutsidePhase1(r.NewItem) {
+		if rawNotMaintained(r.NewItem) {
 			abst[r.ID] = true
 		}
 	}
@@ -164,6 +197,13 @@ func checkWrites(t testing.TB, recs []Record, ups []*dynamodb.UpdateItemInput, p
 				wantVU = "#vu = :evu"
 				if got := numOf(t, in.ExpressionAttributeValues[":evu"]); got != img.VU {
 					t.Errorf("%s: pins vu %d, image has %d", id.PK(), got, img.VU)
+				}
+			}
+			if img.HasSched {
+				// A refill of a scheduled item also pins the schedule it read.
+				wantVU += " AND #sched = :esched"
+				if got := in.ExpressionAttributeValues[":esched"]; render(got) != "S:"+img.Sched || in.ExpressionAttributeNames["#sched"] != schema.AttrSched {
+					t.Errorf("%s: pins sched %s, image has %q", id.PK(), render(got), img.Sched)
 				}
 			}
 			if !strings.HasSuffix(cond, wantVU) {

@@ -3,6 +3,7 @@ package maintenance
 import (
 	"math"
 	"strconv"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -65,7 +66,7 @@ type state struct {
 	id      schema.BucketID
 	last    *bucketitem.Image // the last NewImage
 	demand  map[string]int64  // Σ (new.tc − old.tc) per limit, wcu included
-	abstain bool              // some NewImage of the batch is outside phase 1
+	abstain bool              // some NewImage of the batch is one the aggregator does not maintain
 }
 
 // planBatch builds every write of a batch from its records alone (no I/O): the
@@ -76,7 +77,7 @@ func (m *Maintainer) planBatch(records []Record, now int64) plan {
 	for _, s := range buckets {
 		if s.abstain {
 			p.abstained++
-			m.log.Debug("maintenance: abstained (phase-2 attributes)",
+			m.log.Debug("maintenance: abstained (attributes it does not maintain yet)",
 				"entity", s.id.Entity, "resource", s.id.Resource, "shard", s.id.Shard)
 		}
 	}
@@ -145,7 +146,7 @@ func (m *Maintainer) collect(records []Record, p *plan) ([]image, []*state, map[
 			buckets = append(buckets, s)
 		}
 		s.last = nw
-		if outsidePhase1(nw) {
+		if outsideSupported(nw) {
 			s.abstain = true
 		}
 		addDemand(s.demand, nw, old)
@@ -153,22 +154,32 @@ func (m *Maintainer) collect(records []Record, p *plan) ([]image, []*state, map[
 	return imgs, buckets, byID
 }
 
-// outsidePhase1 reports an item the phase-1 aggregator must not refill,
-// double, raise or clone (docs/design.md §9, §2). bucketitem.Image.Phase2
-// covers any schedule (sched, rsched, sched_tz, b_n_sched, b_n_rsched —
-// HasSchedule is a subset), window (ws, rsa, wa, wtc), grant (gc) or top-up
-// (tu) attribute on any limit, partial ones and wcu included, and a present
-// limit with ra = 0 or no ra. Beyond it: a present limit (wcu included)
-// whose parameters the drip arithmetic cannot use — a negative cp or ra, or
-// rp <= 0 (absent included) — a corrupt or foreign item.
-func outsidePhase1(img *bucketitem.Image) bool {
-	if img.Phase2() {
+// notMaintained are the per-limit attributes of what the aggregator does
+// not maintain yet: session windows (ws, rsa, wa, wtc), quota grants (gc),
+// top-ups (tu) and reset schedules (docs/design.md §9, §14).
+const notMaintained = bucketitem.FieldGrantShards | bucketitem.FieldTopUp | bucketitem.FieldWindowStart |
+	bucketitem.FieldResetAfter | bucketitem.FieldWindowAnchor | bucketitem.FieldWindowConsumed |
+	bucketitem.FieldResetSchedule
+
+// outsideSupported reports an item the aggregator must not refill,
+// double, raise or clone (docs/design.md §9, §14): one carrying a session
+// window, a quota grant, a top-up or a reset schedule (item-level or on any
+// limit, partial ones and wcu included), a present limit with ra = 0 or no
+// ra (a quota), a parameter schedule that does not decode or names an
+// unknown zone, or a schedule on wcu. Beyond it: a present limit (wcu
+// included) whose parameters the drip arithmetic cannot use — a negative
+// cp or ra, or rp <= 0 (absent included) — a corrupt or foreign item.
+// Parameter schedules that decode are maintained: the refill uses the
+// parameters in force (effectiveParams).
+func outsideSupported(img *bucketitem.Image) bool {
+	if img.HasResetSched {
 		return true
 	}
 	bad := func(l *bucketitem.LimitImage) bool {
-		return l.Present() && (l.Capacity < 0 || l.RefillAmount <= 0 || l.RefillPeriod <= 0)
+		return l.Fields&notMaintained != 0 ||
+			(l.Present() && (l.Capacity < 0 || l.RefillAmount <= 0 || l.RefillPeriod <= 0))
 	}
-	if bad(&img.WCU) {
+	if bad(&img.WCU) || img.WCU.Fields.Has(bucketitem.FieldSchedule) {
 		return true
 	}
 	for i := range img.Limits {
@@ -176,7 +187,63 @@ func outsidePhase1(img *bucketitem.Image) bool {
 			return true
 		}
 	}
-	return false
+	for i := range img.Partial {
+		if img.Partial[i].Fields&notMaintained != 0 {
+			return true
+		}
+	}
+	if !img.HasSchedule() {
+		return false
+	}
+	for i := range img.Limits {
+		if _, _, _, err := img.Schedules(img.Limits[i].Name); err != nil {
+			return true
+		}
+	}
+	// A schedule only a partial limit or the item carries must decode too.
+	_, _, _, err := img.Schedules("")
+	for i := range img.Partial {
+		if err == nil {
+			_, _, _, err = img.Schedules(img.Partial[i].Name)
+		}
+	}
+	return err != nil
+}
+
+// effectiveParams returns the parameters of limit l of img in force at now
+// (docs/design.md §14): its stored ones, or those its parameter schedule
+// has then. outsideSupported has checked that the schedule decodes.
+func effectiveParams(img *bucketitem.Image, l *bucketitem.LimitImage, now int64) bucket.Params {
+	p := l.Params()
+	if !img.HasSchedule() {
+		return p
+	}
+	s, _, loc, err := img.Schedules(l.Name)
+	if err != nil || len(s) == 0 {
+		return p
+	}
+	return s.Effective(p, time.UnixMilli(now), loc)
+}
+
+// nextBoundary is the earliest instant after now at which a parameter
+// schedule of img's limits changes what is in force; bucket.NeverFull when
+// none comes.
+func nextBoundary(img *bucketitem.Image, now int64) int64 {
+	next := int64(bucket.NeverFull)
+	if !img.HasSchedule() {
+		return next
+	}
+	at := time.UnixMilli(now)
+	for i := range img.Limits {
+		s, _, loc, err := img.Schedules(img.Limits[i].Name)
+		if err != nil {
+			continue
+		}
+		if t, ok := s.NextChange(at, loc); ok {
+			next = min(next, t.UnixMilli())
+		}
+	}
+	return next
 }
 
 // addDemand adds one record's tc deltas (new − old, old = 0 when absent)
@@ -253,7 +320,7 @@ func (m *Maintainer) refill(s *state, now int64) (op, bool) {
 	write := false
 	for i := range img.Limits {
 		l := &img.Limits[i]
-		sh := bucket.Effective(l.Params(), sc)
+		sh := bucket.Effective(effectiveParams(img, l, now), sc)
 		_, cr := bucket.Materialise(l.Tokens, img.RF, now, sh.Ceiling, sh.Rate, sh.Period)
 		if cr == 0 {
 			continue
@@ -281,18 +348,19 @@ func (m *Maintainer) refill(s *state, now int64) (op, bool) {
 
 // validUntil is the vu the refill stamps (docs/decisions.md P25): the first
 // instant at which a hard dripping limit reaches its ceiling from the
-// balance the refill leaves, as of the refill's rf; bucket.NeverFull when
-// no limit constrains it. The balances are those of the image: fast-path
-// debits since it only lower the real ones, so the real instant is later
-// and the stamp errs early (one extra materialising pass, never an
-// over-credit).
+// balance the refill leaves, as of the refill's rf, or the item's next
+// schedule boundary if that comes first (docs/design.md §14);
+// bucket.NeverFull when nothing constrains it. The balances are those of
+// the image: fast-path debits since it only lower the real ones, so the
+// real instant is later and the stamp errs early (one extra materialising
+// pass, never an over-credit).
 func validUntil(img *bucketitem.Image, now int64) int64 {
 	rf := bucket.StampRF(img.RF, now)
-	full := int64(bucket.NeverFull)
+	full := nextBoundary(img, now)
 	sc := max(img.ShardCount, 1)
 	for i := range img.Limits {
 		l := &img.Limits[i]
-		sh := bucket.Effective(l.Params(), sc)
+		sh := bucket.Effective(effectiveParams(img, l, now), sc)
 		if l.Soft.Live(now) || sh.Rate <= 0 {
 			continue
 		}
@@ -307,9 +375,10 @@ func validUntil(img *bucketitem.Image, now int64) int64 {
 //	SET #rf = :rf, #vu = :vu ADD #t0 :d0, #t1 :d1, …   (REMOVE #vu when nothing drips)
 //	Condition: #rf = :erf AND attribute_not_exists(#vu)     (image without vu)
 //	           #rf = :erf AND #vu = :evu                     (image with vu)
+//	           … AND #sched = :esched                        (item with a schedule)
 //
 // with rf_new = max(now, image rf) (docs/design.md §5; never backwards) and vu the
-// full-at instant of validUntil.
+// instant of validUntil.
 func (m *Maintainer) refillInput(id schema.BucketID, img *bucketitem.Image, now int64, deltas []delta, vu int64) *dynamodb.UpdateItemInput {
 	names := map[string]string{"#rf": schema.AttrRF, "#vu": schema.AttrVU}
 	values := map[string]types.AttributeValue{
@@ -341,6 +410,13 @@ func (m *Maintainer) refillInput(id schema.BucketID, img *bucketitem.Image, now 
 	if img.HasVU {
 		cond = "#rf = :erf AND #vu = :evu"
 		values[":evu"] = schema.Num(img.VU)
+	}
+	if img.HasSched {
+		// The parameters and vu come from this schedule: pinned, so that a
+		// schedule changed in between is not stamped with them.
+		cond += " AND #sched = :esched"
+		names["#sched"] = schema.AttrSched
+		values[":esched"] = schema.Str(img.Sched)
 	}
 	return &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(m.table),

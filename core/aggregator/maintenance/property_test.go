@@ -77,7 +77,14 @@ func genItem(r *rand.Rand, id schema.BucketID, sc int64) item {
 	if r.IntN(6) == 0 {
 		a := pick(r, phase2Attrs...)
 		switch a {
-		case "sched", "rsched", "sched_tz", "b_rpm_sched", "b_rpm_rsched":
+		case "sched", "b_rpm_sched":
+			// Undecodable, or a parameter schedule (maintained) in a zone
+			// that may not load.
+			it[a] = sv(pick(r, "x", "h9-17w1-5s500", "s2000;h0-6c3", "m*/7s250", "-"))
+			if r.IntN(2) == 0 {
+				it[schema.AttrSchedTZ] = sv(pick(r, "America/New_York", "Australia/Lord_Howe", "Mars/Olympus_Mons"))
+			}
+		case "rsched", "sched_tz", "b_rpm_rsched":
 			it[a] = sv("x")
 		default:
 			it[a] = nv(r.Int64N(1000))
