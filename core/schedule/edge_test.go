@@ -180,3 +180,54 @@ func TestEdgesAgreeWithMatching(t *testing.T) {
 		}
 	}
 }
+
+// FuzzEdges holds the scans to what they promise on any cron, zone and
+// instant: a next edge is after now and starts a run there, and is its own
+// previous edge; a previous edge is at or before now and starts a run; a
+// next change is after now and changes the match there; no edge lies
+// strictly between now and the next one.
+func FuzzEdges(f *testing.F) {
+	f.Add("30 1 * * *", uint8(0), int64(1_793_500_000))
+	f.Add("* 2-3 * * *", uint8(0), int64(1_772_900_000))
+	f.Add("0 0 29 2 *", uint8(1), int64(1_700_000_000))
+	f.Add("*/7 * * * 0", uint8(2), int64(1_806_000_000))
+	f.Add("0 9-17 * * 1-5", uint8(3), int64(1_790_000_000))
+	zones := []string{"America/New_York", "UTC", "Atlantic/Azores", "Australia/Lord_Howe", "Asia/Kolkata", "America/Havana"}
+	locs := make([]*time.Location, len(zones))
+	for i, z := range zones {
+		loc, err := time.LoadLocation(z)
+		if err != nil {
+			f.Fatal(err)
+		}
+		locs[i] = loc
+	}
+	f.Fuzz(func(t *testing.T, expr string, zi uint8, sec int64) {
+		c, err := ParseCron(expr)
+		if err != nil {
+			return
+		}
+		loc := locs[int(zi)%len(locs)]
+		// Instants from 1970 to 2100.
+		now := time.Unix(sec%4_102_444_800, 0)
+		if now.Before(time.Unix(0, 0)) {
+			now = time.Unix(-sec%4_102_444_800, 0)
+		}
+		if e, ok := c.NextEdge(now, loc); ok {
+			if !e.After(now) || !c.risesAt(e, loc) {
+				t.Fatalf("%q in %s: NextEdge(%s) = %s does not start a run after now", expr, loc, now.UTC(), e.UTC())
+			}
+			if p, ok := c.PrevEdge(e, loc); !ok || !p.Equal(e) {
+				t.Fatalf("%q in %s: PrevEdge(NextEdge %s) = %s, %v", expr, loc, e.UTC(), p.UTC(), ok)
+			}
+			if p, ok := c.PrevEdge(e.Add(-time.Second), loc); ok && p.After(now) {
+				t.Fatalf("%q in %s: edge %s lies between now %s and the next edge %s", expr, loc, p.UTC(), now.UTC(), e.UTC())
+			}
+		}
+		if p, ok := c.PrevEdge(now, loc); ok && (p.After(now) || !c.risesAt(p, loc)) {
+			t.Fatalf("%q in %s: PrevEdge(%s) = %s does not start a run at or before now", expr, loc, now.UTC(), p.UTC())
+		}
+		if n, ok := c.NextChange(now, loc); ok && (!n.After(now) || !c.changesAt(n, loc)) {
+			t.Fatalf("%q in %s: NextChange(%s) = %s changes nothing after now", expr, loc, now.UTC(), n.UTC())
+		}
+	})
+}

@@ -67,7 +67,7 @@ func (d *demo) snapshots(ctx context.Context) error {
 	}
 	same := strings.Join(before, "\n") == strings.Join(after, "\n")
 	fmt.Fprintf(d.out, "the same records delivered again: snapshots unchanged: %v (seq# high-water marks)\n", same)
-	return nil
+	return d.scheduledRefill(ctx)
 }
 
 // usage lists the snapshot items of the acquire step's resource, one line
