@@ -9,7 +9,8 @@
 //     first in force wins, each scaling or replacing the parameters
 //     ([Schedule.Effective]).
 //   - [Resets] is a calendar quota's reset schedule.
-//   - [NextBoundary] is the instant a writer stamps into a bucket's vu.
+//   - [NextBoundary] is the instant a writer stamps into a bucket's vu;
+//     [Schedule.RetryAfter] and [Resets.RetryAfter] are the retry hints.
 //   - [Decode], [DecodeResets] and the Encode methods are the stored form
 //     shared with Python clients of the same table; [Zone] reads the
 //     item's time zone.
