@@ -48,3 +48,53 @@ func (img *Image) Schedules(name string) (schedule.Schedule, schedule.Resets, *t
 	}
 	return s, r, loc, nil
 }
+
+// ParamSchedules decodes the parameter schedules of every limit on img,
+// present and partial, each stored text once: the schedule by limit name
+// (limits with none left out; `wcu` never has one) and the zone they read
+// the clock in. The rules and errors are those of Schedules; a nil map
+// means no limit is scheduled. It serves a reader that needs them all, as
+// the aggregator's refill does.
+func (img *Image) ParamSchedules() (map[string]schedule.Schedule, *time.Location, error) {
+	if !img.HasSched && !img.anyLimit(func(l *LimitImage) bool { return l.Fields.Has(FieldSchedule) }) {
+		return nil, time.UTC, nil
+	}
+	loc, err := schedule.Zone(img.SchedTZ)
+	if err != nil {
+		return nil, nil, err
+	}
+	item, err := schedule.Decode(img.Sched)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out map[string]schedule.Schedule
+	add := func(l *LimitImage) error {
+		s := item
+		if l.Fields.Has(FieldSchedule) {
+			if s, err = schedule.Decode(l.Schedule); err != nil {
+				return err
+			}
+		}
+		if len(s) > 0 {
+			if out == nil {
+				out = make(map[string]schedule.Schedule, len(img.Limits))
+			}
+			out[l.Name] = s
+		}
+		return nil
+	}
+	for i := range img.Limits {
+		if err := add(&img.Limits[i]); err != nil {
+			return nil, nil, err
+		}
+	}
+	for i := range img.Partial {
+		if err := add(&img.Partial[i]); err != nil {
+			return nil, nil, err
+		}
+	}
+	if img.WCU.Fields.Has(FieldSchedule) {
+		return nil, nil, &schedule.EncodingError{Text: img.WCU.Schedule, Reason: "the reserved wcu limit never has a schedule"}
+	}
+	return out, loc, nil
+}

@@ -94,3 +94,41 @@ func TestSchedulesUndecodable(t *testing.T) {
 		}
 	}
 }
+
+// ParamSchedules gives every limit's parameter schedule at once, by the
+// rules of Schedules.
+func TestParamSchedules(t *testing.T) {
+	img, err := Decode(scheduledItem())
+	if err != nil {
+		t.Fatal(err)
+	}
+	by, loc, err := img.ParamSchedules()
+	if err != nil || loc.String() != "America/New_York" {
+		t.Fatalf("ParamSchedules: %v %v", loc, err)
+	}
+	if len(by) != 1 || len(by["rpm"]) != 2 {
+		t.Errorf("ParamSchedules = %v, want rpm's two entries only (tpm and rpd are marked as having none)", by)
+	}
+	for name := range by {
+		s, _, _, err := img.Schedules(name)
+		if err != nil || s.Encode() != by[name].Encode() {
+			t.Errorf("%s: ParamSchedules %q, Schedules %q (%v)", name, by[name].Encode(), s.Encode(), err)
+		}
+	}
+	plain, _ := Decode(createdItem())
+	if by, loc, err := plain.ParamSchedules(); by != nil || loc != time.UTC || err != nil {
+		t.Errorf("unscheduled: %v %v %v", by, loc, err)
+	}
+	for attr, v := range map[string]string{battr("tpm", schema.LimitSchedule): "h99s5", battr(schema.WCULimit, schema.LimitSchedule): "s500", schema.AttrSched: "x"} {
+		it := scheduledItem()
+		it[attr] = schema.Str(v)
+		img, err := Decode(it)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ee *schedule.EncodingError
+		if _, _, err := img.ParamSchedules(); !errors.As(err, &ee) {
+			t.Errorf("%s = %q: err %v, want an *EncodingError", attr, v, err)
+		}
+	}
+}

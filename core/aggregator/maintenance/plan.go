@@ -11,6 +11,7 @@ import (
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
 	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
+	"github.com/zae-limiter/zae-limiter-go/core/schedule"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
@@ -170,7 +171,7 @@ const notMaintained = bucketitem.FieldGrantShards | bucketitem.FieldTopUp | buck
 // included) whose parameters the drip arithmetic cannot use — a negative
 // cp or ra, or rp <= 0 (absent included) — a corrupt or foreign item.
 // Parameter schedules that decode are maintained: the refill uses the
-// parameters in force (effectiveParams).
+// parameters in force (scheduled.effective).
 func outsideSupported(img *bucketitem.Image) bool {
 	if img.HasResetSched {
 		return true
@@ -192,54 +193,44 @@ func outsideSupported(img *bucketitem.Image) bool {
 			return true
 		}
 	}
-	if !img.HasSchedule() {
-		return false
-	}
-	for i := range img.Limits {
-		if _, _, _, err := img.Schedules(img.Limits[i].Name); err != nil {
-			return true
-		}
-	}
-	// A schedule only a partial limit or the item carries must decode too.
-	_, _, _, err := img.Schedules("")
-	for i := range img.Partial {
-		if err == nil {
-			_, _, _, err = img.Schedules(img.Partial[i].Name)
-		}
-	}
+	_, _, err := img.ParamSchedules()
 	return err != nil
 }
 
-// effectiveParams returns the parameters of limit l of img in force at now
-// (docs/design.md §14): its stored ones, or those its parameter schedule
-// has then. outsideSupported has checked that the schedule decodes.
-func effectiveParams(img *bucketitem.Image, l *bucketitem.LimitImage, now int64) bucket.Params {
-	p := l.Params()
-	if !img.HasSchedule() {
-		return p
+// scheduled are the parameter schedules of an image's limits and their
+// zone (docs/design.md §14), decoded once per refill; the zero value means
+// none.
+type scheduled struct {
+	by  map[string]schedule.Schedule
+	loc *time.Location
+}
+
+// schedulesOf decodes img's parameter schedules; outsideSupported has
+// checked that they decode.
+func schedulesOf(img *bucketitem.Image) scheduled {
+	by, loc, err := img.ParamSchedules()
+	if err != nil {
+		return scheduled{}
 	}
-	s, _, loc, err := img.Schedules(l.Name)
-	if err != nil || len(s) == 0 {
-		return p
+	return scheduled{by: by, loc: loc}
+}
+
+// effective returns the parameters of limit l in force at now: its stored
+// ones, or those its parameter schedule has then.
+func (sc scheduled) effective(l *bucketitem.LimitImage, now int64) bucket.Params {
+	if s, ok := sc.by[l.Name]; ok {
+		return s.Effective(l.Params(), time.UnixMilli(now), sc.loc)
 	}
-	return s.Effective(p, time.UnixMilli(now), loc)
+	return l.Params()
 }
 
 // nextBoundary is the earliest instant after now at which a parameter
-// schedule of img's limits changes what is in force; bucket.NeverFull when
-// none comes.
-func nextBoundary(img *bucketitem.Image, now int64) int64 {
+// schedule changes what is in force; bucket.NeverFull when none comes.
+func (sc scheduled) nextBoundary(now int64) int64 {
 	next := int64(bucket.NeverFull)
-	if !img.HasSchedule() {
-		return next
-	}
 	at := time.UnixMilli(now)
-	for i := range img.Limits {
-		s, _, loc, err := img.Schedules(img.Limits[i].Name)
-		if err != nil {
-			continue
-		}
-		if t, ok := s.NextChange(at, loc); ok {
+	for _, s := range sc.by {
+		if t, ok := s.NextChange(at, sc.loc); ok {
 			next = min(next, t.UnixMilli())
 		}
 	}
@@ -316,11 +307,12 @@ func (m *Maintainer) refill(s *state, now int64) (op, bool) {
 		return op{}, false
 	}
 	sc := max(img.ShardCount, 1)
+	scheds := schedulesOf(img)
 	deltas := make([]delta, 0, len(img.Limits)+1)
 	write := false
 	for i := range img.Limits {
 		l := &img.Limits[i]
-		sh := bucket.Effective(effectiveParams(img, l, now), sc)
+		sh := bucket.Effective(scheds.effective(l, now), sc)
 		_, cr := bucket.Materialise(l.Tokens, img.RF, now, sh.Ceiling, sh.Rate, sh.Period)
 		if cr == 0 {
 			continue
@@ -343,7 +335,7 @@ func (m *Maintainer) refill(s *state, now int64) (op, bool) {
 	if !write {
 		return op{}, false
 	}
-	return op{kind: opRefill, id: s.id, update: m.refillInput(s.id, img, now, deltas, validUntil(img, now))}, true
+	return op{kind: opRefill, id: s.id, update: m.refillInput(s.id, img, now, deltas, validUntil(img, scheds, now))}, true
 }
 
 // validUntil is the vu the refill stamps (docs/decisions.md P25): the first
@@ -354,13 +346,13 @@ func (m *Maintainer) refill(s *state, now int64) (op, bool) {
 // the image: fast-path debits since it only lower the real ones, so the
 // real instant is later and the stamp errs early (one extra materialising
 // pass, never an over-credit).
-func validUntil(img *bucketitem.Image, now int64) int64 {
+func validUntil(img *bucketitem.Image, scheds scheduled, now int64) int64 {
 	rf := bucket.StampRF(img.RF, now)
-	full := nextBoundary(img, now)
+	full := scheds.nextBoundary(now)
 	sc := max(img.ShardCount, 1)
 	for i := range img.Limits {
 		l := &img.Limits[i]
-		sh := bucket.Effective(effectiveParams(img, l, now), sc)
+		sh := bucket.Effective(scheds.effective(l, now), sc)
 		if l.Soft.Live(now) || sh.Rate <= 0 {
 			continue
 		}
