@@ -664,6 +664,20 @@ func (img *Image) Phase2() bool {
 	})
 }
 
+// QuotaOrWindow reports whether the item carries anything of quotas or
+// session windows (docs/design.md §9): a reset schedule (item-level or on a
+// limit), a window (ws, rsa, wa, wtc), a grant (gc), a top-up (tu), or a
+// present limit with a zero refill amount. It is Phase2 without the
+// parameter schedules, which the client and the aggregator apply.
+func (img *Image) QuotaOrWindow() bool {
+	if img.HasResetSched {
+		return true
+	}
+	return img.anyLimit(func(l *LimitImage) bool {
+		return l.Fields&(Phase2Fields&^FieldSchedule) != 0 || (l.Present() && l.RefillAmount == 0)
+	})
+}
+
 func (img *Image) anyLimit(pred func(*LimitImage) bool) bool {
 	if pred(&img.WCU) {
 		return true

@@ -30,6 +30,9 @@ type New struct {
 	// Limits are the user limits the shard starts with; `wcu` is added at
 	// full by Item.
 	Limits []NewLimit
+	// Zone is the item's sched_tz, the zone its limits' schedules read
+	// (docs/design.md §14); "" for UTC or none.
+	Zone string
 }
 
 // NewLimit is one limit of a new shard.
@@ -46,6 +49,9 @@ type NewLimit struct {
 	Params bucket.Params
 	// Soft is the soft stamp's deadline, epoch ms; zero for a hard limit.
 	Soft int64
+	// Schedule is the limit's parameter schedule in its stored form
+	// (b_{n}_sched); "" for none.
+	Schedule string
 }
 
 // Item encodes n as the full bucket item a conditional PutItem creates:
@@ -78,6 +84,12 @@ func (n *New) Item() map[string]types.AttributeValue {
 		if l.Soft != 0 {
 			item[schema.BucketAttr(l.Name, schema.LimitSoft)] = schema.Num(l.Soft)
 		}
+		if l.Schedule != "" {
+			item[schema.BucketAttr(l.Name, schema.LimitSchedule)] = schema.Str(l.Schedule)
+		}
+	}
+	if n.Zone != "" {
+		item[schema.AttrSchedTZ] = schema.Str(n.Zone)
 	}
 	w := bucket.WCUParams()
 	putLimit(item, schema.WCULimit, w.Capacity, 0, w)

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
+	"github.com/zae-limiter/zae-limiter-go/core/schedule"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
@@ -65,7 +66,9 @@ func EncodeLimits(limits []limit.Limit) (map[string]types.AttributeValue, error)
 	return out, nil
 }
 
-// putLimits adds the attributes of valid limits to item.
+// putLimits adds the attributes of valid limits to item: per limit cp, ra,
+// rp, soft and its schedule (`l_{n}_sched`), and the item's `sched_tz`
+// when a scheduled limit reads a zone other than UTC (docs/design.md §14).
 func putLimits(item map[string]types.AttributeValue, limits []limit.Limit) {
 	for _, l := range limits {
 		item[schema.ConfigAttr(l.Name, schema.LimitCapacity)] = schema.Num(l.Capacity)
@@ -73,6 +76,12 @@ func putLimits(item map[string]types.AttributeValue, limits []limit.Limit) {
 		item[schema.ConfigAttr(l.Name, schema.LimitRefillPeriod)] = schema.Num(l.RefillPeriodSeconds())
 		if l.Soft {
 			item[schema.ConfigAttr(l.Name, schema.LimitSoft)] = &types.AttributeValueMemberBOOL{Value: true}
+		}
+		if l.Schedule != "" {
+			item[schema.ConfigAttr(l.Name, schema.LimitSchedule)] = schema.Str(l.Schedule)
+			if l.Zone != "" {
+				item[schema.AttrSchedTZ] = schema.Str(l.Zone)
+			}
 		}
 	}
 }
@@ -182,6 +191,7 @@ func DecodeConfigItem(level Level, item map[string]types.AttributeValue) (Decode
 	}
 	groups := make(map[string]*limitFields)
 	var order []*limitFields
+	zone := ""
 	for _, a := range names {
 		v := item[a]
 		switch a {
@@ -197,6 +207,13 @@ func DecodeConfigItem(level Level, item map[string]types.AttributeValue) (Decode
 		case schema.AttrOnUnavailable:
 			d.OnUnavailable = d.decodeOnUnavailable(level, v)
 			continue
+		case schema.AttrSchedTZ:
+			if sv, ok := v.(*types.AttributeValueMemberS); ok {
+				zone = sv.Value
+			} else {
+				refuse(a, "a time zone that is not a string")
+			}
+			continue
 		}
 		if isPatchAttr(a) {
 			refuse(a, "a schedule patch of limit merging (ADR-143)")
@@ -211,9 +228,6 @@ func DecodeConfigItem(level Level, item map[string]types.AttributeValue) (Decode
 			continue
 		}
 		switch f {
-		case schema.LimitSchedule:
-			refuse(a, "a limit schedule (ADR-135)")
-			continue
 		case schema.LimitResetSchedule:
 			refuse(a, "a reset schedule (ADR-138)")
 			continue
@@ -237,9 +251,32 @@ func DecodeConfigItem(level Level, item map[string]types.AttributeValue) (Decode
 		if quota {
 			refuse(schema.ConfigAttr(g.name, schema.LimitRefillAmount), "a quota: refill amount 0 (ADR-137)")
 		}
-		if ok {
-			limits = append(limits, l)
+		if !ok {
+			continue
 		}
+		// The schedule, with the item's zone (docs/design.md §14): one that
+		// does not decode fails the whole item closed, as a client must not
+		// enforce the limit without it.
+		if sv, has := g.fields[schema.LimitSchedule]; has {
+			attr := schema.ConfigAttr(g.name, schema.LimitSchedule)
+			text, isS := sv.(*types.AttributeValueMemberS)
+			if !isS {
+				refuse(attr, "a schedule that is not a string")
+				continue
+			}
+			if text.Value != "" && text.Value != schedule.None {
+				l.Schedule, l.Zone = text.Value, zone
+				if err := l.Validate(); err != nil {
+					refuse(attr, "a schedule this version cannot read: "+err.Error())
+					continue
+				}
+				// Re-encoded: a newer client's versioned text is stored
+				// back in the form this version writes.
+				s, _, _ := l.ParamSchedule()
+				l.Schedule = s.Encode()
+			}
+		}
+		limits = append(limits, l)
 	}
 	if unsupported != nil {
 		return d, unsupported

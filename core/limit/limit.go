@@ -12,9 +12,11 @@
 //	limit.Custom("rph", 100, 5, 3*time.Minute) // 100 tokens, 5 more every 3 minutes
 //	limit.PerSecond("rps", 10).AsSoft()        // overdraws instead of rejecting (ADR-151)
 //
-// Phase 1 supports dripping limits only: a refill amount of 0 is the quota
-// form of ADR-137, which needs a reset schedule or reset_after, and
-// [Limit.Validate] rejects it.
+// A limit may carry a parameter schedule ([Limit.WithSchedule]): scaled or
+// replaced parameters while a cron matches (docs/design.md §14). Quotas are
+// not supported yet: a refill amount of 0 is the quota form of ADR-137,
+// which needs a reset schedule or reset_after, and [Limit.Validate]
+// rejects it.
 //
 // Comments cite the Python project's decision records as ADR-n (ADR-151
 // decision 4: a numbered decision of that record); docs/compatibility.md
@@ -29,6 +31,7 @@ import (
 	"time"
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/schedule"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
@@ -48,6 +51,14 @@ type Limit struct {
 	RefillPeriod time.Duration
 	// Soft marks a limit that overdraws instead of rejecting.
 	Soft bool
+	// Schedule is the limit's parameter schedule in its stored form
+	// (schedule.Schedule.Encode, docs/design.md §14): while an entry is in
+	// force the limit's parameters are scaled or replaced. "" for none. Set
+	// it with [Limit.WithSchedule].
+	Schedule string
+	// Zone is the IANA time zone its schedule reads the clock in; "" is
+	// UTC. Every scheduled limit of one config level shares one zone.
+	Zone string
 }
 
 // Field names carried by the ValidationErrors of [Limit.Validate].
@@ -56,6 +67,8 @@ const (
 	FieldRefillAmount = "refill_amount"
 	FieldRefillPeriod = "refill_period_seconds"
 	FieldSoft         = "soft"
+	FieldSchedule     = "schedule"
+	FieldZone         = "tz"
 )
 
 // MaxTokens is the largest capacity or refill amount, in whole tokens, whose
@@ -105,6 +118,35 @@ func (l Limit) AsHard() Limit {
 	return l
 }
 
+// WithSchedule returns l with the parameter schedule s in zone (an IANA
+// name, "" for UTC): while an entry of s is in force, l's parameters are
+// scaled or replaced (docs/design.md §14). An empty s removes the schedule.
+// [Limit.Validate] checks both.
+func (l Limit) WithSchedule(s schedule.Schedule, zone string) Limit {
+	l.Schedule, l.Zone = s.Encode(), zone
+	if l.Schedule == "" {
+		l.Zone = ""
+	}
+	return l
+}
+
+// ParamSchedule decodes l's schedule and zone: an empty schedule and UTC
+// when it has none. A limit that passes [Limit.Validate] decodes.
+func (l Limit) ParamSchedule() (schedule.Schedule, *time.Location, error) {
+	if l.Schedule == "" {
+		return nil, time.UTC, nil
+	}
+	s, err := schedule.Decode(l.Schedule)
+	if err != nil {
+		return nil, nil, err
+	}
+	loc, err := schedule.Zone(l.Zone)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, loc, nil
+}
+
 // RefillPeriodSeconds is the refill period in whole seconds, as stored in
 // `l_{n}_rp`. A period that is not a whole number of seconds is truncated;
 // [Limit.Validate] rejects such a period.
@@ -141,6 +183,19 @@ func (l Limit) Validate() error {
 		return schema.NewValidationError(FieldRefillPeriod, l.RefillPeriod.String(), "limit "+strconv.Quote(l.Name)+": must be > 0")
 	case l.RefillPeriod%time.Second != 0:
 		return schema.NewValidationError(FieldRefillPeriod, l.RefillPeriod.String(), "limit "+strconv.Quote(l.Name)+": must be a whole number of seconds")
+	case l.Schedule == "" && l.Zone != "":
+		return schema.NewValidationError(FieldZone, l.Zone, "limit "+strconv.Quote(l.Name)+": a time zone without a schedule")
+	}
+	if l.Schedule != "" {
+		if l.Name == schema.WCULimit {
+			return schema.NewValidationError(FieldSchedule, l.Schedule, "the internal wcu limit has no schedule")
+		}
+		if _, err := schedule.Decode(l.Schedule); err != nil {
+			return schema.NewValidationError(FieldSchedule, l.Schedule, "limit "+strconv.Quote(l.Name)+": "+err.Error())
+		}
+		if _, err := schedule.Zone(l.Zone); err != nil {
+			return schema.NewValidationError(FieldZone, l.Zone, "limit "+strconv.Quote(l.Name)+": not a time zone the zone database holds")
+		}
 	}
 	return nil
 }
@@ -177,6 +232,14 @@ func (l Limit) String() string {
 	if l.Soft {
 		b = append(b, " soft"...)
 	}
+	if l.Schedule != "" {
+		b = append(b, " schedule "...)
+		b = append(b, l.Schedule...)
+		if l.Zone != "" {
+			b = append(b, " in "...)
+			b = append(b, l.Zone...)
+		}
+	}
 	return string(b)
 }
 
@@ -186,9 +249,16 @@ func (l Limit) String() string {
 // schema.FieldLimitName.
 func ValidateSet(limits []Limit) error {
 	seen := make(map[string]struct{}, len(limits))
+	zone, zoned := "", false
 	for _, l := range limits {
 		if err := l.Validate(); err != nil {
 			return err
+		}
+		if l.Schedule != "" {
+			if zoned && l.Zone != zone {
+				return schema.NewValidationError(FieldZone, l.Zone, "limit "+strconv.Quote(l.Name)+": every schedule of one limit set reads one time zone ("+strconv.Quote(zone)+")")
+			}
+			zone, zoned = l.Zone, true
 		}
 		if _, dup := seen[l.Name]; dup {
 			return schema.NewInvalidNameError(schema.FieldLimitName, l.Name, "appears more than once in the limit set")

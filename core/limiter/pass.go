@@ -57,12 +57,14 @@ func (l *Limiter) contended(passes ...*pass) *RateLimitExceeded {
 // state to write.
 type planned struct {
 	lim      limit.Limit
-	params   bucket.Params
-	share    bucket.Share
-	present  bool  // on the item (discovery rule)
-	stored   int64 // tk read, millitokens
-	balance  int64 // materialised at now, before consumption
-	consumed int64 // millitokens this request takes
+	params   bucket.Params // as configured: what the item stores
+	inForce  bucket.Params // what the limit's schedule has at now (params when unscheduled)
+	boundary int64         // the schedule's next boundary, epoch ms; bucket.NeverFull for none
+	share    bucket.Share  // of inForce
+	present  bool          // on the item (discovery rule)
+	stored   int64         // tk read, millitokens
+	balance  int64         // materialised at now, before consumption
+	consumed int64         // millitokens this request takes
 	declared bool
 	amount   int64 // tokens requested (declared only)
 	status   bucket.Status
@@ -93,7 +95,19 @@ func (l *Limiter) plan(req *request, limits []limit.Limit, img *bucketitem.Image
 	out := make([]planned, 0, len(limits))
 	for _, lim := range limits {
 		p := lim.Params()
-		pl := planned{lim: lim, params: p, share: bucket.Effective(p, shards)}
+		pl := planned{lim: lim, params: p, inForce: p, boundary: bucket.NeverFull}
+		if lim.Schedule != "" {
+			// docs/design.md §14: the parameters in force at now; vu stops
+			// the fast path at the next boundary.
+			if s, loc, err := lim.ParamSchedule(); err == nil {
+				at := time.UnixMilli(now)
+				pl.inForce = s.Effective(p, at, loc)
+				if t, ok := s.NextChange(at, loc); ok {
+					pl.boundary = t.UnixMilli()
+				}
+			}
+		}
+		pl.share = bucket.Effective(pl.inForce, shards)
 		if img != nil {
 			if li := img.Limit(lim.Name); li != nil {
 				pl.present, pl.stored = true, li.Tokens
@@ -231,6 +245,7 @@ func (p *pass) build() {
 			u.Remove(attr)
 		}
 	}
+	p.syncSchedules(u)
 	// Owner stamp, pinned to the parent generation read (ADR-150).
 	pgen := u.Name(schema.AttrPGen)
 	u.Cond("(attribute_not_exists(" + pgen + ") OR " + pgen + " <= " + u.Value(schema.Num(p.owner.PGen)) + ")")
@@ -252,6 +267,39 @@ func (p *pass) build() {
 	}
 }
 
+// syncSchedules brings the item's schedules in line with the config read
+// (docs/design.md §14): each limit's b_{n}_sched set or removed, sched_tz
+// the zone of the scheduled limits, and an item-level sched or rsched
+// another writer left removed, since every limit this pass writes says
+// its own.
+func (p *pass) syncSchedules(u *expr.Builder) {
+	img := p.img
+	zone, scheduled := "", false
+	for _, pl := range p.plan {
+		attr := schema.BucketAttr(pl.lim.Name, schema.LimitSchedule)
+		li := img.Lookup(pl.lim.Name)
+		has := li != nil && li.Fields.Has(bucketitem.FieldSchedule)
+		switch {
+		case pl.lim.Schedule != "":
+			zone, scheduled = pl.lim.Zone, true
+			if !has || li.Schedule != pl.lim.Schedule {
+				u.Set(attr, schema.Str(pl.lim.Schedule))
+			}
+		case has:
+			u.Remove(attr)
+		}
+	}
+	switch {
+	case scheduled && zone != "" && img.SchedTZ != zone:
+		u.Set(schema.AttrSchedTZ, schema.Str(zone))
+	case (!scheduled || zone == "") && img.HasSchedTZ:
+		u.Remove(schema.AttrSchedTZ)
+	}
+	if img.HasSched {
+		u.Remove(schema.AttrSched)
+	}
+}
+
 // validUntil is the vu a write of this pass that moves rf to rf stamps
 // (docs/decisions.md P25): the first instant at which a hard dripping limit
 // reaches its ceiling from the balance the write leaves, or
@@ -260,6 +308,7 @@ func (p *pass) build() {
 func (p *pass) validUntil(rf int64) int64 {
 	full := int64(bucket.NeverFull)
 	for _, pl := range p.plan {
+		full = min(full, pl.boundary)
 		if pl.lim.Soft || pl.share.Rate <= 0 {
 			continue
 		}
@@ -293,6 +342,9 @@ func (p *pass) createItem() map[string]types.AttributeValue {
 		}
 		if pl.lim.Soft {
 			l.Soft = p.deadline
+		}
+		if pl.lim.Schedule != "" {
+			l.Schedule, n.Zone = pl.lim.Schedule, pl.lim.Zone
 		}
 		n.Limits = append(n.Limits, l)
 	}
@@ -347,6 +399,13 @@ func (l *Limiter) bucketTTL(limits []limit.Limit, source config.Level, override 
 	var horizon int64 // seconds
 	for _, lim := range limits {
 		horizon = max(horizon, recoverySeconds(lim.Params()))
+		// A schedule that slows the drip extends the time to fill
+		// (docs/design.md §14).
+		if s, _, err := lim.ParamSchedule(); err == nil {
+			for i := range s {
+				horizon = max(horizon, recoverySeconds(s[i].Apply(lim.Params())))
+			}
+		}
 	}
 	return now/1000 + horizon*l.ttlMultiplier
 }

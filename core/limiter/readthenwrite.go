@@ -171,8 +171,8 @@ func (l *Limiter) prepare(ctx context.Context, req *request, shard int) (*pass, 
 		if err != nil {
 			return nil, err
 		}
-		if img.Phase2() {
-			return nil, unsupportedItem("schedule, window, grant or top-up attributes")
+		if img.QuotaOrWindow() {
+			return nil, unsupportedItem("reset schedule, window, grant or top-up attributes")
 		}
 		p.img = &img
 		l.pairs.learnImage(req.entity, req.resource, shard, p.img, p.now)

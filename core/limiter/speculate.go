@@ -9,6 +9,7 @@ package limiter
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -109,9 +110,10 @@ func imagePart(sp speculation, dst []leaseEntry) leasePart {
 	for _, d := range sp.req.declared {
 		e := leaseEntry{name: d.Name, initial: d.Amount}
 		if li := img.Limit(d.Name); li != nil {
-			p := li.Params()
-			share := bucket.Effective(p, shards)
-			e.params, e.share = p, share
+			// Statuses report the limit as configured; the arithmetic is
+			// at the parameters in force (docs/design.md §14).
+			share := bucket.Effective(imageParams(img, li, sp.now), shards)
+			e.params, e.share = li.Params(), share
 			e.balance, _ = bucket.Materialise(li.Tokens, img.RF, sp.now, share.Ceiling, share.Rate, share.Period)
 			e.soft = li.Soft.Live(sp.now)
 		}
@@ -133,6 +135,11 @@ func imageStatuses(sp speculation) []LimitStatus {
 // fastReject decides an APP_LIMIT_EXHAUSTED failure with no further call
 // when refill would not help (docs/design.md §3), else runs the slow path.
 func (l *Limiter) fastReject(ctx context.Context, req *request, shard int, img *bucketitem.Image, now int64) (*Lease, error) {
+	if img.HasSchedule() {
+		// The image's parameters are not the ones in force: the
+		// read-then-write path decides from the config (docs/design.md §14).
+		return l.readThenWrite(ctx, req, shard)
+	}
 	limits := make([]bucket.ImageLimit, len(req.declared))
 	for i, d := range req.declared {
 		limits[i] = img.ImageLimit(d.Name, d.Amount, now)
@@ -190,4 +197,21 @@ func negate(ds []bucketwrite.Declared) []bucketwrite.Declared {
 		out[i] = bucketwrite.Declared{Name: d.Name, Amount: -d.Amount}
 	}
 	return out
+}
+
+// imageParams returns the parameters of limit li of img in force at now:
+// the stored ones, or those its schedule has then (docs/design.md §14). A
+// schedule that does not decode leaves the stored ones: the write it
+// follows landed on the item under its vu, which a reader of that schedule
+// stamped.
+func imageParams(img *bucketitem.Image, li *bucketitem.LimitImage, now int64) bucket.Params {
+	p := li.Params()
+	if !img.HasSchedule() {
+		return p
+	}
+	s, _, loc, err := img.Schedules(li.Name)
+	if err != nil || len(s) == 0 {
+		return p
+	}
+	return s.Effective(p, time.UnixMilli(now), loc)
 }

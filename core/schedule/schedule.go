@@ -116,6 +116,12 @@ func (s Schedule) Effective(p bucket.Params, now time.Time, loc *time.Location) 
 	if e == nil {
 		return p
 	}
+	return e.Apply(p)
+}
+
+// Apply returns p as entry e has it while in force (see
+// Schedule.Effective).
+func (e *Entry) Apply(p bucket.Params) bucket.Params {
 	if e.ScalePerMille != 0 {
 		scale := float64(e.ScalePerMille) / 1000
 		p.Capacity = max(1, int64(float64(p.Capacity)*scale))

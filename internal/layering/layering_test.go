@@ -23,8 +23,8 @@ const module = "github.com/zae-limiter/zae-limiter-go"
 var coreLayers = [][]string{
 	{"core/schema", "core/streamimage", "core/internal/ulid", "core/internal/wait", "core/internal/capability"},
 	{"core/internal/expr", "core/internal/query", "core/bucket", "core/version", "core/streampoll"},
-	{"core/limit", "core/schedule"},
-	{"core/bucketitem"},
+	{"core/schedule"},
+	{"core/limit", "core/bucketitem"},
 	{"core/config", "core/aggregator/maintenance", "core/limiter/internal/bucketwrite"},
 	{"core/aggregator"},
 	{"core/limiter", "core/manifest"},

@@ -138,7 +138,7 @@ func (d *demo) controls(ctx context.Context) error {
 			fmt.Fprintf(d.out, "  %-17s by %s %s\n", ev.Action, ev.Principal, fmtDetails(ev.Details))
 		}
 	}
-	return nil
+	return d.scheduledLimit(ctx)
 }
 
 func fmtDetails(m map[string]string) string {

@@ -2,6 +2,7 @@ package showcase
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -11,7 +12,12 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/aggregator/maintenance"
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
 	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
+	"github.com/zae-limiter/zae-limiter-go/core/control"
+	"github.com/zae-limiter/zae-limiter-go/core/limit"
+	"github.com/zae-limiter/zae-limiter-go/core/limiter"
+	"github.com/zae-limiter/zae-limiter-go/core/schedule"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
+	"github.com/zae-limiter/zae-limiter-go/internal/clock"
 )
 
 // scheduledRefill shows the aggregator's maintenance refilling a bucket
@@ -73,4 +79,60 @@ func tokens(milli int64) string {
 		return fmt.Sprint(milli / bucket.MilliPerToken)
 	}
 	return fmt.Sprintf("%.3f", float64(milli)/bucket.MilliPerToken)
+}
+
+// scheduledLimit shows a limit with a parameter schedule set through the
+// operator API and applied by the client (docs/design.md §14), on a clock
+// of its own at fixed instants.
+func (d *demo) scheduledLimit(ctx context.Context) error {
+	const resource = "scheduled/chat"
+	at := func(hms string) time.Time {
+		t, err := time.Parse(time.RFC3339, "2026-11-30T"+hms+"Z")
+		if err != nil {
+			panic(err)
+		}
+		return t
+	}
+	clk := clock.NewManual(at("11:59:30"))
+	lim, err := limiter.New(d.db, d.table, d.ns, limiter.Options{Clock: clk.Now})
+	if err != nil {
+		return err
+	}
+	ctl := control.New(d.db, d.table, control.Options{Clock: clk.Now, Caches: []control.Cache{lim}})
+	halved := schedule.Schedule{{Cron: schedule.MustParseCron("* 12-13 * * *"), ScalePerMille: 500}}
+	if _, err := ctl.SetResourceLimits(ctx, d.ns, resource, []limit.Limit{limit.PerMinute("rpm", 100).WithSchedule(halved, "")}, "ops@example.com"); err != nil {
+		return err
+	}
+	fmt.Fprintln(d.out, "a scheduled limit: rpm 100 a minute, halved 12:00-13:59 UTC (limit.WithSchedule, set through core/control):")
+	for _, step := range []struct {
+		at     string
+		tokens int64
+	}{{"11:59:30", 80}, {"11:59:50", 10}, {"12:00:10", 1}, {"12:00:10", 51}} {
+		clk.Set(at(step.at))
+		lease, err := lim.Acquire(ctx, "chat-user", resource, limiter.Consume{"rpm": step.tokens})
+		var rle *limiter.RateLimitExceeded
+		switch {
+		case errors.As(err, &rle):
+			wait := rle.Statuses[0].RetryAfter.String()
+			if rle.Statuses[0].Never {
+				wait = "never (above the ceiling in force)"
+			}
+			fmt.Fprintf(d.out, "  %s  %2d asked: 429, %s\n", step.at, step.tokens, wait)
+			continue
+		case err != nil:
+			return err
+		}
+		left, _ := lease.Remaining("rpm")
+		got, err := d.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(d.table), ConsistentRead: aws.Bool(true),
+			Key: schema.BucketKey(d.ns, "chat-user", resource, 0).AttributeValues()})
+		if err != nil {
+			return err
+		}
+		img, err := bucketitem.Decode(got.Item)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(d.out, "  %s  %2d taken: %d left, vu %s\n", step.at, step.tokens, left, time.UnixMilli(img.VU).UTC().Format("15:04:05.000"))
+	}
+	return nil
 }

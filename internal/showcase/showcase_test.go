@@ -184,6 +184,13 @@ func TestRunShowsOperatorControls(t *testing.T) {
 		"  access_set        by ops@example.com scope=resource value=disabled",
 		"  bucket_topped_up  by ops@example.com limits=rpm operation_id=purchase-42 requested=rpm=3 granted=rpm=3",
 		"  access_set        by ops@example.com scope=entity value=bypass",
+		// A scheduled limit: the fast path stops at the 12:00 boundary; the
+		// first acquire after it materialises at 50 a minute (42 left, not
+		// 75); 51 is above the halved ceiling.
+		"  11:59:30  80 taken: 20 left, vu 12:00:00.000",
+		"  11:59:50  10 taken: 43 left, vu 12:00:00.000",
+		"  12:00:10   1 taken: 42 left, vu 12:00:19.201",
+		"  12:00:10  51 asked: 429, never (above the ceiling in force)",
 	} {
 		if !strings.Contains(step, "\n"+want+"\n") {
 			t.Errorf("step 9 lacks the line %q\n%s", want, step)
