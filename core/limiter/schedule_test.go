@@ -84,3 +84,24 @@ func TestScheduledLimitHalvesAtTheBoundary(t *testing.T) {
 		t.Error("51 tokens admitted under a ceiling of 50")
 	}
 }
+
+// The rejection cache does not reject a scheduled pair locally (decisions
+// P47): every 429 of an exhausted scheduled limit is DynamoDB's.
+func TestScheduledLimitIsNotRejectedLocally(t *testing.T) {
+	e := newEnv(t, limiter.Options{})
+	halved := schedule.Schedule{{Cron: schedule.MustParseCron("* 12-13 * * *"), ScalePerMille: 500}}
+	e.setResourceLimits("gpt-4", limit.PerMinute("rpm", 10).WithSchedule(halved, ""))
+	ctx := context.Background()
+	// The clock reads 12:00: the halved ceiling of 5 is in force.
+	if _, err := e.lim.Acquire(ctx, "k", "gpt-4", limiter.Consume{"rpm": 5}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := e.lim.Acquire(ctx, "k", "gpt-4", limiter.Consume{"rpm": 1}); err == nil {
+			t.Fatal("admitted past an exhausted limit")
+		}
+	}
+	if st := e.lim.Stats(); st.LocalRejections != 0 || st.ServerRejections != 3 {
+		t.Errorf("stats %+v, want 3 rejections decided by DynamoDB", st)
+	}
+}
