@@ -12,6 +12,7 @@ import (
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
+	"github.com/zae-limiter/zae-limiter-go/core/schedule"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
@@ -56,6 +57,10 @@ var (
 	fSchedule      = field{"schedule", "Schedule"}
 	fResetSchedule = field{"reset_schedule", "ResetSchedule"}
 	fResetAfter    = field{"reset_after", "ResetAfter"}
+	fCron          = field{"cron", "Cron"}
+	fTz            = field{"tz", "Tz"}
+	fScale         = field{"scale", "Scale"}
+	fRefillSeconds = field{"refill_period_seconds", "RefillPeriodSeconds"}
 	fInherit       = field{"inherit_limits", "InheritLimits"}
 	fExclude       = field{"exclude_limits", "ExcludeLimits"}
 	fPatch         = field{"patch_limits", "PatchLimits"}
@@ -63,7 +68,7 @@ var (
 
 // Reasons for fields this version refuses (docs/decisions.md P32).
 const (
-	reasonPhase2 = "schedules and reset_after are not supported by this version (phase 1); remove the field"
+	reasonPhase2 = "reset schedules and reset_after are not supported by this version yet (quotas); remove the field"
 	reasonMerge  = "config merge attributes (inherit_limits, exclude_limits, patch_limits) are refused: limits resolve first-level-wins"
 	reasonSystem = "is not allowed at system level: access and cascade are set on resources and entities"
 )
@@ -356,17 +361,29 @@ func (d *decoder) limits(path string, v any) []limit.Limit {
 		d.add(path, "holds %d limits; at most %d per level", len(obj), config.MaxLimitsPerLevel)
 	}
 	var out []limit.Limit
+	zone, zoned := "", ""
 	for _, name := range sortedKeys(obj) {
-		if l, ok := d.limit(join(path, name), name, obj[name]); ok {
-			out = append(out, l)
+		l, ok := d.limit(join(path, name), name, obj[name])
+		if !ok {
+			continue
 		}
+		if l.Schedule != "" {
+			// One config item holds the level's limits and one sched_tz.
+			if zoned != "" && l.Zone != zone {
+				d.add(join(join(path, name), d.name(fSchedule)), "reads time zone %q but limit %s reads %q: every schedule of a level reads one time zone", l.Zone, zoned, zone)
+			}
+			if zoned == "" {
+				zone, zoned = l.Zone, name
+			}
+		}
+		out = append(out, l)
 	}
 	return out
 }
 
 func (d *decoder) limit(path, name string, v any) (limit.Limit, bool) {
-	obj, ok := d.object(path, v, []field{fCapacity, fBurst, fRefillAmount, fRefillPeriod, fSoft},
-		map[field]string{fSchedule: reasonPhase2, fResetSchedule: reasonPhase2, fResetAfter: reasonPhase2})
+	obj, ok := d.object(path, v, []field{fCapacity, fBurst, fRefillAmount, fRefillPeriod, fSoft, fSchedule},
+		map[field]string{fResetSchedule: reasonPhase2, fResetAfter: reasonPhase2})
 	if !ok {
 		return limit.Limit{}, false
 	}
@@ -409,6 +426,7 @@ func (d *decoder) limit(path, name string, v any) (limit.Limit, bool) {
 		}
 		soft = b
 	}
+	sched, zone := d.schedule(join(path, d.name(fSchedule)), obj[d.name(fSchedule)])
 	if len(d.problems) > before {
 		return limit.Limit{}, false
 	}
@@ -416,12 +434,124 @@ func (d *decoder) limit(path, name string, v any) (limit.Limit, bool) {
 		d.add(join(path, d.name(fRefillPeriod)), "%d must be between 1 and %d seconds", period, int64(limit.MaxRefillPeriod/time.Second))
 		return limit.Limit{}, false
 	}
-	l := limit.Limit{Name: name, Capacity: capacity, RefillAmount: refill, RefillPeriod: time.Duration(period) * time.Second, Soft: soft}
+	l := limit.Limit{Name: name, Capacity: capacity, RefillAmount: refill, RefillPeriod: time.Duration(period) * time.Second, Soft: soft}.
+		WithSchedule(sched, zone)
 	if err := l.Validate(); err != nil {
 		d.add(join(path, d.fieldOf(err)), "%s", reason(err))
 		return limit.Limit{}, false
 	}
 	return l, true
+}
+
+// schedule reads a limit's `schedule` (docs/design.md §14): a list of
+// entries, each a `cron`, an optional `tz` (every entry of one level reads
+// one zone; absent is UTC) and either a `scale` (a positive number, kept
+// to the per mille as the Python client keeps it) or absolute
+// `capacity`, `refill_amount` and `refill_period_seconds`. nil for none.
+func (d *decoder) schedule(path string, v any) (schedule.Schedule, string) {
+	if v == nil {
+		return nil, ""
+	}
+	list, ok := v.([]any)
+	if !ok {
+		d.add(path, "must be a list of entries, not %s", describe(v))
+		return nil, ""
+	}
+	var (
+		out  schedule.Schedule
+		zone string
+	)
+	for i, ev := range list {
+		p := path + "[" + strconv.Itoa(i) + "]"
+		obj, ok := d.object(p, ev, []field{fCron, fTz, fScale, fCapacity, fRefillAmount, fRefillSeconds}, nil)
+		if !ok {
+			continue
+		}
+		var e schedule.Entry
+		cronText, _ := d.str(join(p, d.name(fCron)), obj[d.name(fCron)])
+		c, err := schedule.ParseCron(cronText)
+		switch {
+		case cronText == "":
+			d.add(join(p, d.name(fCron)), "is required")
+		case err != nil:
+			var ce *schedule.CronError
+			if errors.As(err, &ce) && ce.Field != "" {
+				d.add(join(p, d.name(fCron)), "%q: %s: %s", cronText, ce.Field, ce.Reason)
+			} else if ce != nil {
+				d.add(join(p, d.name(fCron)), "%q: %s", cronText, ce.Reason)
+			}
+		default:
+			e.Cron = c
+		}
+		if raw, present := obj[d.name(fTz)]; present {
+			tz, _ := d.str(join(p, d.name(fTz)), raw)
+			if _, err := schedule.Zone(tz); err != nil {
+				d.add(join(p, d.name(fTz)), "%q is not a time zone the zone database holds", tz)
+			}
+			if i > 0 && tz != zone {
+				d.add(join(p, d.name(fTz)), "%q differs from the first entry's %q: every schedule of a limit reads one time zone", tz, zone)
+			}
+			zone = tz
+		} else if i > 0 && zone != "" {
+			d.add(join(p, d.name(fTz)), "is required: the first entry reads %q", zone)
+		}
+		if raw, present := obj[d.name(fScale)]; present {
+			e.ScalePerMille = d.scale(join(p, d.name(fScale)), raw)
+		}
+		for _, f := range []struct {
+			field field
+			dst   *int64
+		}{{fCapacity, &e.Capacity}, {fRefillAmount, &e.RefillAmount}, {fRefillSeconds, &e.RefillPeriodSeconds}} {
+			n, present, msg := coerceInt(obj[d.name(f.field)])
+			switch {
+			case msg != "":
+				d.add(join(p, d.name(f.field)), "%s", msg)
+			case present:
+				*f.dst = n
+			}
+		}
+		if cronText == "" || err != nil {
+			out = append(out, e)
+			continue // the cron is reported; the entry's values are not judged without it
+		}
+		if err := e.Validate(); err != nil {
+			var ee *schedule.EntryError
+			if errors.As(err, &ee) {
+				d.add(p, "%s", ee.Reason)
+			}
+		}
+		out = append(out, e)
+	}
+	return out, zone
+}
+
+// scale reads a schedule entry's scale, a positive number (or its text),
+// as an integer per mille rounded half to even: what the Python client
+// stores (0.5 is 500, 1/3 is 333; at least 1).
+func (d *decoder) scale(path string, v any) int64 {
+	var f float64
+	switch x := v.(type) {
+	case float64:
+		f = x
+	case int64:
+		f = float64(x)
+	case int:
+		f = float64(x)
+	case string:
+		var err error
+		if f, err = strconv.ParseFloat(strings.TrimSpace(x), 64); err != nil {
+			d.add(path, "%q is not a number", x)
+			return 0
+		}
+	default:
+		d.add(path, "must be a number, not %s", describe(v))
+		return 0
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) || f <= 0 || f > schedule.MaxScalePerMille/1000 {
+		d.add(path, "%v must be a positive number up to %d", f, schedule.MaxScalePerMille/1000)
+		return 0
+	}
+	return max(1, int64(math.RoundToEven(f*1000)))
 }
 
 // fieldOf maps a limit.Validate failure to the manifest field it concerns.

@@ -17,6 +17,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"namespace": "n", "entities": {"u": {"resources": {"_default_": {"cascade": "true"}}}}}`))
 	f.Add([]byte("namespace: n\nsystem: {limits: {a: {capacity: '5', refill_period: ''}}}"))
 	f.Add([]byte("&a [*a]"))
+	f.Add([]byte("namespace: n\nresources: {r: {limits: {l: {capacity: 10, schedule: [{cron: '* 9-17 * * MON-FRI', tz: Europe/Paris, scale: 0.3333}, {cron: '*/15 * 1 JAN *', tz: Europe/Paris, capacity: 4, refill_period_seconds: 30}]}}}}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := manifest.Parse(data)
 		if err != nil {
@@ -50,6 +51,7 @@ func FuzzFromProperties(f *testing.F) {
 	f.Add([]byte(`{"Namespace":"n","Resources":{"r":{"Disabled":"bypass","Limits":{"l":{"Capacity":"5","Soft":"TRUE"}}}}}`))
 	f.Add([]byte(`{"Entities":{"u":{"Resources":{"_default_":{"Cascade":"false","Limits":{"x":{"Burst":"3","RefillPeriod":""}}}}}}}`))
 	f.Add([]byte(`{"System":{"OnUnavailable":"allow","Limits":{"l":{"Capacity":"1e3"}}}}`))
+	f.Add([]byte(`{"Resources":{"r":{"Limits":{"l":{"Capacity":"10","Schedule":[{"Cron":"* 9-17 * * 1-5","Tz":"America/New_York","Scale":"0.5"},{"Cron":"0 0 * * SUN","Tz":"America/New_York","RefillAmount":"2"}]}}}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var props map[string]any
 		if json.Unmarshal(data, &props) != nil {

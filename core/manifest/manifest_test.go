@@ -12,6 +12,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/manifest"
+	"github.com/zae-limiter/zae-limiter-go/core/schedule"
 )
 
 func readFile(t *testing.T, name string) []byte {
@@ -126,7 +127,7 @@ func TestEveryProblemWithItsPath(t *testing.T) {
 	}
 	want := []string{
 		`Entities.api-key-1.Resources.gpt-4.InheritLimits: config merge attributes`,
-		`Entities.api-key-1.Resources.gpt-4.Limits.daily.ResetAfter: schedules and reset_after are not supported`,
+		`Entities.api-key-1.Resources.gpt-4.Limits.daily.ResetAfter: reset schedules and reset_after are not supported`,
 		`Entities.api-key-1.Resources.gpt-4.Limits.rph.Capacity: is required`,
 		`Entities.api-key-1.Resources.gpt-4.Limits.rph.RefillAmount: "true" is not an integer`,
 		`Entities.api-key-1.Resources.gpt-4.Limits.tpm.Capacity: "lots" is not an integer`,
@@ -191,8 +192,29 @@ func TestCoercionTable(t *testing.T) {
 		{"soft any case", lim(map[string]any{"capacity": "5", "soft": "TrUe"}), manifest.Level{Limits: []limit.Limit{limit.PerMinute("l", 5).AsSoft()}}, ""},
 		{"soft yes refused", lim(map[string]any{"capacity": "5", "soft": "yes"}), manifest.Level{}, `"yes" is not a boolean`},
 		{"soft 1 refused", lim(map[string]any{"capacity": "5", "soft": "1"}), manifest.Level{}, `"1" is not a boolean`},
-		{"schedule refused", lim(map[string]any{"capacity": "5", "schedule": []any{}}), manifest.Level{}, "schedules and reset_after"},
-		{"reset_schedule refused", lim(map[string]any{"capacity": "5", "reset_schedule": "x"}), manifest.Level{}, "schedules and reset_after"},
+		{"schedule", lim(map[string]any{"capacity": "100", "schedule": []any{
+			map[string]any{"cron": "* 9-17 * * MON-FRI", "tz": "America/New_York", "scale": "0.5"},
+			map[string]any{"cron": "* 0-6 * * *", "tz": "America/New_York", "capacity": "2000"},
+		}}), manifest.Level{Limits: []limit.Limit{limit.PerMinute("l", 100).WithSchedule(schedule.Schedule{
+			{Cron: schedule.MustParseCron("* 9-17 * * 1-5"), ScalePerMille: 500},
+			{Cron: schedule.MustParseCron("* 0-6 * * *"), Capacity: 2000},
+		}, "America/New_York")}}, ""},
+		{"schedule scale kept to the per mille", lim(map[string]any{"capacity": "100", "schedule": []any{map[string]any{"cron": "* * * * 0", "scale": 0.3333}}}),
+			manifest.Level{Limits: []limit.Limit{limit.PerMinute("l", 100).WithSchedule(schedule.Schedule{{Cron: schedule.MustParseCron("* * * * 7"), ScalePerMille: 333}}, "")}}, ""},
+		{"schedule empty", lim(map[string]any{"capacity": "5", "schedule": []any{}}), manifest.Level{Limits: []limit.Limit{limit.PerMinute("l", 5)}}, ""},
+		{"schedule not a list", lim(map[string]any{"capacity": "5", "schedule": "* * * * *"}), manifest.Level{}, "schedule: must be a list"},
+		{"schedule cron refused", lim(map[string]any{"capacity": "5", "schedule": []any{map[string]any{"cron": "0 0 L * *", "scale": "2"}}}), manifest.Level{}, "schedule[0].cron: \"0 0 L * *\": day of month"},
+		{"schedule cron required", lim(map[string]any{"capacity": "5", "schedule": []any{map[string]any{"scale": "2"}}}), manifest.Level{}, "schedule[0].cron: is required"},
+		{"schedule both", lim(map[string]any{"capacity": "5", "schedule": []any{map[string]any{"cron": "* * * * *", "scale": "2", "capacity": "3"}}}), manifest.Level{}, "sets both a scale and absolute parameters"},
+		{"schedule scale zero", lim(map[string]any{"capacity": "5", "schedule": []any{map[string]any{"cron": "* * * * *", "scale": "0"}}}), manifest.Level{}, "schedule[0].scale: 0 must be a positive number"},
+		{"schedule two zones", lim(map[string]any{"capacity": "5", "schedule": []any{
+			map[string]any{"cron": "* 1 * * *", "scale": "2", "tz": "Europe/Paris"},
+			map[string]any{"cron": "* 2 * * *", "scale": "2", "tz": "Asia/Tokyo"},
+		}}), manifest.Level{}, "differs from the first entry's"},
+		{"schedule unknown zone", lim(map[string]any{"capacity": "5", "schedule": []any{map[string]any{"cron": "* * * * *", "scale": "2", "tz": "Mars/Base"}}}), manifest.Level{}, "not a time zone"},
+		{"schedule unknown key", lim(map[string]any{"capacity": "5", "schedule": []any{map[string]any{"cron": "* * * * *", "scale": "2", "timezone": "UTC"}}}), manifest.Level{}, "schedule[0].timezone: unknown field"},
+		{"schedule never", lim(map[string]any{"capacity": "5", "schedule": []any{map[string]any{"cron": "0 0 30 2 *", "scale": "2"}}}), manifest.Level{}, "matches no minute"},
+		{"reset_schedule refused", lim(map[string]any{"capacity": "5", "reset_schedule": "x"}), manifest.Level{}, "reset schedules and reset_after"},
 		{"unknown field", lim(map[string]any{"capacity": "5", "refil_amount": "1"}), manifest.Level{}, "refil_amount: unknown field"},
 		{"other style named", lim(map[string]any{"Capacity": "5"}), manifest.Level{}, `Capacity: unknown field (did you mean "capacity"?)`},
 		{"disabled absent inherits", level(map[string]any{}), manifest.Level{}, ""},
@@ -282,5 +304,47 @@ func TestReadersNeeded(t *testing.T) {
 		if got := m.ReadersNeeded(); got != want {
 			t.Errorf("%q: %q want %q", doc, got, want)
 		}
+	}
+}
+
+// A schedule survives both written forms, and how a cron is spelt does not
+// change the manifest's hash (MON-FRI and 1-5 alike).
+func TestScheduleRoundTripAndHash(t *testing.T) {
+	doc := func(cron string) map[string]any {
+		return map[string]any{"namespace": "n", "resources": map[string]any{"r": map[string]any{"limits": map[string]any{
+			"rpm": map[string]any{"capacity": 100, "schedule": []any{
+				map[string]any{"cron": cron, "tz": "America/New_York", "scale": 0.5},
+				map[string]any{"cron": "* 0-6 * * *", "tz": "America/New_York", "capacity": 2000, "refill_period_seconds": 30},
+			}},
+		}}}}
+	}
+	a, err := manifest.FromDocument(doc("* 9-17 * * MON-FRI"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := manifest.FromDocument(doc("* 9-17 * * 1-5"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Hash() != b.Hash() {
+		t.Errorf("MON-FRI and 1-5 hash differently: %s, %s", a.Hash(), b.Hash())
+	}
+	back, err := manifest.FromProperties(a.Properties())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back.Resources, a.Resources) {
+		t.Errorf("through Properties: %+v, want %+v", back.Resources, a.Resources)
+	}
+	again, err := manifest.FromDocument(a.Canonical())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(again.Resources, a.Resources) || again.Hash() != a.Hash() {
+		t.Errorf("through Canonical: %+v", again.Resources)
+	}
+	rpm := a.Resources["r"].Limits[0]
+	if rpm.Schedule != "h9-17w1-5s500;h0-6c2000p30" || rpm.Zone != "America/New_York" {
+		t.Errorf("stored %q in %q", rpm.Schedule, rpm.Zone)
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
+	"github.com/zae-limiter/zae-limiter-go/core/schedule"
 )
 
 // Properties is m as the ResourceProperties of a limits custom resource:
@@ -116,7 +117,36 @@ func (w writer) limits(out map[string]any, ls []limit.Limit) {
 		if l.Soft {
 			d[w.name(fSoft)] = w.bool(true)
 		}
+		if s, _, err := l.ParamSchedule(); err == nil && len(s) > 0 {
+			d[w.name(fSchedule)] = w.schedule(s, l.Zone)
+		}
 		m[l.Name] = d
 	}
 	out[w.name(fLimits)] = m
+}
+
+// schedule writes a limit's schedule entries: each cron as stored, the
+// zone when not UTC, and the scale as a decimal (per mille / 1000) or the
+// absolute values.
+func (w writer) schedule(s schedule.Schedule, zone string) []any {
+	out := make([]any, 0, len(s))
+	for _, e := range s {
+		m := map[string]any{w.name(fCron): e.Cron.String()}
+		if zone != "" {
+			m[w.name(fTz)] = zone
+		}
+		if e.ScalePerMille != 0 {
+			m[w.name(fScale)] = strconv.FormatFloat(float64(e.ScalePerMille)/1000, 'f', -1, 64)
+		}
+		for _, f := range []struct {
+			field field
+			v     int64
+		}{{fCapacity, e.Capacity}, {fRefillAmount, e.RefillAmount}, {fRefillSeconds, e.RefillPeriodSeconds}} {
+			if f.v != 0 {
+				m[w.name(f.field)] = w.int(f.v)
+			}
+		}
+		out = append(out, m)
+	}
+	return out
 }
