@@ -133,18 +133,7 @@ func (l Limit) WithSchedule(s schedule.Schedule, zone string) Limit {
 // ParamSchedule decodes l's schedule and zone: an empty schedule and UTC
 // when it has none. A limit that passes [Limit.Validate] decodes.
 func (l Limit) ParamSchedule() (schedule.Schedule, *time.Location, error) {
-	if l.Schedule == "" {
-		return nil, time.UTC, nil
-	}
-	s, err := schedule.Decode(l.Schedule)
-	if err != nil {
-		return nil, nil, err
-	}
-	loc, err := schedule.Zone(l.Zone)
-	if err != nil {
-		return nil, nil, err
-	}
-	return s, loc, nil
+	return schedule.DecodeIn(l.Schedule, l.Zone)
 }
 
 // RefillPeriodSeconds is the refill period in whole seconds, as stored in

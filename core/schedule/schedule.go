@@ -221,3 +221,23 @@ func (e *ZoneError) Error() string { return "schedule: time zone " + e.Name + ":
 
 // Unwrap returns the zone database's error.
 func (e *ZoneError) Unwrap() error { return e.Err }
+
+// DecodeIn reads a parameter schedule in the stored form and the zone it
+// reads the clock in (an IANA name, "" for UTC): what a config item's
+// l_{n}_sched and sched_tz, or a bucket's, hold. "" and None give the
+// empty schedule and UTC, whatever the zone. Errors are Decode's and
+// Zone's.
+func DecodeIn(text, zone string) (Schedule, *time.Location, error) {
+	if text == "" || text == None {
+		return nil, time.UTC, nil
+	}
+	s, err := Decode(text)
+	if err != nil {
+		return nil, nil, err
+	}
+	loc, err := Zone(zone)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, loc, nil
+}

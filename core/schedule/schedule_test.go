@@ -49,3 +49,23 @@ func TestEntryValidate(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+func TestDecodeIn(t *testing.T) {
+	s, loc, err := DecodeIn("h9-17w1-5s500", "America/New_York")
+	if err != nil || len(s) != 1 || loc.String() != "America/New_York" {
+		t.Errorf("DecodeIn = %v, %v, %v", s, loc, err)
+	}
+	for _, text := range []string{"", None} {
+		if s, loc, err := DecodeIn(text, "Mars/Olympus_Mons"); s != nil || loc != time.UTC || err != nil {
+			t.Errorf("DecodeIn(%q) = %v, %v, %v", text, s, loc, err)
+		}
+	}
+	var ee *EncodingError
+	if _, _, err := DecodeIn("h99s5", ""); !errors.As(err, &ee) {
+		t.Errorf("undecodable: %v", err)
+	}
+	var ze *ZoneError
+	if _, _, err := DecodeIn("s500", "Mars/Olympus_Mons"); !errors.As(err, &ze) {
+		t.Errorf("unknown zone: %v", err)
+	}
+}
