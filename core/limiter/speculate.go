@@ -17,6 +17,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
 	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/bucketwrite"
+	"github.com/zae-limiter/zae-limiter-go/core/schedule"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
@@ -107,12 +108,25 @@ func imagePart(sp speculation, dst []leaseEntry) leasePart {
 		part.entries = make([]leaseEntry, 0, len(sp.req.declared))
 	}
 	shards := max(img.ShardCount, 1)
+	var (
+		scheds map[string]schedule.Schedule
+		loc    *time.Location
+	)
+	if img.HasSchedule() {
+		// A schedule that does not decode leaves the stored parameters:
+		// the write landed under the vu a reader of it stamped.
+		scheds, loc, _ = img.ParamSchedules()
+	}
 	for _, d := range sp.req.declared {
 		e := leaseEntry{name: d.Name, initial: d.Amount}
 		if li := img.Limit(d.Name); li != nil {
 			// Statuses report the limit as configured; the arithmetic is
 			// at the parameters in force (docs/design.md §14).
-			share := bucket.Effective(imageParams(img, li, sp.now), shards)
+			p := li.Params()
+			if s, ok := scheds[d.Name]; ok {
+				p = s.Effective(p, time.UnixMilli(sp.now), loc)
+			}
+			share := bucket.Effective(p, shards)
 			e.params, e.share = li.Params(), share
 			e.balance, _ = bucket.Materialise(li.Tokens, img.RF, sp.now, share.Ceiling, share.Rate, share.Period)
 			e.soft = li.Soft.Live(sp.now)
@@ -197,21 +211,4 @@ func negate(ds []bucketwrite.Declared) []bucketwrite.Declared {
 		out[i] = bucketwrite.Declared{Name: d.Name, Amount: -d.Amount}
 	}
 	return out
-}
-
-// imageParams returns the parameters of limit li of img in force at now:
-// the stored ones, or those its schedule has then (docs/design.md §14). A
-// schedule that does not decode leaves the stored ones: the write it
-// follows landed on the item under its vu, which a reader of that schedule
-// stamped.
-func imageParams(img *bucketitem.Image, li *bucketitem.LimitImage, now int64) bucket.Params {
-	p := li.Params()
-	if !img.HasSchedule() {
-		return p
-	}
-	s, _, loc, err := img.Schedules(li.Name)
-	if err != nil || len(s) == 0 {
-		return p
-	}
-	return s.Effective(p, time.UnixMilli(now), loc)
 }

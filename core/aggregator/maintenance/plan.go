@@ -66,6 +66,7 @@ type image struct {
 type state struct {
 	id      schema.BucketID
 	last    *bucketitem.Image // the last NewImage
+	scheds  scheduled         // last's parameter schedules, decoded
 	demand  map[string]int64  // Σ (new.tc − old.tc) per limit, wcu included
 	abstain bool              // some NewImage of the batch is one the aggregator does not maintain
 }
@@ -147,7 +148,8 @@ func (m *Maintainer) collect(records []Record, p *plan) ([]image, []*state, map[
 			buckets = append(buckets, s)
 		}
 		s.last = nw
-		if outsideSupported(nw) {
+		var outside bool
+		if s.scheds, outside = outsideSupported(nw); outside {
 			s.abstain = true
 		}
 		addDemand(s.demand, nw, old)
@@ -170,49 +172,42 @@ const notMaintained = bucketitem.FieldGrantShards | bucketitem.FieldTopUp | buck
 // unknown zone, or a schedule on wcu. Beyond it: a present limit (wcu
 // included) whose parameters the drip arithmetic cannot use — a negative
 // cp or ra, or rp <= 0 (absent included) — a corrupt or foreign item.
-// Parameter schedules that decode are maintained: the refill uses the
-// parameters in force (scheduled.effective).
-func outsideSupported(img *bucketitem.Image) bool {
+// Parameter schedules that decode are maintained: they are returned,
+// decoded, for the refill to use the parameters in force.
+func outsideSupported(img *bucketitem.Image) (scheduled, bool) {
 	if img.HasResetSched {
-		return true
+		return scheduled{}, true
 	}
 	bad := func(l *bucketitem.LimitImage) bool {
 		return l.Fields&notMaintained != 0 ||
 			(l.Present() && (l.Capacity < 0 || l.RefillAmount <= 0 || l.RefillPeriod <= 0))
 	}
 	if bad(&img.WCU) || img.WCU.Fields.Has(bucketitem.FieldSchedule) {
-		return true
+		return scheduled{}, true
 	}
 	for i := range img.Limits {
 		if bad(&img.Limits[i]) {
-			return true
+			return scheduled{}, true
 		}
 	}
 	for i := range img.Partial {
 		if img.Partial[i].Fields&notMaintained != 0 {
-			return true
+			return scheduled{}, true
 		}
 	}
-	_, _, err := img.ParamSchedules()
-	return err != nil
+	by, loc, err := img.ParamSchedules()
+	if err != nil {
+		return scheduled{}, true
+	}
+	return scheduled{by: by, loc: loc}, false
 }
 
 // scheduled are the parameter schedules of an image's limits and their
-// zone (docs/design.md §14), decoded once per refill; the zero value means
-// none.
+// zone (docs/design.md §14), decoded once per image by outsideSupported;
+// the zero value means none.
 type scheduled struct {
 	by  map[string]schedule.Schedule
 	loc *time.Location
-}
-
-// schedulesOf decodes img's parameter schedules; outsideSupported has
-// checked that they decode.
-func schedulesOf(img *bucketitem.Image) scheduled {
-	by, loc, err := img.ParamSchedules()
-	if err != nil {
-		return scheduled{}
-	}
-	return scheduled{by: by, loc: loc}
 }
 
 // effective returns the parameters of limit l in force at now: its stored
@@ -307,7 +302,7 @@ func (m *Maintainer) refill(s *state, now int64) (op, bool) {
 		return op{}, false
 	}
 	sc := max(img.ShardCount, 1)
-	scheds := schedulesOf(img)
+	scheds := s.scheds
 	deltas := make([]delta, 0, len(img.Limits)+1)
 	write := false
 	for i := range img.Limits {
