@@ -67,8 +67,9 @@ func EncodeLimits(limits []limit.Limit) (map[string]types.AttributeValue, error)
 }
 
 // putLimits adds the attributes of valid limits to item: per limit cp, ra,
-// rp, soft and its schedule (`l_{n}_sched`), and the item's `sched_tz`
-// when a scheduled limit reads a zone other than UTC (docs/design.md §14).
+// rp, soft, its schedule (`l_{n}_sched`) and reset schedule
+// (`l_{n}_rsched`), and the item's `sched_tz` when a scheduled limit reads
+// a zone other than UTC (docs/design.md §14).
 func putLimits(item map[string]types.AttributeValue, limits []limit.Limit) {
 	for _, l := range limits {
 		item[schema.ConfigAttr(l.Name, schema.LimitCapacity)] = schema.Num(l.Capacity)
@@ -79,9 +80,12 @@ func putLimits(item map[string]types.AttributeValue, limits []limit.Limit) {
 		}
 		if l.Schedule != "" {
 			item[schema.ConfigAttr(l.Name, schema.LimitSchedule)] = schema.Str(l.Schedule)
-			if l.Zone != "" {
-				item[schema.AttrSchedTZ] = schema.Str(l.Zone)
-			}
+		}
+		if l.ResetSchedule != "" {
+			item[schema.ConfigAttr(l.Name, schema.LimitResetSchedule)] = schema.Str(l.ResetSchedule)
+		}
+		if (l.Schedule != "" || l.ResetSchedule != "") && l.Zone != "" {
+			item[schema.AttrSchedTZ] = schema.Str(l.Zone)
 		}
 	}
 }
@@ -165,9 +169,11 @@ type limitFields struct {
 //
 // Attributes of features this version does not implement make the item
 // unsupported: any hidden `w_` limit attribute (session limits; a name under
-// both prefixes is among them), `l_{n}_sched`, `l_{n}_rsched`, `l_{n}_rsa`,
-// a refill amount of 0 (a quota), `inherit_limits`, `exclude_limits`,
-// `patch_limits` and `p_{n}_sched`. Then the error is an
+// both prefixes is among them), `l_{n}_rsa`, `inherit_limits`,
+// `exclude_limits`, `patch_limits` and `p_{n}_sched`; so does a limit that
+// breaks ADR-137 (a refill amount of 0 without a reset schedule, or a
+// positive one with it) and a schedule or reset schedule this version
+// cannot read. Then the error is an
 // *UnsupportedConfigError naming the first such attribute in name order,
 // and the result still carries the item's Disabled, Cascade and
 // OnUnavailable but no limits: callers must fail closed rather than enforce a
@@ -228,9 +234,6 @@ func DecodeConfigItem(level Level, item map[string]types.AttributeValue) (Decode
 			continue
 		}
 		switch f {
-		case schema.LimitResetSchedule:
-			refuse(a, "a reset schedule (ADR-138)")
-			continue
 		case schema.LimitResetAfter:
 			refuse(a, "reset_after (ADR-139)")
 			continue
@@ -248,11 +251,32 @@ func DecodeConfigItem(level Level, item map[string]types.AttributeValue) (Decode
 	var limits []limit.Limit
 	for _, g := range order {
 		l, ok, quota := d.decodeLimit(g)
-		if quota {
-			refuse(schema.ConfigAttr(g.name, schema.LimitRefillAmount), "a quota: refill amount 0 (ADR-137)")
-		}
 		if !ok {
 			continue
+		}
+		_, resets := g.fields[schema.LimitResetSchedule]
+		switch {
+		case quota && !resets:
+			refuse(schema.ConfigAttr(g.name, schema.LimitRefillAmount), "a refill amount of 0 without a reset schedule (ADR-137)")
+			continue
+		case !quota && resets:
+			refuse(schema.ConfigAttr(g.name, schema.LimitResetSchedule), "a reset schedule beside a refill amount: a limit drips or resets, never both (ADR-137)")
+			continue
+		}
+		if resets {
+			attr := schema.ConfigAttr(g.name, schema.LimitResetSchedule)
+			text, isS := g.fields[schema.LimitResetSchedule].(*types.AttributeValueMemberS)
+			if !isS || text.Value == "" || text.Value == schedule.None {
+				refuse(attr, "a reset schedule that is not a stored schedule")
+				continue
+			}
+			r, err := schedule.DecodeResets(text.Value)
+			if err != nil {
+				refuse(attr, "a reset schedule this version cannot read: "+err.Error())
+				continue
+			}
+			// Re-encoded like a schedule, below.
+			l.ResetSchedule, l.Zone = r.Encode(), zone
 		}
 		// The schedule, with the item's zone (docs/design.md §14): one that
 		// does not decode fails the whole item closed, as a client must not
@@ -266,15 +290,21 @@ func DecodeConfigItem(level Level, item map[string]types.AttributeValue) (Decode
 			}
 			if text.Value != "" && text.Value != schedule.None {
 				l.Schedule, l.Zone = text.Value, zone
-				if err := l.Validate(); err != nil {
-					refuse(attr, "a schedule this version cannot read: "+err.Error())
-					continue
-				}
-				// Re-encoded: a newer client's versioned text is stored
-				// back in the form this version writes.
-				s, _, _ := l.ParamSchedule()
-				l.Schedule = s.Encode()
 			}
+		}
+		if l.Schedule != "" || l.ResetSchedule != "" {
+			if err := l.Validate(); err != nil {
+				attr := schema.ConfigAttr(g.name, schema.LimitSchedule)
+				if l.Schedule == "" {
+					attr = schema.ConfigAttr(g.name, schema.LimitResetSchedule)
+				}
+				refuse(attr, "a schedule this version cannot read: "+err.Error())
+				continue
+			}
+			// Re-encoded: a newer client's versioned text is stored back in
+			// the form this version writes.
+			sch, _, _ := l.ParamSchedule()
+			l.Schedule = sch.Encode()
 		}
 		limits = append(limits, l)
 	}
@@ -291,7 +321,8 @@ func (d *Decoded) problem(attr, reason string) {
 }
 
 // decodeLimit builds one limit from its l_ fields. ok is false for a corrupt
-// or absent limit (reported), quota true for a refill amount of 0.
+// or absent limit (reported); quota is true for a refill amount of 0, a
+// limit valid only with the reset schedule the caller adds.
 func (d *Decoded) decodeLimit(g *limitFields) (l limit.Limit, ok, quota bool) {
 	stem := schema.LimitAttrPrefix + g.name + "_"
 	cpV, hasCP := g.fields[schema.LimitCapacity]
@@ -321,8 +352,6 @@ func (d *Decoded) decodeLimit(g *limitFields) (l limit.Limit, ok, quota bool) {
 	case !okCP || !okRA || !okRP:
 		d.problem(stem, "corrupt limit: cp, ra and rp must be N attributes holding int64 integers; skipped")
 		return limit.Limit{}, false, false
-	case ra == 0 && cp > 0 && rp > 0:
-		return limit.Limit{}, false, true
 	case cp <= 0 || ra < 0 || rp <= 0:
 		d.problem(stem, "corrupt limit: cp and rp must be > 0 and ra >= 0; skipped")
 		return limit.Limit{}, false, false
@@ -331,6 +360,7 @@ func (d *Decoded) decodeLimit(g *limitFields) (l limit.Limit, ok, quota bool) {
 		return limit.Limit{}, false, false
 	}
 	l = limit.Custom(g.name, cp, ra, time.Duration(rp)*time.Second)
+	quota = ra == 0 // valid only with its reset schedule, which the caller checks
 	if sv, has := g.fields[schema.LimitSoft]; has {
 		switch b, isBool := sv.(*types.AttributeValueMemberBOOL); {
 		case isBool && b.Value:
@@ -339,6 +369,9 @@ func (d *Decoded) decodeLimit(g *limitFields) (l limit.Limit, ok, quota bool) {
 		default:
 			d.problem(stem+string(schema.LimitSoft), "soft must be BOOL; read as hard")
 		}
+	}
+	if quota {
+		return l, true, true
 	}
 	if err := l.Validate(); err != nil { // unreachable by the checks above; belt and braces
 		d.problem(stem, "corrupt limit: "+err.Error()+"; skipped")

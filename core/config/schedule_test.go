@@ -44,7 +44,7 @@ func TestConfigScheduleRefused(t *testing.T) {
 		"unknown zone":  {"l_rpm_sched": s("h9-17s500"), "sched_tz": s("Mars/Olympus_Mons")},
 		"not a string":  {"l_rpm_sched": n("5")},
 		"zone not text": {"l_rpm_sched": s("h9-17s500"), "sched_tz": n("5")},
-		"reset":         {"l_rpm_rsched": s("m0h0")},
+		"reset on a drip": {"l_rpm_rsched": s("m0h0")},
 	} {
 		_, err := config.DecodeConfigItem(config.LevelResource, merge(lim("rpm", "100", "100", "60"), extra))
 		var ue *config.UnsupportedConfigError
@@ -63,5 +63,35 @@ func TestLimitSetOneZone(t *testing.T) {
 	}
 	if _, err := config.EncodeLimits([]limit.Limit{a, limit.PerMinute("tpm", 100)}); err != nil {
 		t.Error(err)
+	}
+}
+
+// A calendar quota as a Python client stores it (refill amount 0, period
+// 1 s, the reset schedule in l_{n}_rsched, the zone in sched_tz) decodes to
+// limit.Quota's value and encodes back to the same attributes.
+func TestConfigQuotaRoundTrip(t *testing.T) {
+	item := merge(lim("tpd", "100000", "0", "1"), lim("rpm", "100", "100", "60"), attrs{
+		"l_tpd_rsched": s("m0h0"), "sched_tz": s("America/New_York"),
+	})
+	d, err := config.DecodeConfigItem(config.LevelResource, item)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := limit.Quota("tpd", 100_000, schedule.Resets{schedule.MustParseCron("0 0 * * *")}, "America/New_York")
+	tpd, _ := limit.Find(d.Limits, "tpd")
+	if tpd != want {
+		t.Fatalf("decoded %+v, want %+v", tpd, want)
+	}
+	if rpm, _ := limit.Find(d.Limits, "rpm"); rpm != limit.PerMinute("rpm", 100) {
+		t.Fatalf("the dripping limit decoded as %+v", rpm)
+	}
+	enc, err := config.EncodeLimits(d.Limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for attr, want := range map[string]string{"l_tpd_rsched": "S:m0h0", "l_tpd_ra": "N:0", "l_tpd_rp": "N:1", "l_tpd_cp": "N:100000", "sched_tz": "S:America/New_York"} {
+		if got := ddbtest.Render(enc[attr]); got != want {
+			t.Errorf("%s = %s, want %s", attr, got, want)
+		}
 	}
 }

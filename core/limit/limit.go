@@ -13,10 +13,12 @@
 //	limit.PerSecond("rps", 10).AsSoft()        // overdraws instead of rejecting (ADR-151)
 //
 // A limit may carry a parameter schedule ([Limit.WithSchedule]): scaled or
-// replaced parameters while a cron matches (docs/design.md §14). Quotas are
-// not supported yet: a refill amount of 0 is the quota form of ADR-137,
-// which needs a reset schedule or reset_after, and [Limit.Validate]
-// rejects it.
+// replaced parameters while a cron matches (docs/design.md §14). A calendar
+// quota ([Quota]) does not drip: its balance returns to its allowance at
+// every edge of its reset schedule (ADR-137/138). A limit drips or resets,
+// never both; session quotas (reset_after) are not supported yet.
+//
+//	limit.Quota("tpm-month", 100_000, schedule.Resets{schedule.MustParseCron("0 0 1 * *")}, "UTC")
 //
 // Comments cite the Python project's decision records as ADR-n (ADR-151
 // decision 4: a numbered decision of that record); docs/compatibility.md
@@ -56,20 +58,31 @@ type Limit struct {
 	// force the limit's parameters are scaled or replaced. "" for none. Set
 	// it with [Limit.WithSchedule].
 	Schedule string
-	// Zone is the IANA time zone its schedule reads the clock in; "" is
+	// ResetSchedule is a calendar quota's reset schedule in its stored form
+	// (schedule.Resets.Encode): at every edge the balance returns to the
+	// quota's allowance. "" for a limit that drips. Build a quota with
+	// [Quota].
+	ResetSchedule string
+	// Zone is the IANA time zone its schedules read the clock in; "" is
 	// UTC. Every scheduled limit of one config level shares one zone.
 	Zone string
 }
 
 // Field names carried by the ValidationErrors of [Limit.Validate].
 const (
-	FieldCapacity     = "capacity"
-	FieldRefillAmount = "refill_amount"
-	FieldRefillPeriod = "refill_period_seconds"
-	FieldSoft         = "soft"
-	FieldSchedule     = "schedule"
-	FieldZone         = "tz"
+	FieldCapacity      = "capacity"
+	FieldRefillAmount  = "refill_amount"
+	FieldRefillPeriod  = "refill_period_seconds"
+	FieldSoft          = "soft"
+	FieldSchedule      = "schedule"
+	FieldResetSchedule = "reset_schedule"
+	FieldZone          = "tz"
 )
+
+// QuotaRefillPeriod is the refill period a [Quota] carries: a quota does not
+// drip, so the period is inert; one second reads as "0 per second", as the
+// Python client stores it.
+const QuotaRefillPeriod = time.Second
 
 // MaxTokens is the largest capacity or refill amount, in whole tokens, whose
 // millitoken value (× bucket.MilliPerToken) fits an int64.
@@ -98,6 +111,21 @@ func Custom(name string, capacity, refill int64, period time.Duration) Limit {
 	return Limit{Name: name, Capacity: capacity, RefillAmount: refill, RefillPeriod: period}
 }
 
+// Quota returns a calendar quota (ADR-137/138): an allowance of amount
+// tokens that does not drip and returns to amount at every edge of resets,
+// read in zone (an IANA name, "" for UTC). Its refill amount is 0 and its
+// refill period [QuotaRefillPeriod].
+func Quota(name string, amount int64, resets schedule.Resets, zone string) Limit {
+	l := Limit{Name: name, Capacity: amount, RefillPeriod: QuotaRefillPeriod, ResetSchedule: resets.Encode(), Zone: zone}
+	if l.ResetSchedule == "" {
+		l.Zone = ""
+	}
+	return l
+}
+
+// IsQuota reports whether l is a quota: it carries a reset schedule.
+func (l Limit) IsQuota() bool { return l.ResetSchedule != "" }
+
 // WithBurst returns a copy of l whose capacity is c, leaving the refill rate
 // alone: PerMinute("rpm", 60).WithBurst(100) holds up to 100 tokens and
 // refills 60 a minute.
@@ -124,10 +152,39 @@ func (l Limit) AsHard() Limit {
 // [Limit.Validate] checks both.
 func (l Limit) WithSchedule(s schedule.Schedule, zone string) Limit {
 	l.Schedule, l.Zone = s.Encode(), zone
-	if l.Schedule == "" {
+	if l.Schedule == "" && l.ResetSchedule == "" {
 		l.Zone = ""
 	}
 	return l
+}
+
+// WithResetSchedule returns a quota l with its reset schedule replaced by
+// r in zone. It changes no refill amount: on a limit that drips the result
+// fails [Limit.Validate], since a limit drips or resets, never both
+// (ADR-137); build a quota with [Quota].
+func (l Limit) WithResetSchedule(r schedule.Resets, zone string) Limit {
+	l.ResetSchedule, l.Zone = r.Encode(), zone
+	if l.Schedule == "" && l.ResetSchedule == "" {
+		l.Zone = ""
+	}
+	return l
+}
+
+// Resets decodes l's reset schedule and zone: no resets and UTC for a
+// limit that drips. A limit that passes [Limit.Validate] decodes.
+func (l Limit) Resets() (schedule.Resets, *time.Location, error) {
+	if l.ResetSchedule == "" {
+		return nil, time.UTC, nil
+	}
+	loc, err := schedule.Zone(l.Zone)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := schedule.DecodeResets(l.ResetSchedule)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, loc, nil
 }
 
 // ParamSchedule decodes l's schedule and zone: an empty schedule and UTC
@@ -143,9 +200,11 @@ func (l Limit) RefillPeriodSeconds() int64 { return int64(l.RefillPeriod / time.
 
 // Validate checks l against docs/design.md §2: a valid limit name
 // (schema.ValidateLimitName: not `wcu` or another reserved name), capacity
-// > 0, refill amount > 0, a refill period that is positive and a whole
-// number of seconds, soft not on `wcu`, and capacity and refill amount small
-// enough that their millitoken values fit an int64 ([MaxTokens]).
+// > 0, refill amount > 0 — or 0 with a reset schedule, and only then: a
+// limit drips or resets, never both (ADR-137) —, a refill period that is
+// positive and a whole number of seconds, soft not on `wcu`, capacity and
+// refill amount small enough that their millitoken values fit an int64
+// ([MaxTokens]), and schedules and a zone that decode.
 //
 // Failures are *schema.ValidationError (*schema.InvalidNameError for the
 // name), with Field one of the Field* constants or schema.FieldLimitName.
@@ -161,9 +220,12 @@ func (l Limit) Validate() error {
 		return l.invalid(FieldCapacity, l.Capacity, "must be > 0")
 	case l.Capacity > MaxTokens:
 		return l.invalid(FieldCapacity, l.Capacity, "must be at most "+strconv.FormatInt(MaxTokens, 10)+" (× 1000 must fit int64)")
-	case l.RefillAmount == 0:
+	case l.RefillAmount == 0 && l.ResetSchedule == "":
 		return l.invalid(FieldRefillAmount, 0,
-			"a refill amount of 0 makes a quota, which needs a reset schedule or reset_after; quotas are not supported by this version")
+			"a refill amount of 0 is a quota, which needs a reset schedule: without one the bucket never recovers (ADR-137); build it with limit.Quota")
+	case l.RefillAmount > 0 && l.ResetSchedule != "":
+		return schema.NewValidationError(FieldResetSchedule, l.ResetSchedule, "limit "+strconv.Quote(l.Name)+
+			": a limit drips or resets, never both: a refill amount beside a reset schedule grants the allowance twice a period (ADR-137); a quota's refill amount is 0")
 	case l.RefillAmount < 0:
 		return l.invalid(FieldRefillAmount, l.RefillAmount, "must be > 0")
 	case l.RefillAmount > MaxTokens:
@@ -172,15 +234,20 @@ func (l Limit) Validate() error {
 		return schema.NewValidationError(FieldRefillPeriod, l.RefillPeriod.String(), "limit "+strconv.Quote(l.Name)+": must be > 0")
 	case l.RefillPeriod%time.Second != 0:
 		return schema.NewValidationError(FieldRefillPeriod, l.RefillPeriod.String(), "limit "+strconv.Quote(l.Name)+": must be a whole number of seconds")
-	case l.Schedule == "" && l.Zone != "":
+	case l.Schedule == "" && l.ResetSchedule == "" && l.Zone != "":
 		return schema.NewValidationError(FieldZone, l.Zone, "limit "+strconv.Quote(l.Name)+": a time zone without a schedule")
 	}
-	if l.Schedule != "" {
+	if l.Schedule != "" || l.ResetSchedule != "" {
 		if l.Name == schema.WCULimit {
 			return schema.NewValidationError(FieldSchedule, l.Schedule, "the internal wcu limit has no schedule")
 		}
 		if _, err := schedule.Decode(l.Schedule); err != nil {
 			return schema.NewValidationError(FieldSchedule, l.Schedule, "limit "+strconv.Quote(l.Name)+": "+err.Error())
+		}
+		if r, err := schedule.DecodeResets(l.ResetSchedule); err != nil {
+			return schema.NewValidationError(FieldResetSchedule, l.ResetSchedule, "limit "+strconv.Quote(l.Name)+": "+err.Error())
+		} else if err := r.Validate(); err != nil {
+			return schema.NewValidationError(FieldResetSchedule, l.ResetSchedule, "limit "+strconv.Quote(l.Name)+": "+err.Error())
 		}
 		if _, err := schedule.Zone(l.Zone); err != nil {
 			return schema.NewValidationError(FieldZone, l.Zone, "limit "+strconv.Quote(l.Name)+": not a time zone the zone database holds")
@@ -210,11 +277,16 @@ func (l Limit) String() string {
 	b := make([]byte, 0, 48)
 	b = append(b, l.Name...)
 	b = append(b, ": "...)
-	b = strconv.AppendInt(b, l.RefillAmount, 10)
-	b = append(b, '/')
-	b = strconv.AppendInt(b, l.RefillPeriodSeconds(), 10)
-	b = append(b, 's')
-	if l.Capacity != l.RefillAmount {
+	if l.IsQuota() {
+		b = append(b, "quota "...)
+		b = strconv.AppendInt(b, l.Capacity, 10)
+	} else {
+		b = strconv.AppendInt(b, l.RefillAmount, 10)
+		b = append(b, '/')
+		b = strconv.AppendInt(b, l.RefillPeriodSeconds(), 10)
+		b = append(b, 's')
+	}
+	if !l.IsQuota() && l.Capacity != l.RefillAmount {
 		b = append(b, " burst "...)
 		b = strconv.AppendInt(b, l.Capacity, 10)
 	}
@@ -224,10 +296,14 @@ func (l Limit) String() string {
 	if l.Schedule != "" {
 		b = append(b, " schedule "...)
 		b = append(b, l.Schedule...)
-		if l.Zone != "" {
-			b = append(b, " in "...)
-			b = append(b, l.Zone...)
-		}
+	}
+	if l.ResetSchedule != "" {
+		b = append(b, " resets "...)
+		b = append(b, l.ResetSchedule...)
+	}
+	if l.Zone != "" {
+		b = append(b, " in "...)
+		b = append(b, l.Zone...)
 	}
 	return string(b)
 }
@@ -243,7 +319,7 @@ func ValidateSet(limits []Limit) error {
 		if err := l.Validate(); err != nil {
 			return err
 		}
-		if l.Schedule != "" {
+		if l.Schedule != "" || l.ResetSchedule != "" {
 			if zoned && l.Zone != zone {
 				return schema.NewValidationError(FieldZone, l.Zone, "limit "+strconv.Quote(l.Name)+": every schedule of one limit set reads one time zone ("+strconv.Quote(zone)+")")
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
+	"github.com/zae-limiter/zae-limiter-go/core/schedule"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
@@ -91,6 +92,7 @@ func TestWithBurstCopies(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
+	daily := schedule.Resets{schedule.MustParseCron("0 0 * * *")}
 	tests := []struct {
 		name   string
 		l      limit.Limit
@@ -103,6 +105,13 @@ func TestValidate(t *testing.T) {
 		{"negative capacity", limit.PerMinute("rpm", 60).WithBurst(-1), limit.FieldCapacity, "> 0"},
 		{"capacity overflows millitokens", limit.PerMinute("rpm", 60).WithBurst(limit.MaxTokens + 1), limit.FieldCapacity, "int64"},
 		{"quota refill 0", limit.Custom("q", 100, 0, time.Hour), limit.FieldRefillAmount, "reset schedule"},
+		{"quota", limit.Quota("q", 100, daily, "America/New_York"), "", ""},
+		{"quota with a parameter schedule", limit.Quota("q", 100, daily, "").WithSchedule(schedule.Schedule{{Cron: schedule.MustParseCron("* 9-17 * * 1-5"), ScalePerMille: 500}}, ""), "", ""},
+		{"drip and reset", limit.PerDay("q", 100).WithResetSchedule(daily, ""), limit.FieldResetSchedule, "never both"},
+		{"quota without its reset", limit.Quota("q", 100, daily, "").WithResetSchedule(nil, ""), limit.FieldRefillAmount, "reset schedule"},
+		{"never-matching reset", limit.Quota("q", 100, schedule.Resets{schedule.MustParseCron("0 0 30 2 *")}, ""), limit.FieldResetSchedule, "matches no minute"},
+		{"quota in an unknown zone", limit.Quota("q", 100, daily, "Mars/Olympus_Mons"), limit.FieldZone, "zone"},
+		{"wcu quota", limit.Quota("wcu", 100, daily, ""), schema.FieldLimitName, "reserved"},
 		{"negative refill", limit.Custom("q", 100, -5, time.Hour), limit.FieldRefillAmount, "> 0"},
 		{"refill overflows millitokens", limit.Custom("q", 100, limit.MaxTokens+1, time.Hour), limit.FieldRefillAmount, "int64"},
 		{"zero period", limit.Custom("r", 1, 1, 0), limit.FieldRefillPeriod, "> 0"},
@@ -179,4 +188,27 @@ func ExamplePerMinute() {
 	p := l.Params()
 	fmt.Println(l, "=", p.Capacity, p.RefillAmount, p.RefillPeriod)
 	// Output: tpm: 10000/60s burst 15000 = 15000000 10000000 60000
+}
+
+func TestQuota(t *testing.T) {
+	q := limit.Quota("tpm-month", 100_000, schedule.Resets{schedule.MustParseCron("0 0 1 * *")}, "Europe/Paris")
+	if !q.IsQuota() || q.RefillAmount != 0 || q.RefillPeriod != limit.QuotaRefillPeriod || q.ResetSchedule != "m0h0D1" {
+		t.Fatalf("Quota = %+v", q)
+	}
+	if p := q.Params(); !p.IsQuota() || p.Capacity != 100_000_000 {
+		t.Fatalf("Params = %+v", p)
+	}
+	if got, want := q.String(), "tpm-month: quota 100000 resets m0h0D1 in Europe/Paris"; got != want {
+		t.Errorf("String = %q, want %q", got, want)
+	}
+	r, loc, err := q.Resets()
+	if err != nil || len(r) != 1 || r[0].String() != "0 0 1 * *" || loc.String() != "Europe/Paris" {
+		t.Fatalf("Resets = %v %v %v", r, loc, err)
+	}
+	if limit.PerMinute("rpm", 1).IsQuota() {
+		t.Error("a dripping limit is a quota")
+	}
+	if z := limit.Quota("q", 1, nil, "UTC"); z.Zone != "" || z.Validate() == nil {
+		t.Errorf("a quota without resets keeps its zone or validates: %+v", z)
+	}
 }
