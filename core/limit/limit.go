@@ -170,6 +170,21 @@ func (l Limit) WithResetSchedule(r schedule.Resets, zone string) Limit {
 	return l
 }
 
+// Schedules decodes l's parameter schedule, reset schedule and zone, as
+// schedule.Materialise takes them. A limit that passes [Limit.Validate]
+// decodes.
+func (l Limit) Schedules() (schedule.Schedule, schedule.Resets, *time.Location, error) {
+	s, loc, err := l.ParamSchedule()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	r, _, err := l.Resets()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return s, r, loc, nil
+}
+
 // Resets decodes l's reset schedule and zone: no resets and UTC for a
 // limit that drips. A limit that passes [Limit.Validate] decodes.
 func (l Limit) Resets() (schedule.Resets, *time.Location, error) {
