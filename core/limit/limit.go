@@ -174,11 +174,18 @@ func (l Limit) WithResetSchedule(r schedule.Resets, zone string) Limit {
 // schedule.Materialise takes them. A limit that passes [Limit.Validate]
 // decodes.
 func (l Limit) Schedules() (schedule.Schedule, schedule.Resets, *time.Location, error) {
-	s, loc, err := l.ParamSchedule()
+	if l.Schedule == "" && l.ResetSchedule == "" {
+		return nil, nil, time.UTC, nil
+	}
+	loc, err := schedule.Zone(l.Zone)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	r, _, err := l.Resets()
+	s, err := schedule.Decode(l.Schedule)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	r, err := schedule.DecodeResets(l.ResetSchedule)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -205,6 +205,9 @@ func TestQuota(t *testing.T) {
 	if err != nil || len(r) != 1 || r[0].String() != "0 0 1 * *" || loc.String() != "Europe/Paris" {
 		t.Fatalf("Resets = %v %v %v", r, loc, err)
 	}
+	if s, r, loc, err := q.Schedules(); err != nil || len(s) != 0 || len(r) != 1 || loc.String() != "Europe/Paris" {
+		t.Fatalf("Schedules = %v %v %v %v", s, r, loc, err)
+	}
 	if limit.PerMinute("rpm", 1).IsQuota() {
 		t.Error("a dripping limit is a quota")
 	}
