@@ -678,6 +678,15 @@ func (img *Image) QuotaOrWindow() bool {
 	})
 }
 
+// SessionWindow reports whether the item carries anything of session
+// quotas (phase 2b): a window start, length, anchor or consumption
+// snapshot (ws, rsa, wa, wtc) on any limit.
+func (img *Image) SessionWindow() bool {
+	return img.anyLimit(func(l *LimitImage) bool {
+		return l.Fields&(FieldWindowStart|FieldResetAfter|FieldWindowAnchor|FieldWindowConsumed) != 0
+	})
+}
+
 func (img *Image) anyLimit(pred func(*LimitImage) bool) bool {
 	if pred(&img.WCU) {
 		return true

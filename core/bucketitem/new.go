@@ -52,12 +52,22 @@ type NewLimit struct {
 	// Schedule is the limit's parameter schedule in its stored form
 	// (b_{n}_sched); "" for none.
 	Schedule string
+	// ResetSchedule is a calendar quota's reset schedule in its stored
+	// form (b_{n}_rsched); "" for a limit that drips.
+	ResetSchedule string
+	// GrantShards is a quota's b_{n}_gc, the shard count its grant was
+	// sized at (ADR-145); zero leaves it off (a dripping limit).
+	GrantShards int64
+	// TopUp is a quota's b_{n}_tu, allowance topped up this period,
+	// millitokens (ADR-149); zero leaves it off.
+	TopUp int64
 }
 
 // Item encodes n as the full bucket item a conditional PutItem creates:
 // the key attributes of every index, identity, refill stamp, shard count,
 // owner stamp, the optional stamps, each limit's tk, tc, cp, ra and rp (and
-// soft stamp), and the reserved `wcu` limit at full.
+// soft stamp, schedules, grant and top-up), and the reserved `wcu` limit at
+// full.
 func (n *New) Item() map[string]types.AttributeValue {
 	id := n.ID
 	item := schema.BucketItemKeys(id.Namespace, id.Entity, id.Resource, id.Shard).Item()
@@ -86,6 +96,15 @@ func (n *New) Item() map[string]types.AttributeValue {
 		}
 		if l.Schedule != "" {
 			item[schema.BucketAttr(l.Name, schema.LimitSchedule)] = schema.Str(l.Schedule)
+		}
+		if l.ResetSchedule != "" {
+			item[schema.BucketAttr(l.Name, schema.LimitResetSchedule)] = schema.Str(l.ResetSchedule)
+		}
+		if l.GrantShards != 0 {
+			item[schema.BucketAttr(l.Name, schema.LimitGrantShards)] = schema.Num(l.GrantShards)
+		}
+		if l.TopUp != 0 {
+			item[schema.BucketAttr(l.Name, schema.LimitTopUp)] = schema.Num(l.TopUp)
 		}
 	}
 	if n.Zone != "" {

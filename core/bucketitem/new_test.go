@@ -61,6 +61,33 @@ func TestNewItemDecodesBack(t *testing.T) {
 	}
 }
 
+// A quota's new shard carries its grant, top-up and reset schedule; a
+// session window is not a calendar quota.
+func TestNewQuotaItem(t *testing.T) {
+	q := bucket.Params{Capacity: 100_000_000, RefillPeriod: 1000}
+	n := New{ID: schema.BucketID{Namespace: "ns1", Entity: "e", Resource: "r", Shard: 1}, RF: imgNow, ShardCount: 2, Zone: "Europe/Paris",
+		Limits: []NewLimit{{Name: "tpd", Tokens: 50_000_000, Params: q, ResetSchedule: "m0h0", GrantShards: 2, TopUp: 7_000}}}
+	img, err := Decode(n.Item())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := img.Limit("tpd")
+	if l == nil || l.GrantShards != 2 || l.TopUp != 7_000 || l.ResetSchedule != "m0h0" || l.Tokens != 50_000_000 || img.SchedTZ != "Europe/Paris" {
+		t.Fatalf("tpd %+v, zone %q", l, img.SchedTZ)
+	}
+	if _, r, loc, err := img.Schedules("tpd"); err != nil || len(r) != 1 || loc.String() != "Europe/Paris" {
+		t.Fatalf("Schedules: %v %v %v", r, loc, err)
+	}
+	if img.SessionWindow() || !img.QuotaOrWindow() {
+		t.Errorf("SessionWindow %v, QuotaOrWindow %v", img.SessionWindow(), img.QuotaOrWindow())
+	}
+	it := n.Item()
+	it["b_tpd_ws"] = schema.Num(imgNow)
+	if img, _ = Decode(it); !img.SessionWindow() {
+		t.Error("a window start is not a session window")
+	}
+}
+
 // A clone decodes as a fresh shard of the new count: the clone's keys and
 // shard_count, each limit at its share of capacity with no consumption,
 // no top-up, vu pulled back to rf, everything else shard 0's.
