@@ -8,7 +8,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/zae-limiter/zae-limiter-go/core/bucket"
 	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/internal/expr"
@@ -325,9 +324,7 @@ func (c *Controls) SyncEntity(ctx context.Context, ns, entity, resource string) 
 			// idle again, as the limiter writes it (docs/design.md §2).
 			var horizon int64
 			for _, l := range w.Limits {
-				if p := l.Params(); p.RefillAmount > 0 && p.RefillPeriod > 0 && p.Capacity > 0 {
-					horizon = max(horizon, bucket.CeilDiv(bucket.CeilMulDiv(p.Capacity, p.RefillPeriod, p.RefillAmount), 1000))
-				}
+				horizon = max(horizon, l.RecoverySeconds(w.ReadAt))
 			}
 			b.Set(schema.AttrTTL, schema.Num(w.ReadAt.Unix()+horizon*c.ttlMult))
 		}

@@ -215,6 +215,47 @@ func (l Limit) ParamSchedule() (schedule.Schedule, *time.Location, error) {
 	return schedule.DecodeIn(l.Schedule, l.Zone)
 }
 
+// RecoverySeconds is how long an idle bucket's state of l matters, in
+// whole seconds, rounded up only when not whole (docs/design.md §2, bucket
+// TTL): a dripping limit's time to refill from empty, cp / ra × rp, the
+// slowest over its own parameters and those of every schedule entry; a
+// calendar quota's current reset period, from the edge at or before now to
+// the next one (or from now when none is behind), so that a bucket kept for
+// at least that long outlives its period and a later fresh grant is the
+// reset the calendar names. 0 for a limit that cannot be read.
+func (l Limit) RecoverySeconds(now time.Time) int64 {
+	s, r, loc, err := l.Schedules()
+	if err != nil {
+		return 0
+	}
+	if l.IsQuota() {
+		next, ok := r.NextEdge(now, loc)
+		if !ok {
+			return 0
+		}
+		from := now
+		if prev, ok := r.PrevEdge(now, loc); ok {
+			from = prev
+		}
+		return bucket.CeilDiv(next.Sub(from).Milliseconds(), 1000)
+	}
+	horizon := recoverySeconds(l.Params())
+	for i := range s {
+		horizon = max(horizon, recoverySeconds(s[i].Apply(l.Params())))
+	}
+	return horizon
+}
+
+// recoverySeconds is the time an empty limit takes to refill to capacity,
+// cp / ra × rp, in whole seconds rounded up only when not whole (60 s for
+// 100 a minute; 0 for a limit that does not drip).
+func recoverySeconds(p bucket.Params) int64 {
+	if p.RefillAmount <= 0 || p.RefillPeriod <= 0 || p.Capacity <= 0 {
+		return 0
+	}
+	return bucket.CeilDiv(bucket.CeilMulDiv(p.Capacity, p.RefillPeriod, p.RefillAmount), 1000)
+}
+
 // RefillPeriodSeconds is the refill period in whole seconds, as stored in
 // `l_{n}_rp`. A period that is not a whole number of seconds is truncated;
 // [Limit.Validate] rejects such a period.

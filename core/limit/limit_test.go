@@ -215,3 +215,27 @@ func TestQuota(t *testing.T) {
 		t.Errorf("a quota without resets keeps its zone or validates: %+v", z)
 	}
 }
+
+// A quota's recovery is its current reset period on the wall clock: the
+// day the clock falls back in New York lasts 25 hours, February 2028 29
+// days; a dripping limit's is its slowest time to fill, schedules included.
+func TestRecoverySeconds(t *testing.T) {
+	ny, _ := time.LoadLocation("America/New_York")
+	daily := limit.Quota("tpd", 100, schedule.Resets{schedule.MustParseCron("0 0 * * *")}, "America/New_York")
+	if got := daily.RecoverySeconds(time.Date(2026, 11, 1, 12, 0, 0, 0, ny)); got != 25*3600 {
+		t.Errorf("fall-back day: %d s, want %d", got, 25*3600)
+	}
+	monthly := limit.Quota("tpm", 100, schedule.Resets{schedule.MustParseCron("0 0 1 * *")}, "")
+	if got := monthly.RecoverySeconds(time.Date(2028, 2, 29, 23, 0, 0, 0, time.UTC)); got != 29*86400 {
+		t.Errorf("leap February: %d s, want %d", got, 29*86400)
+	}
+	slow := schedule.Schedule{{Cron: schedule.MustParseCron("* 0-6 * * *"), ScalePerMille: 250}}
+	rpm := limit.Custom("rpm", 100, 100, time.Minute).WithSchedule(slow, "")
+	if got := rpm.RecoverySeconds(time.Time{}); got != 60 {
+		t.Errorf("scaled drip: %d s, want 60 (a scale keeps the time to fill)", got)
+	}
+	abs := schedule.Schedule{{Cron: schedule.MustParseCron("* 0-6 * * *"), RefillAmount: 10}}
+	if got := limit.PerMinute("rpm", 100).WithSchedule(abs, "").RecoverySeconds(time.Time{}); got != 600 {
+		t.Errorf("a slower absolute refill: %d s, want 600", got)
+	}
+}

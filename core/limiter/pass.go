@@ -398,26 +398,9 @@ func (l *Limiter) bucketTTL(limits []limit.Limit, source config.Level, override 
 	}
 	var horizon int64 // seconds
 	for _, lim := range limits {
-		horizon = max(horizon, recoverySeconds(lim.Params()))
-		// A schedule that slows the drip extends the time to fill
-		// (docs/design.md §14).
-		if s, _, err := lim.ParamSchedule(); err == nil {
-			for i := range s {
-				horizon = max(horizon, recoverySeconds(s[i].Apply(lim.Params())))
-			}
-		}
+		horizon = max(horizon, lim.RecoverySeconds(time.UnixMilli(now)))
 	}
 	return now/1000 + horizon*l.ttlMultiplier
-}
-
-// recoverySeconds is the time an empty limit takes to refill to capacity,
-// cp / ra × rp, in whole seconds rounded up only when not whole (60 s for
-// 100 a minute; 0 for a limit that does not drip).
-func recoverySeconds(p bucket.Params) int64 {
-	if p.RefillAmount <= 0 || p.RefillPeriod <= 0 || p.Capacity <= 0 {
-		return 0
-	}
-	return bucket.CeilDiv(bucket.CeilMulDiv(p.Capacity, p.RefillPeriod, p.RefillAmount), 1000)
 }
 
 // stampFix is the write that brings a pass's bucket stamps in line with the

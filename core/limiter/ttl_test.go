@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zae-limiter/zae-limiter-go/core/bucket"
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
+	"github.com/zae-limiter/zae-limiter-go/core/schedule"
 )
 
 // TestBucketTTL pins the bucket TTL: now + the longest recovery time
@@ -16,6 +16,8 @@ import (
 func TestBucketTTL(t *testing.T) {
 	const now = int64(1_795_953_600_500) // ms; now // 1000 = 1 795 953 600
 	l := &Limiter{ttlMultiplier: 7}
+	monthly := limit.Quota("tpm", 100, schedule.Resets{schedule.MustParseCron("0 0 1 * *")}, "")
+	daily := limit.Quota("tpd", 100, schedule.Resets{schedule.MustParseCron("0 0 * * *")}, "Europe/Paris")
 	for _, c := range []struct {
 		name     string
 		limits   []limit.Limit
@@ -32,6 +34,8 @@ func TestBucketTTL(t *testing.T) {
 		{"1 per 3 s: 3 s", []limit.Limit{limit.Custom("rps", 1, 1, 3*time.Second)}, config.LevelResource, false, 21},
 		{"10 a second: 1 s", []limit.Limit{limit.Custom("rps", 10, 10, time.Second)}, config.LevelResource, false, 7},
 		{"the longest wins", []limit.Limit{limit.PerMinute("rpm", 100), limit.PerHour("tph", 10)}, config.LevelResource, false, 3600 * 7},
+		{"a monthly quota: its period, November's 30 days", []limit.Limit{monthly}, config.LevelResource, false, 30 * 86400 * 7},
+		{"a daily quota beside 10 an hour: the day", []limit.Limit{daily, limit.PerHour("tph", 10)}, config.LevelResource, false, 86400 * 7},
 		{"entity limits: none", []limit.Limit{limit.PerMinute("rpm", 100)}, config.LevelEntity, false, -1},
 		{"entity default limits: none", []limit.Limit{limit.PerMinute("rpm", 100)}, config.LevelEntityDefault, false, -1},
 	} {
@@ -45,9 +49,6 @@ func TestBucketTTL(t *testing.T) {
 				t.Fatalf("ttl = %d, want %d (now_s + %d)", got, want, c.want)
 			}
 		})
-	}
-	if got := recoverySeconds(bucket.Params{Capacity: 100_000, RefillAmount: 0, RefillPeriod: 60_000}); got != 0 {
-		t.Fatalf("a limit that does not drip recovers in %d s, want 0", got)
 	}
 	off := &Limiter{ttlMultiplier: 0}
 	if got := off.bucketTTL([]limit.Limit{limit.PerMinute("rpm", 100)}, config.LevelResource, false, now); got != 0 {
