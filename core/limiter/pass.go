@@ -16,6 +16,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/internal/expr"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/bucketwrite"
+	"github.com/zae-limiter/zae-limiter-go/core/schedule"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
@@ -58,16 +59,23 @@ func (l *Limiter) contended(passes ...*pass) *RateLimitExceeded {
 type planned struct {
 	lim      limit.Limit
 	params   bucket.Params // as configured: what the item stores
-	inForce  bucket.Params // what the limit's schedule has at now (params when unscheduled)
-	boundary int64         // the schedule's next boundary, epoch ms; bucket.NeverFull for none
+	inForce  bucket.Params // in force at now, with the shard's gc and tu after the pass
+	boundary int64         // the schedules' next boundary, epoch ms; bucket.NeverFull for none
 	share    bucket.Share  // of inForce
-	present  bool          // on the item (discovery rule)
-	stored   int64         // tk read, millitokens
-	balance  int64         // materialised at now, before consumption
-	consumed int64         // millitokens this request takes
-	declared bool
-	amount   int64 // tokens requested (declared only)
-	status   bucket.Status
+	resets   schedule.Resets
+	loc      *time.Location
+	present  bool  // on the item (discovery rule)
+	stored   int64 // tk read, millitokens
+	balance  int64 // materialised at now, before consumption; a new quota's grant
+	// reset reports a quota whose reset edge this pass applies: its
+	// balance is the share, its grant sized at the pass's shard count, its
+	// top-up wiped (docs/design.md §15).
+	reset     bool
+	nextReset int64 // a quota's next reset edge, epoch ms; 0 for none
+	consumed  int64 // millitokens this request takes
+	declared  bool
+	amount    int64 // tokens requested (declared only)
+	status    bucket.Status
 }
 
 // pass is one entity's side of a slow pass: what was read and decided, and
@@ -85,36 +93,46 @@ type pass struct {
 	bypass   bool
 	deadline int64
 	now      int64
+	// raise reports an item whose shard_count lags the count this pass
+	// read on shard 0: the write raises it (a quota's reset is sized at
+	// the pair's count, docs/design.md §15).
+	raise       bool
+	countPinned bool // the write carries the shard-count pin
+	// moves are the quota grants this pass takes off siblings (ADR-145),
+	// committed in one transaction with its write.
+	moves []move
 	// One of put (create) or update (rf-locked write) is set by build.
 	put    map[string]types.AttributeValue
 	update *expr.Builder
 }
 
-// plan materialises every limit at now and applies the request to it.
+// plan materialises every limit at now and applies the request to it: the
+// parameters in force, a quota's pending reset edge, the drip. A quota
+// the shard does not carry starts at a fresh share here; fund replaces
+// that with the grant ADR-145 plans. judge decides each limit.
 func (l *Limiter) plan(req *request, limits []limit.Limit, img *bucketitem.Image, shards, now int64) []planned {
 	out := make([]planned, 0, len(limits))
 	for _, lim := range limits {
 		p := lim.Params()
-		pl := planned{lim: lim, params: p, inForce: p, boundary: bucket.NeverFull}
-		if lim.Schedule != "" {
-			// docs/design.md §14: the parameters in force at now; vu stops
-			// the fast path at the next boundary.
-			if s, loc, err := lim.ParamSchedule(); err == nil {
-				at := time.UnixMilli(now)
-				pl.inForce = s.Effective(p, at, loc)
-				if t, ok := s.NextChange(at, loc); ok {
-					pl.boundary = t.UnixMilli()
-				}
-			}
-		}
-		pl.share = bucket.Effective(pl.inForce, shards)
+		pl := planned{lim: lim, params: p}
+		// Config limits passed limit.Validate: their schedules decode.
+		s, r, loc, _ := lim.Schedules()
+		pl.resets, pl.loc = r, loc
+		tk, rf := int64(0), now
 		if img != nil {
 			if li := img.Limit(lim.Name); li != nil {
-				pl.present, pl.stored = true, li.Tokens
-				pl.balance, _ = bucket.Materialise(li.Tokens, img.RF, now, pl.share.Ceiling, pl.share.Rate, pl.share.Period)
+				pl.present, pl.stored, tk, rf = true, li.Tokens, li.Tokens, img.RF
+				p.GrantShards, p.TopUp = li.GrantShards, li.TopUp
 			}
 		}
+		m := schedule.Materialise(p, s, r, loc, tk, rf, shards, now)
+		pl.inForce, pl.share, pl.boundary, pl.nextReset = m.InForce, m.Share, m.Boundary, m.NextReset
+		pl.balance, pl.reset = m.Balance, m.Reset && pl.present
 		if !pl.present {
+			// A new limit starts at its share: a fresh grant for a quota,
+			// sized at this pass's count (gc = S).
+			pl.inForce.GrantShards, pl.inForce.TopUp = max(shards, 1), 0
+			pl.share = bucket.Effective(pl.inForce, shards)
 			pl.balance = pl.share.Target
 		}
 		for _, d := range req.declared {
@@ -123,14 +141,26 @@ func (l *Limiter) plan(req *request, limits []limit.Limit, img *bucketitem.Image
 				pl.consumed, _ = bucket.ToMilli(d.Amount)
 			}
 		}
-		pl.status = bucket.Status{Balance: pl.balance, Available: bucket.Available(pl.balance)}
-		if pl.declared && !lim.Soft && !bucket.Covers(pl.balance, pl.amount) {
-			pl.status.Exceeded = true
-			pl.status.Retry = bucket.DripRetryAfter(pl.balance, pl.amount, pl.share.Ceiling, pl.share.Rate, pl.share.Period)
-		}
+		pl.judge(now)
 		out = append(out, pl)
 	}
 	return out
+}
+
+// judge sets the limit's status: its balance, and for a declared hard
+// limit the balance cannot cover, exceeded with a retry-after — the next
+// reset edge for a calendar quota ("at midnight"), the drip otherwise.
+func (pl *planned) judge(now int64) {
+	pl.status = bucket.Status{Balance: pl.balance, Available: bucket.Available(pl.balance)}
+	if !pl.declared || pl.lim.Soft || bucket.Covers(pl.balance, pl.amount) {
+		return
+	}
+	pl.status.Exceeded = true
+	if pl.lim.IsQuota() {
+		pl.status.Retry = pl.resets.RetryAfter(pl.balance, pl.amount, pl.share.Ceiling, time.UnixMilli(now), pl.loc)
+		return
+	}
+	pl.status.Retry = bucket.DripRetryAfter(pl.balance, pl.amount, pl.share.Ceiling, pl.share.Rate, pl.share.Period)
 }
 
 // violations builds the rejection of a pass (and its parent's) when a
@@ -220,9 +250,16 @@ func (p *pass) build() {
 			if floor := pl.consumed - credited; floor > 0 && !pl.lim.Soft {
 				u.Cond(u.Name(tk) + " >= " + u.Value(schema.Num(floor)))
 			}
-			if li := img.Limit(pl.lim.Name); li != nil && li.Params() != pl.params {
+			li := img.Limit(pl.lim.Name)
+			if sp := li.Params(); sp.Capacity != pl.params.Capacity || sp.RefillAmount != pl.params.RefillAmount || sp.RefillPeriod != pl.params.RefillPeriod {
 				setParams(u, pl)
 			}
+			p.grantWrites(u, pl, li)
+		}
+		if p.raise {
+			// The pair's count read on shard 0 (docs/design.md §15).
+			u.Set(schema.AttrShardCount, schema.Num(p.shards))
+			p.pinCount(u)
 		}
 		if img.WCU.Present() {
 			s := bucket.Undivided(bucket.WCUParams())
@@ -268,25 +305,35 @@ func (p *pass) build() {
 }
 
 // syncSchedules brings the item's schedules in line with the config read
-// (docs/design.md §14): each limit's b_{n}_sched set or removed, sched_tz
-// the zone of the scheduled limits, and an item-level sched or rsched
-// another writer left removed, since every limit this pass writes says
-// its own.
+// (docs/design.md §14): each limit's b_{n}_sched and b_{n}_rsched set or
+// removed, sched_tz the zone of the scheduled limits, and an item-level
+// sched or rsched another writer left removed, since every limit this pass
+// writes says its own.
 func (p *pass) syncSchedules(u *expr.Builder) {
 	img := p.img
 	zone, scheduled := "", false
 	for _, pl := range p.plan {
-		attr := schema.BucketAttr(pl.lim.Name, schema.LimitSchedule)
 		li := img.Lookup(pl.lim.Name)
-		has := li != nil && li.Fields.Has(bucketitem.FieldSchedule)
-		switch {
-		case pl.lim.Schedule != "":
-			zone, scheduled = pl.lim.Zone, true
-			if !has || li.Schedule != pl.lim.Schedule {
-				u.Set(attr, schema.Str(pl.lim.Schedule))
+		for _, f := range [...]struct {
+			field  schema.LimitField
+			bit    bucketitem.LimitFields
+			want   string
+			stored func(*bucketitem.LimitImage) string
+		}{
+			{schema.LimitSchedule, bucketitem.FieldSchedule, pl.lim.Schedule, func(l *bucketitem.LimitImage) string { return l.Schedule }},
+			{schema.LimitResetSchedule, bucketitem.FieldResetSchedule, pl.lim.ResetSchedule, func(l *bucketitem.LimitImage) string { return l.ResetSchedule }},
+		} {
+			attr := schema.BucketAttr(pl.lim.Name, f.field)
+			has := li != nil && li.Fields.Has(f.bit)
+			switch {
+			case f.want != "":
+				zone, scheduled = pl.lim.Zone, true
+				if !has || f.stored(li) != f.want {
+					u.Set(attr, schema.Str(f.want))
+				}
+			case has:
+				u.Remove(attr)
 			}
-		case has:
-			u.Remove(attr)
 		}
 	}
 	switch {
@@ -297,6 +344,9 @@ func (p *pass) syncSchedules(u *expr.Builder) {
 	}
 	if img.HasSched {
 		u.Remove(schema.AttrSched)
+	}
+	if img.HasResetSched {
+		u.Remove(schema.AttrRSched)
 	}
 }
 
@@ -336,15 +386,19 @@ func (p *pass) createItem() map[string]types.AttributeValue {
 		n.VU = full
 	}
 	for _, pl := range p.plan {
-		l := bucketitem.NewLimit{Name: pl.lim.Name, Tokens: pl.share.Target, Consumed: pl.consumed, Params: pl.params}
+		l := bucketitem.NewLimit{Name: pl.lim.Name, Tokens: pl.balance, Consumed: pl.consumed, Params: pl.params,
+			Schedule: pl.lim.Schedule, ResetSchedule: pl.lim.ResetSchedule}
 		if !p.bypass {
 			l.Tokens -= pl.consumed
 		}
 		if pl.lim.Soft {
 			l.Soft = p.deadline
 		}
-		if pl.lim.Schedule != "" {
-			l.Schedule, n.Zone = pl.lim.Schedule, pl.lim.Zone
+		if pl.lim.IsQuota() {
+			l.GrantShards = pl.inForce.GrantShards
+		}
+		if pl.lim.Schedule != "" || pl.lim.ResetSchedule != "" {
+			n.Zone = pl.lim.Zone
 		}
 		n.Limits = append(n.Limits, l)
 	}
@@ -370,17 +424,57 @@ func (p *pass) part() leasePart {
 }
 
 // seed adds a limit missing on the item (docs/design.md §5: seeds for resolved
-// limits), conditioned on its absence.
+// limits), conditioned on its absence, at the balance the pass planned.
 func seed(u *expr.Builder, pl planned, bypass bool) {
 	cp := schema.BucketAttr(pl.lim.Name, schema.LimitCapacity)
 	u.Cond("attribute_not_exists(" + u.Name(cp) + ")")
 	setParams(u, pl)
-	tk := pl.share.Target
+	if pl.lim.IsQuota() {
+		// A grant sized at the pass's count (ADR-145), its start the move
+		// or the fresh share the pass planned; no top-up yet.
+		u.Set(schema.BucketAttr(pl.lim.Name, schema.LimitGrantShards), schema.Num(pl.inForce.GrantShards))
+		u.Remove(schema.BucketAttr(pl.lim.Name, schema.LimitTopUp))
+	}
+	tk := pl.balance
 	if !bypass {
 		tk -= pl.consumed
 	}
 	u.Add(schema.BucketAttr(pl.lim.Name, schema.LimitTokens), schema.Num(tk))
 	u.Add(schema.BucketAttr(pl.lim.Name, schema.LimitConsumed), schema.Num(pl.consumed))
+}
+
+// grantWrites are a present quota's grant writes (docs/design.md §15): a
+// reset edge this pass applies sizes its grant at the pass's count and
+// wipes the period's top-up, pinned on the item's count not having passed
+// it; an item whose count the pass raises keeps the grant it was read at
+// (R7 for one without gc), so that raising the count never resizes a
+// grant.
+func (p *pass) grantWrites(u *expr.Builder, pl planned, li *bucketitem.LimitImage) {
+	if !pl.lim.IsQuota() {
+		return
+	}
+	gc := schema.BucketAttr(pl.lim.Name, schema.LimitGrantShards)
+	switch {
+	case pl.reset:
+		u.Set(gc, schema.Num(pl.inForce.GrantShards))
+		if li.Fields.Has(bucketitem.FieldTopUp) {
+			u.Remove(schema.BucketAttr(pl.lim.Name, schema.LimitTopUp))
+		}
+		p.pinCount(u)
+	case p.raise && (!li.Fields.Has(bucketitem.FieldGrantShards) || li.GrantShards < 1):
+		u.SetIfNotExists(gc, schema.Num(bucket.LegacyGrantShards(li.Tokens, li.Capacity, p.img.ShardCount)))
+	}
+}
+
+// pinCount conditions the write on the item's shard count not having
+// passed the pass's (docs/design.md §15 race guard), once per write.
+func (p *pass) pinCount(u *expr.Builder) {
+	if p.countPinned {
+		return
+	}
+	p.countPinned = true
+	sc := u.Name(schema.AttrShardCount)
+	u.Cond("(attribute_not_exists(" + sc + ") OR " + sc + " <= " + u.Value(schema.Num(p.shards)) + ")")
 }
 
 func setParams(u *expr.Builder, pl planned) {

@@ -171,8 +171,8 @@ func (l *Limiter) prepare(ctx context.Context, req *request, shard int) (*pass, 
 		if err != nil {
 			return nil, err
 		}
-		if img.QuotaOrWindow() {
-			return nil, unsupportedItem("reset schedule, window, grant or top-up attributes")
+		if img.SessionWindow() {
+			return nil, unsupportedItem("session window attributes (reset_after quotas)")
 		}
 		p.img = &img
 		l.pairs.learnImage(req.entity, req.resource, shard, p.img, p.now)
@@ -180,6 +180,12 @@ func (l *Limiter) prepare(ctx context.Context, req *request, shard int) (*pass, 
 		p.shards = max(img.ShardCount, 1)
 	}
 	p.plan = l.plan(req, limits, p.img, p.shards, p.now)
+	if err := l.fund(ctx, p, func(shards int64) {
+		p.shards = shards
+		p.plan = l.plan(req, limits, p.img, shards, p.now)
+	}); err != nil {
+		return nil, err
+	}
 	p.ttl = l.bucketTTL(limits, source, req.override != nil, p.now)
 	return p, nil
 }
@@ -239,6 +245,9 @@ func (l *Limiter) written(p *pass) {
 
 // writeOne sends a single entity's write.
 func (l *Limiter) writeOne(ctx context.Context, p *pass) (*Lease, bool, error) {
+	if len(p.moves) > 0 {
+		return l.writeFunded(ctx, p, nil)
+	}
 	var err error
 	written := p.put
 	if p.put != nil {
@@ -270,20 +279,69 @@ func (l *Limiter) writeOne(ctx context.Context, p *pass) (*Lease, bool, error) {
 	return &Lease{lim: l, resource: p.id.Resource, parts: []leasePart{p.part()}}, false, nil
 }
 
+// writeFunded sends a pass's write (and its parent's, when cascading)
+// with the quota moves they take off siblings, in one transaction
+// (ADR-145). A cancellation asks for another pass; one that a move's
+// condition caused is counted, so that the next pass starts a covered
+// slot empty instead of moving again and again.
+func (l *Limiter) writeFunded(ctx context.Context, child, parent *pass) (*Lease, bool, error) {
+	passes := []*pass{child}
+	if parent != nil {
+		passes = append(passes, parent)
+	}
+	items := make([]types.TransactWriteItem, 0, 4)
+	for _, p := range passes {
+		items = append(items, p.transactItem(l.table))
+	}
+	own := len(items)
+	for _, p := range passes {
+		for i := range p.moves {
+			items = append(items, transactUpdate(p.moves[i].update(l.table)))
+		}
+	}
+	_, err := l.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	if err != nil {
+		var tce *types.TransactionCanceledException
+		if !errors.As(err, &tce) {
+			return nil, false, &dbError{op: "slow path funded transaction", err: err}
+		}
+		for i, r := range tce.CancellationReasons {
+			switch code := aws.ToString(r.Code); {
+			case code == "TransactionConflict":
+				return nil, false, &transactionConflict{err: err}
+			case code == "ConditionalCheckFailed" && i >= own:
+				child.req.lostMoves++
+			}
+		}
+		l.log.Debug("funded transaction cancelled", "reasons", fmtReasons(tce.CancellationReasons))
+		return nil, true, nil
+	}
+	lease := &Lease{lim: l, resource: child.id.Resource}
+	for _, p := range passes {
+		l.written(p)
+		lease.parts = append(lease.parts, p.part())
+	}
+	return lease, false, nil
+}
+
+// transactItem is the pass's write as a transaction item.
+func (p *pass) transactItem(table string) types.TransactWriteItem {
+	if p.put != nil {
+		return types.TransactWriteItem{Put: &types.Put{
+			TableName: aws.String(table), Item: p.put,
+			ConditionExpression: aws.String("attribute_not_exists(PK)"),
+		}}
+	}
+	return transactUpdate(p.update.UpdateInput(table, p.id.Key()))
+}
+
 // writeBoth sends a cascaded pair of writes in one transaction (docs/design.md §5
 // step 6: 2 write units per item).
 func (l *Limiter) writeBoth(ctx context.Context, child, parent *pass) (*Lease, bool, error) {
-	items := make([]types.TransactWriteItem, 0, 2)
-	for _, p := range []*pass{child, parent} {
-		if p.put != nil {
-			items = append(items, types.TransactWriteItem{Put: &types.Put{
-				TableName: aws.String(l.table), Item: p.put,
-				ConditionExpression: aws.String("attribute_not_exists(PK)"),
-			}})
-			continue
-		}
-		items = append(items, transactUpdate(p.update.UpdateInput(l.table, p.id.Key())))
+	if len(child.moves)+len(parent.moves) > 0 {
+		return l.writeFunded(ctx, child, parent)
 	}
+	items := []types.TransactWriteItem{child.transactItem(l.table), parent.transactItem(l.table)}
 	cancelled, err := l.transact(ctx, "slow path transaction", items)
 	switch {
 	case err != nil:

@@ -36,6 +36,9 @@ type request struct {
 	declared         []bucketwrite.Declared // sorted by name
 	override         []limit.Limit
 	onUnavailable    config.OnUnavailable
+	// lostMoves counts the slow passes whose quota move off a sibling was
+	// lost (ADR-145: re-read once, then start a covered slot empty).
+	lostMoves int
 	// small holds declared for the common request of a few limits, so a
 	// request is one allocation.
 	small [4]bucketwrite.Declared

@@ -57,6 +57,13 @@ func (b *Builder) Set(attr string, v types.AttributeValue) {
 	b.sets = append(b.sets, b.Name(attr)+" = "+b.Value(v))
 }
 
+// SetIfNotExists adds `attr = if_not_exists(attr, v)` to the SET clause:
+// v where the item has no attr, the stored value otherwise.
+func (b *Builder) SetIfNotExists(attr string, v types.AttributeValue) {
+	n := b.Name(attr)
+	b.sets = append(b.sets, n+" = if_not_exists("+n+", "+b.Value(v)+")")
+}
+
 // Add adds `attr v` to the ADD clause.
 func (b *Builder) Add(attr string, v types.AttributeValue) {
 	b.adds = append(b.adds, b.Name(attr)+" "+b.Value(v))

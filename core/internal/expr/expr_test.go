@@ -46,3 +46,12 @@ func TestSetRemoveIsOrdered(t *testing.T) {
 		t.Fatalf("names %v", b.Names())
 	}
 }
+
+func TestSetIfNotExists(t *testing.T) {
+	var b Builder
+	b.Set("shard_count", schema.Num(4))
+	b.SetIfNotExists("b_q_gc", schema.Num(2))
+	if got, want := b.Update(), "SET #a0 = :v0, #a1 = if_not_exists(#a1, :v1)"; got != want {
+		t.Fatalf("update %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,262 @@
+package limiter
+
+// Quota grants on the read-then-write path (ADR-145, docs/design.md §15):
+// a quota the drawn shard does not carry yet is funded by a move off the
+// sibling whose grant covers the shard's slot, committed in one
+// transaction with the shard's write, or granted a fresh share when no
+// current-period sibling covers it; a reset edge on a shard other than 0
+// is sized at the count shard 0 holds.
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/expr"
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
+)
+
+// move is what one sibling gives a new quota shard (or a quota seeded on
+// an existing one): one debit per quota, all in one update of the donor.
+type move struct {
+	donor  schema.BucketID
+	edge   int64 // the latest reset edge the donor's period started at, epoch ms; 0 for none
+	limits []moveLimit
+}
+
+// moveLimit is one quota's part of a move.
+type moveLimit struct {
+	name   string
+	amount int64 // millitokens, > 0
+	// grant is the donor's gc as read; legacy marks a donor without gc,
+	// read as granted at grant shards (R7) while its count is count.
+	grant  int64
+	legacy bool
+	count  int64
+}
+
+// update is the donor's debit: ADD tk −x per quota, under the donor
+// still existing, holding x, its grant as read and its period current
+// (rf at or after the edge it started at).
+func (m *move) update(table string) *dynamodb.UpdateItemInput {
+	var b expr.Builder
+	b.Cond("attribute_exists(" + b.Name(schema.AttrPK) + ")")
+	for _, ml := range m.limits {
+		tk := b.Name(schema.BucketAttr(ml.name, schema.LimitTokens))
+		gc := b.Name(schema.BucketAttr(ml.name, schema.LimitGrantShards))
+		b.Add(schema.BucketAttr(ml.name, schema.LimitTokens), schema.Num(-ml.amount))
+		b.Cond(tk + " >= " + b.Value(schema.Num(ml.amount)))
+		if ml.legacy {
+			b.Cond("(attribute_not_exists(" + gc + ") AND " + b.Name(schema.AttrShardCount) + " = " + b.Value(schema.Num(ml.count)) + ")")
+		} else {
+			b.Cond(gc + " = " + b.Value(schema.Num(ml.grant)))
+		}
+	}
+	if m.edge > 0 {
+		b.Cond(b.Name(schema.AttrRF) + " >= " + b.Value(schema.Num(m.edge)))
+	}
+	in := b.UpdateInput(table, m.donor.Key())
+	in.ReturnValues = types.ReturnValueNone
+	return in
+}
+
+// needsGrant reports a quota the shard does not carry yet.
+func (p *pass) needsGrant() bool {
+	for i := range p.plan {
+		if p.plan[i].lim.IsQuota() && !p.plan[i].present {
+			return true
+		}
+	}
+	return false
+}
+
+// resetsQuota reports a quota reset edge this pass applies.
+func (p *pass) resetsQuota() bool {
+	for i := range p.plan {
+		if p.plan[i].reset {
+			return true
+		}
+	}
+	return false
+}
+
+// fund plans the grants of a pass's quotas (ADR-145): for a shard other
+// than 0 whose pass applies a reset edge, the count is read on shard 0 so
+// that the new grant is sized at the pair's count; for quotas the shard
+// does not carry, every sibling is read (strongly consistent) and each
+// quota is funded by a move off the sibling covering the shard's slot, or
+// granted a fresh share when none in its current period covers it. A
+// count above the pass's re-plans the pass at it. After a move was lost
+// once (req.lostMoves), covered slots start empty instead: under-admission,
+// never a second allowance.
+func (l *Limiter) fund(ctx context.Context, p *pass, replan func(shards int64)) error {
+	switch {
+	case p.needsGrant() && (p.shards > 1 || p.id.Shard > 0):
+		sibs, count, err := l.readSiblings(ctx, p.id, p.shards)
+		if err != nil {
+			return err
+		}
+		if count > p.shards {
+			replan(count)
+		}
+		p.raise = p.img != nil && p.img.ShardCount < p.shards
+		l.planMoves(p, sibs)
+	case p.resetsQuota() && p.id.Shard > 0:
+		count, err := l.readShardCount(ctx, p.id)
+		if err != nil {
+			return err
+		}
+		if count > p.shards {
+			p.raise = true
+			replan(count)
+		}
+	}
+	return nil
+}
+
+// sibling is a sibling shard as read for the grant planner.
+type sibling struct {
+	shard int
+	img   *bucketitem.Image
+}
+
+// planMoves picks each missing quota's donor among the siblings read and
+// sets the quota's starting balance: the move, or nothing when the donor
+// has nothing to give or a move was lost before.
+func (l *Limiter) planMoves(p *pass, sibs []sibling) {
+	at := time.UnixMilli(p.now)
+	for i := range p.plan {
+		pl := &p.plan[i]
+		if !pl.lim.IsQuota() || pl.present {
+			continue
+		}
+		edge := int64(0)
+		if prev, ok := pl.resets.PrevEdge(at, pl.loc); ok {
+			edge = prev.UnixMilli()
+		}
+		var cands []bucket.GrantSibling
+		for _, sb := range sibs {
+			li := sb.img.Limit(pl.lim.Name)
+			if li == nil || !li.Params().IsQuota() || sb.img.RF < edge {
+				continue // not carrying it, or still in the previous period
+			}
+			g := li.GrantShards
+			if !li.Fields.Has(bucketitem.FieldGrantShards) || g < 1 {
+				g = bucket.LegacyGrantShards(li.Tokens, li.Capacity, sb.img.ShardCount)
+			}
+			cands = append(cands, bucket.GrantSibling{Shard: int64(sb.shard), GrantShards: g, Tokens: li.Tokens})
+		}
+		donor, ok := bucket.Donor(cands, int64(p.id.Shard))
+		if !ok {
+			continue // uncovered: the fresh share plan gave it
+		}
+		pl.balance = 0
+		x := bucket.MoveAmount(pl.inForce.Capacity, p.shards, donor.Tokens)
+		if p.req.lostMoves > 0 || x <= 0 {
+			continue
+		}
+		pl.balance = x
+		ml := moveLimit{name: pl.lim.Name, amount: x, grant: donor.GrantShards}
+		for _, sb := range sibs {
+			if sb.shard == int(donor.Shard) {
+				if li := sb.img.Limit(pl.lim.Name); !li.Fields.Has(bucketitem.FieldGrantShards) || li.GrantShards < 1 {
+					ml.legacy, ml.count = true, sb.img.ShardCount
+				}
+			}
+		}
+		j := -1
+		for k := range p.moves {
+			if p.moves[k].donor.Shard == int(donor.Shard) {
+				j = k
+			}
+		}
+		if j < 0 {
+			id := p.id
+			id.Shard = int(donor.Shard)
+			p.moves = append(p.moves, move{donor: id, edge: edge})
+			j = len(p.moves) - 1
+		}
+		p.moves[j].edge = max(p.moves[j].edge, edge)
+		p.moves[j].limits = append(p.moves[j].limits, ml)
+	}
+	for i := range p.plan {
+		p.plan[i].judge(p.now)
+	}
+}
+
+// readSiblings reads every other shard of the pair below count, strongly
+// consistent, and returns those that exist and the highest shard count
+// among them and count.
+func (l *Limiter) readSiblings(ctx context.Context, id schema.BucketID, count int64) ([]sibling, int64, error) {
+	var keys []map[string]types.AttributeValue
+	for s := 0; s < int(min(count, schema.MaxShardCount)); s++ {
+		if s != id.Shard {
+			k := id
+			k.Shard = s
+			keys = append(keys, k.Key().AttributeValues())
+		}
+	}
+	var out []sibling
+	for start := 0; start < len(keys); start += 100 {
+		batch := keys[start:min(start+100, len(keys))]
+		for attempt := 0; len(batch) > 0; attempt++ {
+			if attempt > 0 {
+				if err := l.sleep(ctx, backoff(attempt)); err != nil {
+					return nil, 0, err
+				}
+			}
+			if attempt > 5 {
+				return nil, 0, &dbError{op: "grant sibling read", err: errors.New("keys left unprocessed")}
+			}
+			got, err := l.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
+				l.table: {Keys: batch, ConsistentRead: aws.Bool(true)},
+			}})
+			if err != nil {
+				return nil, 0, &dbError{op: "grant sibling read", err: err}
+			}
+			for _, it := range got.Responses[l.table] {
+				pk, _ := it[schema.AttrPK].(*types.AttributeValueMemberS)
+				if pk == nil {
+					continue
+				}
+				sid, err := schema.ParseBucketPK(pk.Value)
+				if err != nil {
+					continue
+				}
+				img, err := bucketitem.Decode(it)
+				if err != nil {
+					return nil, 0, err
+				}
+				out = append(out, sibling{shard: sid.Shard, img: &img})
+				count = max(count, img.ShardCount)
+			}
+			batch = got.UnprocessedKeys[l.table].Keys
+		}
+	}
+	return out, count, nil
+}
+
+// readShardCount reads shard 0's shard_count, strongly consistent: the
+// pair's count, which every other shard follows.
+func (l *Limiter) readShardCount(ctx context.Context, id schema.BucketID) (int64, error) {
+	zero := id
+	zero.Shard = 0
+	got, err := l.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(l.table), Key: zero.Key().AttributeValues(), ConsistentRead: aws.Bool(true),
+		ProjectionExpression: aws.String("#sc"), ExpressionAttributeNames: map[string]string{"#sc": schema.AttrShardCount},
+	})
+	if err != nil {
+		return 0, &dbError{op: "shard count read", err: err}
+	}
+	img, err := bucketitem.Decode(got.Item)
+	if err != nil {
+		return 0, err
+	}
+	return max(img.ShardCount, 1), nil
+}

@@ -1,0 +1,218 @@
+package limiter_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
+	"github.com/zae-limiter/zae-limiter-go/core/limit"
+	"github.com/zae-limiter/zae-limiter-go/core/limiter"
+	"github.com/zae-limiter/zae-limiter-go/core/schedule"
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
+	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
+)
+
+// dailyQuota is 100 tokens a day, resetting at midnight UTC.
+func dailyQuota(name string, amount int64) limit.Limit {
+	return limit.Quota(name, amount, schedule.Resets{schedule.MustParseCron("0 0 * * *")}, "")
+}
+
+func msOf(s string) int64 {
+	v, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		panic(err)
+	}
+	return v.UnixMilli()
+}
+
+// A daily quota (docs/design.md §15): spent on the fast path, one
+// conditional UpdateItem per acquire; exhausted, its 429 names the
+// midnight reset; past midnight the first acquire restores it in one lump
+// while tc keeps climbing.
+func TestQuotaResetsAtTheEdge(t *testing.T) {
+	e := newEnv(t, limiter.Options{})
+	e.setResourceLimits("gpt-4", dailyQuota("tpd", 100))
+	ctx := context.Background()
+	// The clock reads 2026-11-29 12:00 UTC.
+	if _, err := e.lim.Acquire(ctx, "k", "gpt-4", limiter.Consume{"tpd": 60}); err != nil {
+		t.Fatal(err)
+	}
+	item := e.bucket("k", "gpt-4", 0)
+	for attr, want := range map[string]string{
+		"b_tpd_tk": "40000", "b_tpd_tc": "60000", "b_tpd_ra": "0", "b_tpd_gc": "1",
+		"vu": strconv.FormatInt(msOf("2026-11-30T00:00:00Z"), 10),
+	} {
+		if got := e.n(item, attr); got != want {
+			t.Errorf("%s = %s, want %s", attr, got, want)
+		}
+	}
+	if got := ddbtest.Render(item["b_tpd_rsched"]); got != "S:m0h0" {
+		t.Errorf("b_tpd_rsched = %s", got)
+	}
+
+	e.proxy.ResetStats()
+	if _, err := e.lim.Acquire(ctx, "k", "gpt-4", limiter.Consume{"tpd": 40}); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.calls("UpdateItem"); n != 1 || e.totalCalls() != 1 {
+		t.Errorf("fast path: %d UpdateItem, %d calls, want 1 and 1", n, e.totalCalls())
+	}
+
+	e.clk.Set(time.UnixMilli(msOf("2026-11-29T23:00:00Z")))
+	_, err := e.lim.Acquire(ctx, "k", "gpt-4", limiter.Consume{"tpd": 1})
+	var rle *limiter.RateLimitExceeded
+	if !errors.As(err, &rle) {
+		t.Fatalf("exhausted quota: %v", err)
+	}
+	if d, never := rle.RetryAfter(); never || d != time.Hour {
+		t.Errorf("retry after %v (never %v), want the reset an hour away", d, never)
+	}
+
+	e.clk.Set(time.UnixMilli(msOf("2026-11-30T00:00:01Z")))
+	lease, err := e.lim.Acquire(ctx, "k", "gpt-4", limiter.Consume{"tpd": 10})
+	if err != nil {
+		t.Fatalf("after the reset: %v", err)
+	}
+	if r, _ := lease.Remaining("tpd"); r != 90 {
+		t.Errorf("remaining %d, want 90", r)
+	}
+	item = e.bucket("k", "gpt-4", 0)
+	for attr, want := range map[string]string{
+		"b_tpd_tk": "90000", "b_tpd_tc": "110000", "b_tpd_gc": "1",
+		"vu": strconv.FormatInt(msOf("2026-12-01T00:00:00Z"), 10),
+	} {
+		if got := e.n(item, attr); got != want {
+			t.Errorf("after the reset %s = %s, want %s", attr, got, want)
+		}
+	}
+}
+
+// A top-up raises a quota's ceiling for the period (C // gc + tu); the
+// reset edge wipes it (ADR-149).
+func TestQuotaTopUpCeilingEndsAtTheEdge(t *testing.T) {
+	e := newEnv(t, limiter.Options{})
+	e.setResourceLimits("gpt-4", dailyQuota("tpd", 100))
+	ctx := context.Background()
+	if _, err := e.lim.Acquire(ctx, "k", "gpt-4", limiter.Consume{"tpd": 100}); err != nil {
+		t.Fatal(err)
+	}
+	// An operator's top-up of 50 (core/control writes it the same way).
+	e.update("k", "gpt-4", 0, "ADD b_tpd_tk :t, b_tpd_tu :t SET vu = :z", map[string]types.AttributeValue{":t": schema.Num(50_000), ":z": schema.Num(0)})
+	e.clk.Advance(time.Minute)
+	if _, err := e.lim.Acquire(ctx, "k", "gpt-4", limiter.Consume{"tpd": 50}); err != nil {
+		t.Fatalf("the top-up is not admitted: %v", err)
+	}
+	if _, err := e.lim.Acquire(ctx, "k", "gpt-4", limiter.Consume{"tpd": 1}); err == nil {
+		t.Fatal("admitted past quota and top-up")
+	}
+	e.clk.Set(time.UnixMilli(msOf("2026-11-30T00:00:00Z")))
+	if _, err := e.lim.Acquire(ctx, "k", "gpt-4", limiter.Consume{"tpd": 1}); err != nil {
+		t.Fatal(err)
+	}
+	item := e.bucket("k", "gpt-4", 0)
+	if _, ok := item["b_tpd_tu"]; ok {
+		t.Error("the reset kept the top-up")
+	}
+	if got := e.n(item, "b_tpd_tk"); got != "99000" {
+		t.Errorf("b_tpd_tk = %s, want 99000", got)
+	}
+}
+
+// A quota's new shard is funded by a move off the sibling whose grant
+// covers its slot, in one transaction (ADR-145): nothing is minted.
+func TestQuotaShardFundedByAMove(t *testing.T) {
+	draw := 0
+	e := newEnv(t, limiter.Options{Rand: func(n int) int { return min(draw, n-1) }})
+	e.setResourceLimits("gpt-4", dailyQuota("tpd", 100))
+	ctx := context.Background()
+	if _, err := e.lim.Acquire(ctx, "k", "gpt-4", limiter.Consume{"tpd": 30}); err != nil {
+		t.Fatal(err)
+	}
+	// Another client doubled the pair: shard 0 now says 2, its grant
+	// still the whole quota (gc 1, 70 left).
+	e.update("k", "gpt-4", 0, "SET shard_count = :two", map[string]types.AttributeValue{":two": schema.Num(2)})
+	// The next acquire lands on shard 0 and learns the count; then the
+	// draw goes to shard 1, which does not exist yet.
+	if _, err := e.lim.Acquire(ctx, "k", "gpt-4", limiter.Consume{"tpd": 0}); err != nil {
+		t.Fatal(err)
+	}
+	draw = 1
+	e.proxy.ResetStats()
+	if _, err := e.lim.Acquire(ctx, "k", "gpt-4", limiter.Consume{"tpd": 5}); err != nil {
+		t.Fatal(err)
+	}
+	s0, s1 := e.bucket("k", "gpt-4", 0), e.bucket("k", "gpt-4", 1)
+	if s1 == nil {
+		t.Fatal("shard 1 was not created")
+	}
+	// Slot 1 at 2 shards takes one share, 50, off shard 0 (which covers
+	// every slot at gc 1): 20 stay there, 45 are left on shard 1 after 5.
+	for _, c := range []struct {
+		item       map[string]types.AttributeValue
+		attr, want string
+	}{{s0, "b_tpd_tk", "20000"}, {s0, "b_tpd_gc", "1"}, {s1, "b_tpd_tk", "45000"}, {s1, "b_tpd_gc", "2"}, {s1, "b_tpd_tc", "5000"}, {s1, "shard_count", "2"}} {
+		if got := e.n(c.item, c.attr); got != c.want {
+			t.Errorf("%s = %s, want %s", c.attr, got, c.want)
+		}
+	}
+	if e.calls("TransactWriteItems") != 1 {
+		t.Errorf("%d transactions, want the create and the move in one", e.calls("TransactWriteItems"))
+	}
+	// Conserved: 30 + 5 admitted, 20 + 45 held, nothing left to grant.
+}
+
+// A reset on a shard whose count lags is sized at the count shard 0
+// holds, and raises the shard's count (docs/design.md §15).
+func TestQuotaResetOnALaggingShard(t *testing.T) {
+	e := newEnv(t, limiter.Options{Rand: func(n int) int { return min(1, n-1) }})
+	e.setResourceLimits("gpt-4", dailyQuota("tpd", 100))
+	ctx := context.Background()
+	// Both shards were last written yesterday (their vu the midnight
+	// reset, as every writer stamps it); shard 0 has since been doubled
+	// twice, shard 1 still says 2.
+	yesterday := msOf("2026-11-28T18:00:00Z")
+	q := limit.Quota("tpd", 100, nil, "").Params()
+	for shard, count := range map[int]int64{0: 4, 1: 2} {
+		n := bucketitem.New{ID: schema.BucketID{Namespace: ns, Entity: "k", Resource: "gpt-4", Shard: shard}, RF: yesterday, ShardCount: count, VU: msOf("2026-11-29T00:00:00Z"),
+			Limits: []bucketitem.NewLimit{{Name: "tpd", Tokens: 3_000, Params: q, ResetSchedule: "m0h0", GrantShards: 2}}}
+		if _, err := e.tbl.DB.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(e.tbl.Name), Item: n.Item()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The first acquire draws shard 0 (the client knows one shard) and
+	// learns the count; the second draws shard 1.
+	for range 2 {
+		if _, err := e.lim.Acquire(ctx, "k", "gpt-4", limiter.Consume{"tpd": 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for shard, want := range map[int]map[string]string{
+		0: {"b_tpd_tk": "24000", "b_tpd_gc": "4", "shard_count": "4"},
+		1: {"b_tpd_tk": "24000", "b_tpd_gc": "4", "shard_count": "4"},
+	} {
+		it := e.bucket("k", "gpt-4", shard)
+		for attr, w := range want {
+			if got := e.n(it, attr); got != w {
+				t.Errorf("shard %d: %s = %s, want %s", shard, attr, got, w)
+			}
+		}
+	}
+}
+
+func (e *env) update(entity, resource string, shard int, expr string, values map[string]types.AttributeValue) {
+	e.t.Helper()
+	_, err := e.tbl.DB.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+		TableName: aws.String(e.tbl.Name), Key: schema.BucketKey(ns, entity, resource, shard).AttributeValues(),
+		UpdateExpression: aws.String(expr), ExpressionAttributeValues: values,
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
