@@ -40,10 +40,10 @@ func TestConfigScheduleFromPython(t *testing.T) {
 
 func TestConfigScheduleRefused(t *testing.T) {
 	for name, extra := range map[string]attrs{
-		"undecodable":   {"l_rpm_sched": s("h99s500")},
-		"unknown zone":  {"l_rpm_sched": s("h9-17s500"), "sched_tz": s("Mars/Olympus_Mons")},
-		"not a string":  {"l_rpm_sched": n("5")},
-		"zone not text": {"l_rpm_sched": s("h9-17s500"), "sched_tz": n("5")},
+		"undecodable":     {"l_rpm_sched": s("h99s500")},
+		"unknown zone":    {"l_rpm_sched": s("h9-17s500"), "sched_tz": s("Mars/Olympus_Mons")},
+		"not a string":    {"l_rpm_sched": n("5")},
+		"zone not text":   {"l_rpm_sched": s("h9-17s500"), "sched_tz": n("5")},
 		"reset on a drip": {"l_rpm_rsched": s("m0h0")},
 	} {
 		_, err := config.DecodeConfigItem(config.LevelResource, merge(lim("rpm", "100", "100", "60"), extra))
