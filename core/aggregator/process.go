@@ -168,6 +168,7 @@ func (a *Aggregator) summarise(ctx context.Context, now time.Time, st batchStats
 		"raises", st.maint.Raises,
 		"clones", st.maint.Clones,
 		"abstained", st.maint.Abstained,
+		"resets_deferred", st.maint.Deferred,
 		"skipped", st.skipped,
 		"poison", st.poison,
 		"error_count", st.failures + st.maint.Failures,

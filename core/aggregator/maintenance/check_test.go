@@ -34,26 +34,31 @@ func isStampOrOwned(attr string) bool {
 		return true
 	}
 	_, f, ok := schema.ParseBucketAttr(attr)
-	return ok && (f == schema.LimitSoft || f == schema.LimitTopUp)
+	return ok && f == schema.LimitSoft
 }
 
-// rawNotMaintained is docs/design.md §9 and §14 read straight off the
-// attribute map: a reset schedule, window, grant or top-up anywhere, a
-// schedule on wcu, a stored parameter schedule that does not decode (or a
-// zone that does not load beside one), a quota or unusable parameters.
+// rawNotMaintained is docs/design.md §9, §14 and §15 read straight off the
+// attribute map: a session window anywhere, a schedule on wcu, a stored
+// schedule or reset schedule that does not decode (or a zone that does not
+// load beside one), a zero refill without a reset schedule or a reset
+// schedule beside a drip, or unusable parameters.
 func rawNotMaintained(it item) bool {
 	present := map[string]bool{}
-	var scheds []string
+	var scheds, resets []string
+	limitResets := map[string]string{}
+	itemResets := ""
 	for k, v := range it {
-		if k == schema.AttrRSched {
-			return true
-		}
-		if k == schema.AttrSched {
+		if k == schema.AttrRSched || k == schema.AttrSched {
 			s, ok := v.(*types.AttributeValueMemberS)
 			if !ok {
 				return true
 			}
-			scheds = append(scheds, s.Value)
+			if k == schema.AttrRSched {
+				itemResets = s.Value
+				resets = append(resets, s.Value)
+			} else {
+				scheds = append(scheds, s.Value)
+			}
 			continue
 		}
 		name, f, ok := schema.ParseBucketAttr(k)
@@ -61,15 +66,19 @@ func rawNotMaintained(it item) bool {
 			continue
 		}
 		switch f {
-		case schema.LimitGrantShards, schema.LimitTopUp, schema.LimitWindowStart, schema.LimitResetAfter,
-			schema.LimitWindowAnchor, schema.LimitWindowConsumed, schema.LimitResetSchedule:
+		case schema.LimitWindowStart, schema.LimitResetAfter, schema.LimitWindowAnchor, schema.LimitWindowConsumed:
 			return true
-		case schema.LimitSchedule:
+		case schema.LimitSchedule, schema.LimitResetSchedule:
 			s, ok := v.(*types.AttributeValueMemberS)
 			if !ok || name == schema.WCULimit {
 				return true
 			}
-			scheds = append(scheds, s.Value)
+			if f == schema.LimitSchedule {
+				scheds = append(scheds, s.Value)
+			} else {
+				resets = append(resets, s.Value)
+				limitResets[name] = s.Value
+			}
 		case schema.LimitTokens:
 			if _, ok := it[schema.BucketAttr(name, schema.LimitCapacity)]; ok {
 				present[name] = true
@@ -81,7 +90,12 @@ func rawNotMaintained(it item) bool {
 			return true
 		}
 	}
-	if len(scheds) > 0 {
+	for _, text := range resets {
+		if _, err := schedule.DecodeResets(text); err != nil {
+			return true
+		}
+	}
+	if len(scheds)+len(resets) > 0 {
 		tz, _ := it[schema.AttrSchedTZ].(*types.AttributeValueMemberS)
 		name := ""
 		if tz != nil {
@@ -100,7 +114,16 @@ func rawNotMaintained(it item) bool {
 		return x
 	}
 	for name := range present {
-		if n(schema.BucketAttr(name, schema.LimitRefillAmount)) <= 0 ||
+		ra := n(schema.BucketAttr(name, schema.LimitRefillAmount))
+		r, own := limitResets[name]
+		if !own {
+			r = itemResets
+		}
+		quota := r != "" && r != schedule.None
+		if name == schema.WCULimit {
+			quota = false
+		}
+		if ra < 0 || (ra == 0) != quota || (name == schema.WCULimit && ra == 0) ||
 			n(schema.BucketAttr(name, schema.LimitRefillPeriod)) <= 0 ||
 			n(schema.BucketAttr(name, schema.LimitCapacity)) < 0 {
 			return true
@@ -166,11 +189,24 @@ func checkWrites(t testing.TB, recs []Record, ups []*dynamodb.UpdateItemInput, p
 			case attr == schema.AttrShardCount:
 				setsSC = true
 			case isLimit && f == schema.LimitTokens:
+			case isLimit && (f == schema.LimitGrantShards || f == schema.LimitTopUp) && strings.Contains(upd, "#rf = :rf"):
+				// A quota's reset edge (docs/design.md §15): gc sized at
+				// the image's count, tu removed, under the count pin.
+				if f == schema.LimitGrantShards {
+					img := last[id]
+					if got := numOf(t, in.ExpressionAttributeValues[":sc"]); got != max(img.ShardCount, 1) ||
+						!strings.Contains(cond, "(attribute_not_exists(#sc) OR #sc <= :sc)") {
+						t.Errorf("%s: grant %d without the count pin: %q", id.PK(), got, cond)
+					}
+				} else if _, removed, ok := strings.Cut(upd, " REMOVE "); !ok || !strings.Contains(removed, a) || !strings.Contains(upd, "#g") {
+					// tu is only ever removed, by a reset (ADR-149).
+					t.Errorf("%s: writes tu: %q", id.PK(), upd)
+				}
 			case attr == schema.AttrVU && strings.Contains(upd, "#rf = :rf"):
 				// A refill stamps the full-at instant (docs/decisions.md P25).
 				if img, ok := last[id]; ok && strings.Contains(upd, "#vu = :vu") {
 					sc, _ := outsideSupported(&img)
-					if got, want := numOf(t, in.ExpressionAttributeValues[":vu"]), validUntil(&img, sc, now); got != want {
+					if got, want := numOf(t, in.ExpressionAttributeValues[":vu"]), validUntil(&img, sc.passes(&img, now), now); got != want {
 						t.Errorf("%s: stamps vu %d, want %d", id.PK(), got, want)
 					}
 				}
@@ -207,7 +243,7 @@ func checkWrites(t testing.TB, recs []Record, ups []*dynamodb.UpdateItemInput, p
 					t.Errorf("%s: pins sched %s, image has %q", id.PK(), render(got), img.Sched)
 				}
 			}
-			if !strings.HasSuffix(cond, wantVU) {
+			if !strings.HasSuffix(strings.TrimSuffix(cond, " AND (attribute_not_exists(#sc) OR #sc <= :sc)"), wantVU) {
 				t.Errorf("%s: vu pin missing: %q", id.PK(), cond)
 			}
 		}

@@ -7,8 +7,12 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
 // DB is the part of the DynamoDB API the maintainer uses; *dynamodb.Client
@@ -83,9 +87,20 @@ func (m *Maintainer) Run(ctx context.Context, records []Record) (st Stats) {
 // exec sends one planned write and counts its outcome.
 func (m *Maintainer) exec(ctx context.Context, o *op, st *Stats) {
 	var err error
-	if o.put != nil {
+	if o.countAtMost > 0 {
+		var count int64
+		if count, err = m.pairCount(ctx, o.id); err == nil && count > o.countAtMost {
+			st.Deferred++
+			m.log.Debug("maintenance: quota reset left to the client - the pair's count passed the shard's",
+				"entity", o.id.Entity, "resource", o.id.Resource, "shard", o.id.Shard)
+			return
+		}
+	}
+	switch {
+	case err != nil:
+	case o.put != nil:
 		_, err = m.db.PutItem(ctx, o.put)
-	} else {
+	default:
 		_, err = m.db.UpdateItem(ctx, o.update)
 	}
 	var ccf *types.ConditionalCheckFailedException
@@ -118,4 +133,23 @@ func (m *Maintainer) exec(ctx context.Context, o *op, st *Stats) {
 		// No entity id or resource at WARN (docs/design.md §6): they are often API keys.
 		m.log.Warn("maintenance: write failed", "op", o.kind.String(), "shard", o.id.Shard, "error", err.Error())
 	}
+}
+
+// pairCount reads shard 0's shard_count, strongly consistent: the count of
+// the pair id belongs to.
+func (m *Maintainer) pairCount(ctx context.Context, id schema.BucketID) (int64, error) {
+	zero := id
+	zero.Shard = 0
+	out, err := m.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(m.table), Key: zero.Key().AttributeValues(), ConsistentRead: aws.Bool(true),
+		ProjectionExpression: aws.String("#sc"), ExpressionAttributeNames: map[string]string{"#sc": schema.AttrShardCount},
+	})
+	if err != nil {
+		return 0, err
+	}
+	img, err := bucketitem.Decode(out.Item)
+	if err != nil {
+		return 0, err
+	}
+	return max(img.ShardCount, 1), nil
 }

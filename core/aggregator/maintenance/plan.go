@@ -46,6 +46,10 @@ type op struct {
 	id     schema.BucketID // the item written
 	update *dynamodb.UpdateItemInput
 	put    *dynamodb.PutItemInput
+	// countAtMost, when set, makes exec read shard 0's shard_count first
+	// (strongly consistent) and leave the write out when it is higher: a
+	// quota grant off shard 0 sized at a count the pair has passed.
+	countAtMost int64
 }
 
 // plan is the work for one batch, in execution order.
@@ -66,9 +70,13 @@ type image struct {
 type state struct {
 	id      schema.BucketID
 	last    *bucketitem.Image // the last NewImage
-	scheds  scheduled         // last's parameter schedules, decoded
+	scheds  scheduled         // last's schedules, decoded
 	demand  map[string]int64  // Σ (new.tc − old.tc) per limit, wcu included
 	abstain bool              // some NewImage of the batch is one the aggregator does not maintain
+	// quota reports a calendar quota on some NewImage of the batch: its
+	// refill is maintained, its shard-count propagation left to the
+	// clients, which fund new quota shards (docs/design.md §15).
+	quota bool
 }
 
 // planBatch builds every write of a batch from its records alone (no I/O): the
@@ -152,43 +160,36 @@ func (m *Maintainer) collect(records []Record, p *plan) ([]image, []*state, map[
 		if s.scheds, outside = outsideSupported(nw); outside {
 			s.abstain = true
 		}
+		s.quota = s.quota || len(s.scheds.resets) > 0
 		addDemand(s.demand, nw, old)
 	}
 	return imgs, buckets, byID
 }
 
 // notMaintained are the per-limit attributes of what the aggregator does
-// not maintain yet: session windows (ws, rsa, wa, wtc), quota grants (gc),
-// top-ups (tu) and reset schedules (docs/design.md §9, §14).
-const notMaintained = bucketitem.FieldGrantShards | bucketitem.FieldTopUp | bucketitem.FieldWindowStart |
-	bucketitem.FieldResetAfter | bucketitem.FieldWindowAnchor | bucketitem.FieldWindowConsumed |
-	bucketitem.FieldResetSchedule
+// not maintain yet: session windows (ws, rsa, wa, wtc; docs/design.md §9).
+const notMaintained = bucketitem.FieldWindowStart | bucketitem.FieldResetAfter |
+	bucketitem.FieldWindowAnchor | bucketitem.FieldWindowConsumed
 
 // outsideSupported reports an item the aggregator must not refill,
-// double, raise or clone (docs/design.md §9, §14): one carrying a session
-// window, a quota grant, a top-up or a reset schedule (item-level or on any
-// limit, partial ones and wcu included), a present limit with ra = 0 or no
-// ra (a quota), a parameter schedule that does not decode or names an
+// double, raise or clone (docs/design.md §9, §14, §15): one carrying a
+// session window (on any limit, partial ones and wcu included), a present
+// limit with ra = 0 and no reset schedule (a quota that could never
+// recover) or a reset schedule beside a positive ra (a limit drips or
+// resets, never both), a schedule that does not decode or names an
 // unknown zone, or a schedule on wcu. Beyond it: a present limit (wcu
-// included) whose parameters the drip arithmetic cannot use — a negative
-// cp or ra, or rp <= 0 (absent included) — a corrupt or foreign item.
-// Parameter schedules that decode are maintained: they are returned,
-// decoded, for the refill to use the parameters in force.
+// included) whose parameters the arithmetic cannot use — a negative cp or
+// ra, or rp <= 0 (absent included) — a corrupt or foreign item. The
+// schedules of the rest are returned, decoded once, for the refill to use
+// the parameters in force and apply reset edges.
 func outsideSupported(img *bucketitem.Image) (scheduled, bool) {
-	if img.HasResetSched {
-		return scheduled{}, true
-	}
 	bad := func(l *bucketitem.LimitImage) bool {
 		return l.Fields&notMaintained != 0 ||
-			(l.Present() && (l.Capacity < 0 || l.RefillAmount <= 0 || l.RefillPeriod <= 0))
+			(l.Present() && (l.Capacity < 0 || l.RefillAmount < 0 || l.RefillPeriod <= 0))
 	}
-	if bad(&img.WCU) || img.WCU.Fields.Has(bucketitem.FieldSchedule) {
+	if bad(&img.WCU) || img.WCU.Fields&(bucketitem.FieldSchedule|bucketitem.FieldResetSchedule) != 0 ||
+		(img.WCU.Present() && img.WCU.RefillAmount <= 0) {
 		return scheduled{}, true
-	}
-	for i := range img.Limits {
-		if bad(&img.Limits[i]) {
-			return scheduled{}, true
-		}
 	}
 	for i := range img.Partial {
 		if img.Partial[i].Fields&notMaintained != 0 {
@@ -199,37 +200,94 @@ func outsideSupported(img *bucketitem.Image) (scheduled, bool) {
 	if err != nil {
 		return scheduled{}, true
 	}
-	return scheduled{by: by, loc: loc}, false
-}
-
-// scheduled are the parameter schedules of an image's limits and their
-// zone (docs/design.md §14), decoded once per image by outsideSupported;
-// the zero value means none.
-type scheduled struct {
-	by  map[string]schedule.Schedule
-	loc *time.Location
-}
-
-// effective returns the parameters of limit l in force at now: its stored
-// ones, or those its parameter schedule has then.
-func (sc scheduled) effective(l *bucketitem.LimitImage, now int64) bucket.Params {
-	if s, ok := sc.by[l.Name]; ok {
-		return s.Effective(l.Params(), time.UnixMilli(now), sc.loc)
+	// Every stored reset schedule must read, a partial limit's and the
+	// item's included, whoever it applies to.
+	texts := []string{img.ResetSched}
+	for i := range img.Partial {
+		texts = append(texts, img.Partial[i].ResetSchedule)
 	}
-	return l.Params()
-}
-
-// nextBoundary is the earliest instant after now at which a parameter
-// schedule changes what is in force; bucket.NeverFull when none comes.
-func (sc scheduled) nextBoundary(now int64) int64 {
-	next := int64(bucket.NeverFull)
-	at := time.UnixMilli(now)
-	for _, s := range sc.by {
-		if t, ok := s.NextChange(at, sc.loc); ok {
-			next = min(next, t.UnixMilli())
+	for _, t := range texts {
+		if t == "" {
+			continue
+		}
+		if _, err := schedule.DecodeResets(t); err != nil {
+			return scheduled{}, true
+		}
+		if _, err := schedule.Zone(img.SchedTZ); err != nil {
+			return scheduled{}, true
 		}
 	}
-	return next
+	sc := scheduled{by: by, loc: loc}
+	for i := range img.Limits {
+		l := &img.Limits[i]
+		if bad(l) {
+			return scheduled{}, true
+		}
+		_, r, rloc, err := img.Schedules(l.Name)
+		switch {
+		case err != nil, l.RefillAmount == 0 && len(r) == 0, l.RefillAmount > 0 && len(r) > 0:
+			return scheduled{}, true
+		case len(r) > 0:
+			if sc.resets == nil {
+				sc.resets = make(map[string]schedule.Resets, 1)
+			}
+			sc.resets[l.Name], sc.loc = r, rloc
+		}
+	}
+	return sc, false
+}
+
+// scheduled are the parameter and reset schedules of an image's limits and
+// their zone (docs/design.md §14), decoded once per image by
+// outsideSupported; the zero value means none.
+type scheduled struct {
+	by     map[string]schedule.Schedule
+	resets map[string]schedule.Resets
+	loc    *time.Location
+}
+
+// passes materialises every limit of img at now, in the order of
+// img.Limits, at the image's shard count.
+func (sc scheduled) passes(img *bucketitem.Image, now int64) []schedule.Pass {
+	out := make([]schedule.Pass, len(img.Limits))
+	for i := range img.Limits {
+		out[i] = sc.materialise(img, &img.Limits[i], max(img.ShardCount, 1), now)
+	}
+	return out
+}
+
+// validUntil is the vu the refill stamps (docs/decisions.md P25): the
+// first instant at which a hard dripping limit reaches its ceiling from
+// the balance the refill leaves, as of the refill's rf, or the next
+// schedule boundary or reset edge if that comes first (docs/design.md
+// §14); bucket.NeverFull when nothing constrains it. passes are the
+// limits of img materialised at now. The balances are those of the
+// image: fast-path debits since it only lower the real ones, so the real
+// instant is later and the stamp errs early (one extra materialising
+// pass, never an over-credit).
+func validUntil(img *bucketitem.Image, passes []schedule.Pass, now int64) int64 {
+	rf := bucket.StampRF(img.RF, now)
+	full := int64(bucket.NeverFull)
+	for i := range img.Limits {
+		ps := &passes[i]
+		full = min(full, ps.Boundary)
+		if img.Limits[i].Soft.Live(now) || ps.Share.Rate <= 0 {
+			continue
+		}
+		full = min(full, ps.Share.FullAt(ps.Balance, rf))
+	}
+	return full
+}
+
+// materialise is one limit of img at now, as every writer reads it
+// (schedule.Materialise): the parameters in force, a calendar quota's
+// reset edge since rf applied at shards, the drip or the clamp.
+func (sc scheduled) materialise(img *bucketitem.Image, l *bucketitem.LimitImage, shards, now int64) schedule.Pass {
+	loc := sc.loc
+	if loc == nil {
+		loc = time.UTC
+	}
+	return schedule.Materialise(l.Params(), sc.by[l.Name], sc.resets[l.Name], loc, l.Tokens, img.RF, shards, now)
 }
 
 // addDemand adds one record's tc deltas (new − old, old = 0 when absent)
@@ -302,13 +360,18 @@ func (m *Maintainer) refill(s *state, now int64) (op, bool) {
 		return op{}, false
 	}
 	sc := max(img.ShardCount, 1)
-	scheds := s.scheds
 	deltas := make([]delta, 0, len(img.Limits)+1)
+	var granted []*bucketitem.LimitImage
 	write := false
+	passes := s.scheds.passes(img, now)
 	for i := range img.Limits {
-		l := &img.Limits[i]
-		sh := bucket.Effective(scheds.effective(l, now), sc)
-		_, cr := bucket.Materialise(l.Tokens, img.RF, now, sh.Ceiling, sh.Rate, sh.Period)
+		l, ps := &img.Limits[i], &passes[i]
+		if ps.Reset {
+			// A calendar quota's reset edge (docs/design.md §15): always
+			// written, its grant sized at the count, its top-up wiped.
+			granted, write = append(granted, l), true
+		}
+		cr := ps.Balance - l.Tokens
 		if cr == 0 {
 			continue
 		}
@@ -330,31 +393,13 @@ func (m *Maintainer) refill(s *state, now int64) (op, bool) {
 	if !write {
 		return op{}, false
 	}
-	return op{kind: opRefill, id: s.id, update: m.refillInput(s.id, img, now, deltas, validUntil(img, scheds, now))}, true
-}
-
-// validUntil is the vu the refill stamps (docs/decisions.md P25): the first
-// instant at which a hard dripping limit reaches its ceiling from the
-// balance the refill leaves, as of the refill's rf, or the item's next
-// schedule boundary if that comes first (docs/design.md §14);
-// bucket.NeverFull when nothing constrains it. The balances are those of
-// the image: fast-path debits since it only lower the real ones, so the
-// real instant is later and the stamp errs early (one extra materialising
-// pass, never an over-credit).
-func validUntil(img *bucketitem.Image, scheds scheduled, now int64) int64 {
-	rf := bucket.StampRF(img.RF, now)
-	full := scheds.nextBoundary(now)
-	sc := max(img.ShardCount, 1)
-	for i := range img.Limits {
-		l := &img.Limits[i]
-		sh := bucket.Effective(scheds.effective(l, now), sc)
-		if l.Soft.Live(now) || sh.Rate <= 0 {
-			continue
-		}
-		balance, _ := bucket.Materialise(l.Tokens, img.RF, now, sh.Ceiling, sh.Rate, sh.Period)
-		full = min(full, sh.FullAt(balance, rf))
+	o := op{kind: opRefill, id: s.id, update: m.refillInput(s.id, img, now, deltas, granted, validUntil(img, passes, now))}
+	if len(granted) > 0 && s.id.Shard != 0 {
+		// A grant off shard 0 is sized at the image's count only while
+		// shard 0 holds no higher one (docs/design.md §15).
+		o.countAtMost = sc
 	}
-	return full
+	return o, true
 }
 
 // refillInput builds
@@ -366,7 +411,7 @@ func validUntil(img *bucketitem.Image, scheds scheduled, now int64) int64 {
 //
 // with rf_new = max(now, image rf) (docs/design.md §5; never backwards) and vu the
 // instant of validUntil.
-func (m *Maintainer) refillInput(id schema.BucketID, img *bucketitem.Image, now int64, deltas []delta, vu int64) *dynamodb.UpdateItemInput {
+func (m *Maintainer) refillInput(id schema.BucketID, img *bucketitem.Image, now int64, deltas []delta, granted []*bucketitem.LimitImage, vu int64) *dynamodb.UpdateItemInput {
 	names := map[string]string{"#rf": schema.AttrRF, "#vu": schema.AttrVU}
 	values := map[string]types.AttributeValue{
 		":rf":  schema.Num(bucket.StampRF(img.RF, now)),
@@ -378,9 +423,22 @@ func (m *Maintainer) refillInput(id schema.BucketID, img *bucketitem.Image, now 
 		upd = append(upd, ", #vu = :vu"...)
 		values[":vu"] = schema.Num(vu)
 	}
-	upd = append(upd, " ADD "...)
+	var removes []string
+	for i, l := range granted {
+		n := "#g" + strconv.Itoa(i)
+		upd = append(upd, ", "+n+" = :sc"...)
+		names[n] = schema.BucketAttr(l.Name, schema.LimitGrantShards)
+		values[":sc"] = schema.Num(max(img.ShardCount, 1))
+		if l.Fields.Has(bucketitem.FieldTopUp) {
+			u := "#u" + strconv.Itoa(i)
+			names[u] = schema.BucketAttr(l.Name, schema.LimitTopUp)
+			removes = append(removes, u)
+		}
+	}
 	for i, d := range deltas {
-		if i > 0 {
+		if i == 0 {
+			upd = append(upd, " ADD "...)
+		} else {
 			upd = append(upd, ", "...)
 		}
 		n, v := "#t"+strconv.Itoa(i), ":d"+strconv.Itoa(i)
@@ -391,7 +449,15 @@ func (m *Maintainer) refillInput(id schema.BucketID, img *bucketitem.Image, now 
 		values[v] = schema.Num(d.d)
 	}
 	if vu == bucket.NeverFull && img.HasVU {
-		upd = append(upd, " REMOVE #vu"...)
+		removes = append(removes, "#vu")
+	}
+	for i, r := range removes {
+		if i == 0 {
+			upd = append(upd, " REMOVE "...)
+		} else {
+			upd = append(upd, ", "...)
+		}
+		upd = append(upd, r...)
 	}
 	cond := "#rf = :erf AND attribute_not_exists(#vu)"
 	if img.HasVU {
@@ -404,6 +470,12 @@ func (m *Maintainer) refillInput(id schema.BucketID, img *bucketitem.Image, now 
 		cond += " AND #sched = :esched"
 		names["#sched"] = schema.AttrSched
 		values[":esched"] = schema.Str(img.Sched)
+	}
+	if len(granted) > 0 {
+		// A grant is never sized below a count the item has passed
+		// (ADR-145 race guard).
+		cond += " AND (attribute_not_exists(#sc) OR #sc <= :sc)"
+		names["#sc"] = schema.AttrShardCount
 	}
 	return &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(m.table),
@@ -472,8 +544,8 @@ func (m *Maintainer) propagate(im *image, byID map[schema.BucketID]*state, p *pl
 	if id.Shard != 0 || im.old == nil {
 		return
 	}
-	if s := byID[id]; s == nil || s.abstain {
-		return
+	if s := byID[id]; s == nil || s.abstain || s.quota {
+		return // a quota's new shards are funded by the clients that create them
 	}
 	oldSC, newSC := max(im.old.ShardCount, 1), max(im.new.ShardCount, 1)
 	if newSC <= oldSC {
@@ -489,7 +561,7 @@ func (m *Maintainer) propagate(im *image, byID map[schema.BucketID]*state, p *pl
 	for sh := 1; sh < int(oldSC); sh++ {
 		sib := id
 		sib.Shard = sh
-		if s := byID[sib]; s != nil && s.abstain {
+		if s := byID[sib]; s != nil && (s.abstain || s.quota) {
 			continue
 		}
 		p.ops = append(p.ops, op{kind: opRaise, id: sib, update: &dynamodb.UpdateItemInput{

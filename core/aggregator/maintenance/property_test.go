@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -93,6 +95,17 @@ func genItem(r *rand.Rand, id schema.BucketID, sc int64) item {
 	if r.IntN(10) == 0 && len(limits) > 0 {
 		it[schema.BucketAttr(limits[0].name, schema.LimitRefillAmount)] = nv(0)
 	}
+	if r.IntN(5) == 0 && len(limits) > 0 {
+		// A calendar quota (maintained): resets every hour or at midnight,
+		// with a grant, sometimes a top-up.
+		q := limits[len(limits)-1].name
+		it[schema.BucketAttr(q, schema.LimitRefillAmount)] = nv(0)
+		it[schema.BucketAttr(q, schema.LimitResetSchedule)] = sv(pick(r, "m0", "m0h0", "m30h2D1"))
+		it[schema.BucketAttr(q, schema.LimitGrantShards)] = nv(pick(r, int64(1), 2, 4))
+		if r.IntN(2) == 0 {
+			it[schema.BucketAttr(q, schema.LimitTopUp)] = nv(r.Int64N(50_000))
+		}
+	}
 	return it
 }
 
@@ -141,6 +154,7 @@ func genBatch(t testing.TB, r *rand.Rand, prefix string) []Record {
 func TestPropertyWritesNeverExtendStamps(t *testing.T) {
 	r := rand.New(rand.NewPCG(20261129, 7))
 	var total Stats
+	grants := 0 // quota reset edges applied
 	for i := range 3000 {
 		recs := genBatch(t, r, "e")
 		rec := &recDB{fail: func(string, item) error {
@@ -151,6 +165,11 @@ func TestPropertyWritesNeverExtendStamps(t *testing.T) {
 		}}
 		st := New(rec, "t", Options{Clock: clockAt(now)}).Run(context.Background(), recs)
 		checkWrites(t, recs, rec.updates, rec.puts, now)
+		for _, u := range rec.updates {
+			if strings.Contains(aws.ToString(u.UpdateExpression), "#g0 = :sc") {
+				grants++
+			}
+		}
 		if st.Failures != 0 {
 			t.Errorf("stats %+v", st)
 		}
@@ -161,8 +180,9 @@ func TestPropertyWritesNeverExtendStamps(t *testing.T) {
 	}
 	t.Logf("totals: %+v", total)
 	// The generator must reach every kind of write and abstention.
+	t.Logf("quota reset edges applied: %d", grants)
 	if total.Refills == 0 || total.RefillRace == 0 || total.Doublings == 0 || total.Raises == 0 ||
-		total.Clones == 0 || total.Abstained == 0 || total.Refused == 0 || total.Superseded == 0 {
+		total.Clones == 0 || total.Abstained == 0 || total.Refused == 0 || total.Superseded == 0 || grants == 0 {
 		t.Errorf("generator misses a case: %+v", total)
 	}
 }

@@ -78,4 +78,7 @@ type Stats struct {
 	Corrupt int
 	// Pending counts planned writes never started because ctx was done.
 	Pending int
+	// Deferred counts quota resets left to the clients: the shard's count
+	// lagged the one shard 0 holds, so its grant would be sized wrong.
+	Deferred int
 }
