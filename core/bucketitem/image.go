@@ -678,6 +678,17 @@ func (img *Image) QuotaOrWindow() bool {
 	})
 }
 
+// WindowFields are the per-limit attributes of a session window (ADR-139,
+// ADR-140): ws, rsa, wa and wtc.
+const WindowFields = FieldWindowStart | FieldResetAfter | FieldWindowAnchor | FieldWindowConsumed
+
+// Windowed reports whether any limit on the item (present, partial or
+// `wcu`) carries a session window attribute (WindowFields): a session
+// quota, which the operator's reset and top-up do not handle yet.
+func (img *Image) Windowed() bool {
+	return img.anyLimit(func(l *LimitImage) bool { return l.Fields&WindowFields != 0 })
+}
+
 func (img *Image) anyLimit(pred func(*LimitImage) bool) bool {
 	if pred(&img.WCU) {
 		return true
