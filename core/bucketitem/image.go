@@ -678,13 +678,15 @@ func (img *Image) QuotaOrWindow() bool {
 	})
 }
 
-// SessionWindow reports whether the item carries anything of session
-// quotas (phase 2b): a window start, length, anchor or consumption
-// snapshot (ws, rsa, wa, wtc) on any limit.
-func (img *Image) SessionWindow() bool {
-	return img.anyLimit(func(l *LimitImage) bool {
-		return l.Fields&(FieldWindowStart|FieldResetAfter|FieldWindowAnchor|FieldWindowConsumed) != 0
-	})
+// WindowFields are the per-limit attributes of a session window (ADR-139,
+// ADR-140): ws, rsa, wa and wtc.
+const WindowFields = FieldWindowStart | FieldResetAfter | FieldWindowAnchor | FieldWindowConsumed
+
+// Windowed reports whether any limit on the item (present, partial or
+// `wcu`) carries a session window attribute (WindowFields): a session
+// quota, which the operator's reset and top-up do not handle yet.
+func (img *Image) Windowed() bool {
+	return img.anyLimit(func(l *LimitImage) bool { return l.Fields&WindowFields != 0 })
 }
 
 func (img *Image) anyLimit(pred func(*LimitImage) bool) bool {

@@ -189,28 +189,29 @@ func TestDecodeImagePhase2Markers(t *testing.T) {
 		}
 	}
 	img, err := Decode(base())
-	if err != nil || img.Phase2() || img.HasSchedule() {
-		t.Fatalf("base: %v %v %v", err, img.Phase2(), img.HasSchedule())
+	if err != nil || img.Phase2() || img.HasSchedule() || img.Windowed() {
+		t.Fatalf("base: %v %v %v %v", err, img.Phase2(), img.HasSchedule(), img.Windowed())
 	}
 	for _, c := range []struct {
-		attr  string
-		v     types.AttributeValue
-		sched bool
+		attr          string
+		v             types.AttributeValue
+		sched, window bool
 	}{
-		{schema.AttrSched, schema.Str("x"), true},
-		{schema.AttrRSched, schema.Str("0 0 * * *"), true},
-		{schema.AttrSchedTZ, schema.Str("UTC"), true},
-		{battr("rpm", schema.LimitSchedule), schema.Str("x"), true},
-		{battr("rpm", schema.LimitResetSchedule), schema.Str("x"), true},
-		{battr("other", schema.LimitResetSchedule), schema.Str("x"), true}, // on a partial limit
-		{battr(schema.WCULimit, schema.LimitSchedule), schema.Str("x"), true},
-		{battr("rpm", schema.LimitGrantShards), schema.Num(2), false},
-		{battr("rpm", schema.LimitTopUp), schema.Num(2), false},
-		{battr("rpm", schema.LimitWindowStart), schema.Num(2), false},
-		{battr("rpm", schema.LimitResetAfter), schema.Num(2), false},
-		{battr("rpm", schema.LimitWindowAnchor), schema.Num(2), false},
-		{battr("rpm", schema.LimitWindowConsumed), schema.Num(2), false},
-		{battr("rpm", schema.LimitRefillAmount), schema.Num(0), false}, // quota
+		{schema.AttrSched, schema.Str("x"), true, false},
+		{schema.AttrRSched, schema.Str("0 0 * * *"), true, false},
+		{schema.AttrSchedTZ, schema.Str("UTC"), true, false},
+		{battr("rpm", schema.LimitSchedule), schema.Str("x"), true, false},
+		{battr("rpm", schema.LimitResetSchedule), schema.Str("x"), true, false},
+		{battr("other", schema.LimitResetSchedule), schema.Str("x"), true, false}, // on a partial limit
+		{battr(schema.WCULimit, schema.LimitSchedule), schema.Str("x"), true, false},
+		{battr("rpm", schema.LimitGrantShards), schema.Num(2), false, false},
+		{battr("rpm", schema.LimitTopUp), schema.Num(2), false, false},
+		{battr("rpm", schema.LimitWindowStart), schema.Num(2), false, true},
+		{battr("rpm", schema.LimitResetAfter), schema.Num(2), false, true},
+		{battr("rpm", schema.LimitWindowAnchor), schema.Num(2), false, true},
+		{battr("rpm", schema.LimitWindowConsumed), schema.Num(2), false, true},
+		{battr("other", schema.LimitWindowStart), schema.Num(2), false, true}, // on a partial limit
+		{battr("rpm", schema.LimitRefillAmount), schema.Num(0), false, false}, // quota
 	} {
 		it := base()
 		it[c.attr] = c.v
@@ -218,8 +219,8 @@ func TestDecodeImagePhase2Markers(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.attr, err)
 		}
-		if !img.Phase2() || img.HasSchedule() != c.sched {
-			t.Errorf("%s: Phase2 %v HasSchedule %v", c.attr, img.Phase2(), img.HasSchedule())
+		if !img.Phase2() || img.HasSchedule() != c.sched || img.Windowed() != c.window {
+			t.Errorf("%s: Phase2 %v HasSchedule %v Windowed %v", c.attr, img.Phase2(), img.HasSchedule(), img.Windowed())
 		}
 	}
 	it := base()

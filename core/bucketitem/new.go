@@ -8,8 +8,9 @@ import (
 )
 
 // New is a shard that does not exist yet, as the slow path creates it
-// (docs/design.md §5, Create): everything its first item carries. A zero
-// TTL, Bypass, VU or ParentID is left off the item.
+// (docs/design.md §5, Create), or an operator's top-up of a missing bucket
+// (§8): everything its first item carries. A zero TTL, Bypass, VU or
+// ParentID, and a false Disabled, is left off the item.
 type New struct {
 	// ID names the shard: namespace, entity, resource and shard number.
 	ID schema.BucketID
@@ -27,6 +28,10 @@ type New struct {
 	Bypass int64
 	// VU is the valid-until instant, epoch ms (docs/decisions.md P25).
 	VU int64
+	// Disabled stamps the shard disabled (docs/design.md §8): the config
+	// read that justified the creation disables the pair. The client never
+	// creates a disabled pair's shard; an operator's top-up may.
+	Disabled bool
 	// Limits are the user limits the shard starts with; `wcu` is added at
 	// full by Item.
 	Limits []NewLimit
@@ -45,7 +50,8 @@ type NewLimit struct {
 	// Consumed is the starting consumption counter, millitokens.
 	Consumed int64
 	// Params are the stored (undivided) parameters; only capacity, refill
-	// amount and refill period are written.
+	// amount and refill period are written (a quota's grant and top-up are
+	// GrantShards and TopUp below).
 	Params bucket.Params
 	// Soft is the soft stamp's deadline, epoch ms; zero for a hard limit.
 	Soft int64
@@ -55,19 +61,19 @@ type NewLimit struct {
 	// ResetSchedule is a calendar quota's reset schedule in its stored
 	// form (b_{n}_rsched); "" for a limit that drips.
 	ResetSchedule string
-	// GrantShards is a quota's b_{n}_gc, the shard count its grant was
-	// sized at (ADR-145); zero leaves it off (a dripping limit).
+	// GrantShards is a quota's grant count (b_{n}_gc, ADR-145): the shard
+	// count its allowance was sized at; zero leaves it off.
 	GrantShards int64
-	// TopUp is a quota's b_{n}_tu, allowance topped up this period,
-	// millitokens (ADR-149); zero leaves it off.
+	// TopUp is a quota's top-up this period (b_{n}_tu, ADR-149),
+	// millitokens; zero leaves it off.
 	TopUp int64
 }
 
 // Item encodes n as the full bucket item a conditional PutItem creates:
 // the key attributes of every index, identity, refill stamp, shard count,
 // owner stamp, the optional stamps, each limit's tk, tc, cp, ra and rp (and
-// soft stamp, schedules, grant and top-up), and the reserved `wcu` limit at
-// full.
+// soft stamp, schedules, grant and top-up when set), and the reserved
+// `wcu` limit at full.
 func (n *New) Item() map[string]types.AttributeValue {
 	id := n.ID
 	item := schema.BucketItemKeys(id.Namespace, id.Entity, id.Resource, id.Shard).Item()
@@ -88,6 +94,9 @@ func (n *New) Item() map[string]types.AttributeValue {
 	}
 	if n.VU != 0 {
 		item[schema.AttrVU] = schema.Num(n.VU)
+	}
+	if n.Disabled {
+		item[schema.AttrDisabled] = &types.AttributeValueMemberBOOL{Value: true}
 	}
 	for _, l := range n.Limits {
 		putLimit(item, l.Name, l.Tokens, l.Consumed, l.Params)

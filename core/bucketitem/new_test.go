@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/schedule"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
 )
@@ -51,7 +52,7 @@ func TestNewItemDecodesBack(t *testing.T) {
 	// The optional attributes are left off when zero.
 	bare := New{ID: n.ID, RF: imgNow, ShardCount: 1}
 	it = bare.Item()
-	for _, a := range []string{schema.AttrParentID, schema.AttrTTL, schema.AttrBypass, schema.AttrVU} {
+	for _, a := range []string{schema.AttrParentID, schema.AttrTTL, schema.AttrBypass, schema.AttrVU, schema.AttrDisabled, schema.AttrSchedTZ} {
 		if _, ok := it[a]; ok {
 			t.Errorf("%s written for a zero value", a)
 		}
@@ -61,30 +62,52 @@ func TestNewItemDecodesBack(t *testing.T) {
 	}
 }
 
-// A quota's new shard carries its grant, top-up and reset schedule; a
-// session window is not a calendar quota.
-func TestNewQuotaItem(t *testing.T) {
-	q := bucket.Params{Capacity: 100_000_000, RefillPeriod: 1000}
-	n := New{ID: schema.BucketID{Namespace: "ns1", Entity: "e", Resource: "r", Shard: 1}, RF: imgNow, ShardCount: 2, Zone: "Europe/Paris",
-		Limits: []NewLimit{{Name: "tpd", Tokens: 50_000_000, Params: q, ResetSchedule: "m0h0", GrantShards: 2, TopUp: 7_000}}}
-	img, err := Decode(n.Item())
+// A new shard carrying a calendar quota writes its reset schedule, grant
+// and top-up, and the zone its schedules read; a disabled stamp when
+// asked. Decoded back, the quota's schedules are the ones written and its
+// parameters carry gc and tu.
+func TestNewQuotaItemDecodesBack(t *testing.T) {
+	daily := schedule.Resets{schedule.MustParseCron("0 0 * * *")}
+	half := schedule.Schedule{{Cron: schedule.MustParseCron("* 9-17 * * 1-5"), ScalePerMille: 500}}
+	tpd := bucket.Params{Capacity: 1_000_000, RefillPeriod: 1000}
+	rpm := bucket.Params{Capacity: 60_000, RefillAmount: 60_000, RefillPeriod: 60_000}
+	n := New{
+		ID: schema.BucketID{Namespace: "ns1", Entity: "user-1", Resource: "openai/gpt-4"},
+		RF: imgNow, ShardCount: 1, VU: imgNow, Disabled: true, Zone: "America/New_York",
+		Limits: []NewLimit{
+			{Name: "tpd", Tokens: 1_250_000, Params: tpd, ResetSchedule: daily.Encode(), GrantShards: 1, TopUp: 250_000},
+			{Name: "rpm", Tokens: 60_000, Params: rpm, Schedule: half.Encode()},
+		},
+	}
+	it := n.Item()
+	img, err := Decode(it)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := img.Limit("tpd")
-	if l == nil || l.GrantShards != 2 || l.TopUp != 7_000 || l.ResetSchedule != "m0h0" || l.Tokens != 50_000_000 || img.SchedTZ != "Europe/Paris" {
-		t.Fatalf("tpd %+v, zone %q", l, img.SchedTZ)
+	if !img.Disabled || !img.HasDisabled || img.SchedTZ != "America/New_York" || img.VU != imgNow {
+		t.Errorf("decoded %+v", img)
 	}
-	if _, r, loc, err := img.Schedules("tpd"); err != nil || len(r) != 1 || loc.String() != "Europe/Paris" {
-		t.Fatalf("Schedules: %v %v %v", r, loc, err)
+	q := img.Limit("tpd")
+	if q == nil || q.Tokens != 1_250_000 || !q.Fields.Has(FieldGrantShards|FieldTopUp|FieldResetSchedule) ||
+		q.Params() != (bucket.Params{Capacity: 1_000_000, RefillPeriod: 1000, GrantShards: 1, TopUp: 250_000}) {
+		t.Fatalf("tpd %+v", q)
 	}
-	if img.SessionWindow() || !img.QuotaOrWindow() {
-		t.Errorf("SessionWindow %v, QuotaOrWindow %v", img.SessionWindow(), img.QuotaOrWindow())
+	s, r, loc, err := img.Schedules("tpd")
+	if err != nil || len(s) != 0 || r.Encode() != daily.Encode() || loc.String() != "America/New_York" {
+		t.Errorf("tpd schedules %v %v %v %v", s, r, loc, err)
 	}
-	it := n.Item()
-	it["b_tpd_ws"] = schema.Num(imgNow)
-	if img, _ = Decode(it); !img.SessionWindow() {
-		t.Error("a window start is not a session window")
+	d := img.Limit("rpm")
+	if d.Fields&(FieldGrantShards|FieldTopUp|FieldResetSchedule) != 0 || d.Schedule != half.Encode() {
+		t.Errorf("rpm %+v: a dripping limit carries no grant, top-up or reset schedule", d)
+	}
+	if s, r, _, err := img.Schedules("rpm"); err != nil || s.Encode() != half.Encode() || len(r) != 0 {
+		t.Errorf("rpm schedules %v %v %v", s, r, err)
+	}
+	// Not disabled: no attribute at all (the fast path's guard is
+	// attribute_not_exists).
+	n.Disabled = false
+	if _, ok := n.Item()[schema.AttrDisabled]; ok {
+		t.Error("disabled written for a pair that is not")
 	}
 }
 

@@ -18,6 +18,10 @@ const (
 	// SoftBypassVersion is what soft limits and bypass values need
 	// (ADR-151 decision 7).
 	SoftBypassVersion = "0.17.0"
+	// QuotaTopUpVersion is what an operator's top-up of a quota needs, the
+	// top-up it records on the bucket (b_{q}_tu, ADR-149): an older reader
+	// clamps the bucket to its grant and loses what was bought.
+	QuotaTopUpVersion = "0.17.0"
 )
 
 // RequireReaders is the writer gate: it reads the version record strongly

@@ -22,20 +22,29 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/internal/query"
 	"github.com/zae-limiter/zae-limiter-go/core/internal/wait"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
+	"github.com/zae-limiter/zae-limiter-go/core/schedule"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
 // Reset and top-up (ADR-149, docs/design.md §8) change the balances of one
 // (entity, resource) in place: one transaction over every existing shard,
-// each shard a zero-consumption rf-locked pass (every limit materialised,
-// the named ones changed by a token delta — never a set — rf moved, vu = 0
-// so the next acquire materialises again, soft and bypass stamps renewed
-// from the fresh read), with the operation record (R14, put only if
-// absent: one commit per operation id) and the audit event in the same
-// transaction. tc, disabled, shard_count (only raised to the planned
-// count) and the parent are never touched. Phase 1 limits drip: a reset
-// restores each shard's share C // S (debt forgiven), a top-up adds up to
-// N over the shards, capped at each shard's ceiling.
+// each shard a zero-consumption rf-locked pass (every limit materialised at
+// the parameters its schedule has in force, a calendar quota's pending
+// reset applied, the named limits changed by a token delta — never a set —
+// rf moved, vu = 0 so the next acquire materialises again, soft and bypass
+// stamps renewed from the fresh read), with the operation record (R14, put
+// only if absent: one commit per operation id) and the audit event in the
+// same transaction. tc, disabled, shard_count (only raised to the planned
+// count) and the parent are never touched.
+//
+// A reset restores each shard's share C // S (debt forgiven); a calendar
+// quota's grant is sized at S again and its top-up wiped. A top-up of a
+// dripping limit adds up to N over the shards, capped at each shard's
+// ceiling; a top-up of a calendar quota adds exactly N, spread over the
+// shards by the part of the allowance each one's grant stands for
+// (bucket.TopUpPortions), each portion also recorded in the shard's tu so
+// that its ceiling, C // gc + tu, holds it until the next reset. Session
+// quotas (windows) are refused.
 
 // OperationOptions tune a reset or top-up.
 type OperationOptions struct {
@@ -91,7 +100,8 @@ const operationTTL = 3 * 24 * time.Hour
 
 // Reset refills the named limits (nil: every limit) of entity's bucket on
 // resource to their capacity, forgiving any debt, in one transaction over
-// every shard of the bucket, recorded in the entity's audit trail. The
+// every shard of the bucket, recorded in the entity's audit trail; a
+// calendar quota gets its allowance back for the rest of the period. The
 // bucket must exist (the entity has acquired on the resource); its
 // consumption counters, access and parent are untouched. o.OperationID
 // makes the call idempotent.
@@ -100,12 +110,21 @@ func (c *Controls) Reset(ctx context.Context, ns, entity, resource string, limit
 	return c.operate(ctx, opReset, ns, entity, resource, limits, nil, o)
 }
 
-// TopUp adds up to amounts[limit] whole tokens to each named limit of
-// entity's bucket on resource, spread over the bucket's shards and capped
-// at its capacity; Operation.Granted says what was added. As for Reset,
-// the bucket must exist, the write is one transaction recorded in the
-// entity's audit trail, and o.OperationID makes the call idempotent: a
-// retried purchase grants nothing twice.
+// TopUp adds amounts[limit] whole tokens to each named limit of entity's
+// bucket on resource, in one transaction recorded in the entity's audit
+// trail; o.OperationID makes the call idempotent: a retried purchase grants
+// nothing twice. A limit that drips gets up to the amount, spread over the
+// bucket's shards and capped at its capacity; a calendar quota gets exactly
+// the amount on top of its allowance, until its next reset. Operation.Granted
+// says what was added.
+//
+// The bucket must exist, except for a top-up of a calendar quota, which
+// creates it (its limits from config, the quota's allowance plus the
+// amount). A quota's top-up is stored where a table reader older than
+// config.QuotaTopUpVersion would throw it away, so it first passes the
+// version gate (a *config.VersionMismatchError otherwise, nothing written)
+// and then raises client_min_version; should that last step fail, the
+// top-up has committed, and the error says so beside its Operation.
 func (c *Controls) TopUp(ctx context.Context, ns, entity, resource string, amounts map[string]int64, o OperationOptions) (Operation, error) {
 	defer c.changing()()
 	names := slices.Sorted(maps.Keys(amounts))
@@ -160,14 +179,24 @@ func (c *Controls) operate(ctx context.Context, op, ns, entity, resource string,
 			names = append(names, l.Name)
 		}
 	}
-	for _, n := range names {
-		l, ok := limit.Find(walk.Limits, n)
-		if !ok {
-			return Operation{}, schema.NewValidationError(schema.FieldLimits, n, "is not a limit of entity "+entity+" on resource "+resource)
+	if err := checkOperable(walk, entity, resource, names); err != nil {
+		return Operation{}, err
+	}
+	// The version gate before anything is read or written for a top-up
+	// that records tu (docs/design.md §8); the ratchet after it commits.
+	gated := false
+	gate := func(w config.Walk) error {
+		if gated || op != opTopUp || !namesQuota(w, names) {
+			return nil
 		}
-		if l.Params().IsQuota() {
-			return Operation{}, schema.NewValidationError(schema.FieldLimits, n, "quota limits are not supported by this version")
+		if err := c.store.RequireReaders(ctx, config.QuotaTopUpVersion); err != nil {
+			return err
 		}
+		gated = true
+		return nil
+	}
+	if err := gate(walk); err != nil {
+		return Operation{}, err
 	}
 	opID := o.OperationID
 	if opID != "" {
@@ -189,6 +218,11 @@ func (c *Controls) operate(ctx context.Context, op, ns, entity, resource string,
 		}
 		res, again, err := c.operateOnce(ctx, op, ns, entity, resource, pinc, opID, names, amounts, walk, o.Principal)
 		if !again {
+			if err == nil && !res.Replayed && op == opTopUp && namesQuota(walk, names) {
+				if rerr := c.store.Ratchet(ctx, config.QuotaTopUpVersion); rerr != nil {
+					return res, fmt.Errorf("control: top-up %s committed, but raising client_min_version failed: %w", opID, rerr)
+				}
+			}
 			return res, err
 		}
 		last = err
@@ -196,8 +230,43 @@ func (c *Controls) operate(ctx context.Context, op, ns, entity, resource string,
 		if walk, err = c.store.Resolver().ResolveAccess(ctx, ns, entity, resource, config.AccessOptions{Consistent: true, IncludeSystem: true}); err != nil {
 			return Operation{}, err
 		}
+		if err := checkOperable(walk, entity, resource, names); err != nil {
+			return Operation{}, err
+		}
+		if err := gate(walk); err != nil {
+			return Operation{}, err
+		}
 	}
 	return Operation{}, &BucketOperationConflictError{OperationID: opID, Err: last}
+}
+
+// checkOperable refuses, before anything is written, a named limit that
+// does not resolve for (entity, resource) and a configured session quota
+// (a refill amount of 0 without a calendar reset schedule: reset_after,
+// not handled yet).
+func checkOperable(walk config.Walk, entity, resource string, names []string) error {
+	for _, n := range names {
+		if _, ok := limit.Find(walk.Limits, n); !ok {
+			return schema.NewValidationError(schema.FieldLimits, n, "is not a limit of entity "+entity+" on resource "+resource)
+		}
+	}
+	for _, l := range walk.Limits {
+		if l.Params().IsQuota() && !l.IsQuota() {
+			return schema.NewValidationError(schema.FieldLimits, l.Name, "is a session quota (reset_after), which reset and top-up do not handle yet")
+		}
+	}
+	return nil
+}
+
+// namesQuota reports whether a named limit resolves to a quota: a top-up
+// of it writes tu.
+func namesQuota(walk config.Walk, names []string) bool {
+	for _, n := range names {
+		if l, ok := limit.Find(walk.Limits, n); ok && l.Params().IsQuota() {
+			return true
+		}
+	}
+	return false
 }
 
 // shardState is one shard as read.
@@ -207,6 +276,39 @@ type shardState struct {
 	item map[string]types.AttributeValue
 }
 
+// limitPass is one limit of one shard in the operation's pass: what the
+// materialisation made of it, and what the write leaves.
+type limitPass struct {
+	li         *bucketitem.LimitImage
+	cfg        limit.Limit
+	configured bool
+	params     bucket.Params // cp, ra, rp to store: the config's, else the stored ones
+	quota      bool
+	pass       schedule.Pass
+	target     int64 // the balance the write leaves, millitokens
+	gc         int64 // a quota's grant count after the write
+	writeGC    bool  // SET gc = gc
+	wipeTU     bool  // a reset: the period's top-up goes
+	topUp      int64 // tu added, millitokens
+}
+
+// shardPass is one shard's pass.
+type shardPass struct {
+	s      *shardState
+	limits []limitPass
+}
+
+// find returns the pass of the limit named name, nil when the shard does
+// not carry it.
+func (sp *shardPass) find(name string) *limitPass {
+	for i := range sp.limits {
+		if sp.limits[i].li.Name == name {
+			return &sp.limits[i]
+		}
+	}
+	return nil
+}
+
 // operateOnce reads the shards, plans and sends one transaction. again asks
 // for a re-plan (a lost condition or a conflict, err says which).
 func (c *Controls) operateOnce(ctx context.Context, op, ns, entity, resource, pinc, opID string, names []string, amounts map[string]int64, walk config.Walk, principal string) (Operation, bool, error) {
@@ -214,38 +316,54 @@ func (c *Controls) operateOnce(ctx context.Context, op, ns, entity, resource, pi
 	if err != nil {
 		return Operation{}, false, err
 	}
-	if len(shards) == 0 {
-		return Operation{}, false, schema.NewValidationError(schema.FieldEntityID, entity, "has no bucket on resource "+resource+" to "+strings.ReplaceAll(op, "_", " "))
-	}
-	for _, n := range names {
-		if slices.IndexFunc(shards, func(s shardState) bool { return s.img.Limit(n) != nil }) < 0 {
-			return Operation{}, false, schema.NewValidationError(schema.FieldLimits, n, "is not on the bucket of "+entity+" on "+resource)
-		}
-	}
-	S := int64(1)
-	for _, s := range shards {
-		S = max(S, s.img.ShardCount)
-	}
 	now := c.now().UnixMilli()
 	deadline := walk.ReadAt.Add(c.ttl).UnixMilli()
-	granted := map[string]int64{} // millitokens
-	remaining := map[string]int64{}
-	for n, a := range amounts {
-		remaining[n] = a * bucket.MilliPerToken
+	var items []types.TransactWriteItem
+	var res Operation
+	if len(shards) == 0 {
+		if op != opTopUp || !namesQuota(walk, names) {
+			return Operation{}, false, schema.NewValidationError(schema.FieldEntityID, entity, "has no bucket on resource "+resource+" to "+strings.ReplaceAll(op, "_", " "))
+		}
+		if items, res, err = c.createShard(ctx, ns, entity, resource, walk, names, amounts, now, deadline); err != nil {
+			return Operation{}, false, err
+		}
+	} else {
+		for _, n := range names {
+			if slices.IndexFunc(shards, func(s shardState) bool { return s.img.Limit(n) != nil }) < 0 {
+				return Operation{}, false, schema.NewValidationError(schema.FieldLimits, n, "is not on the bucket of "+entity+" on "+resource)
+			}
+		}
+		S := int64(1)
+		for _, s := range shards {
+			S = max(S, s.img.ShardCount)
+		}
+		passes := make([]shardPass, len(shards))
+		for i := range shards {
+			if passes[i], err = materialiseShard(&shards[i], S, now, walk); err != nil {
+				return Operation{}, false, err
+			}
+		}
+		granted := map[string]int64{} // millitokens
+		switch op {
+		case opReset:
+			reset(passes, names, S, granted)
+		case opTopUp:
+			topUp(passes, names, amounts, granted)
+		}
+		for i := range passes {
+			in := c.shardUpdate(&passes[i], S, now, deadline, walk)
+			items = append(items, types.TransactWriteItem{Update: &types.Update{
+				TableName: in.TableName, Key: in.Key, UpdateExpression: in.UpdateExpression,
+				ConditionExpression: in.ConditionExpression, ExpressionAttributeNames: in.ExpressionAttributeNames,
+				ExpressionAttributeValues: in.ExpressionAttributeValues,
+			}})
+		}
+		res = Operation{ShardsWritten: len(shards), ShardCount: S, Granted: map[string]int64{}}
+		for _, n := range names {
+			res.Granted[n] = bucket.FloorDiv(granted[n], bucket.MilliPerToken)
+		}
 	}
-	items := make([]types.TransactWriteItem, 0, len(shards)+2)
-	for _, s := range shards {
-		in := c.planShard(s, op, S, now, deadline, names, walk, granted, remaining)
-		items = append(items, types.TransactWriteItem{Update: &types.Update{
-			TableName: in.TableName, Key: in.Key, UpdateExpression: in.UpdateExpression,
-			ConditionExpression: in.ConditionExpression, ExpressionAttributeNames: in.ExpressionAttributeNames,
-			ExpressionAttributeValues: in.ExpressionAttributeValues,
-		}})
-	}
-	res := Operation{OperationID: opID, ShardsWritten: len(shards), ShardCount: S, Granted: map[string]int64{}}
-	for _, n := range names {
-		res.Granted[n] = bucket.FloorDiv(granted[n], bucket.MilliPerToken)
-	}
+	res.OperationID = opID
 	rec := c.operationItem(ns, entity, pinc, opID, op, resource, names, amounts, res, principal)
 	action := "bucket_reset"
 	if op == opTopUp {
@@ -253,11 +371,12 @@ func (c *Controls) operateOnce(ctx context.Context, op, ns, entity, resource, pi
 	}
 	audit, err := c.auditItem(ns, entity, action, principal, resource, map[string]string{
 		"operation_id": opID, "limits": strings.Join(names, ","), "requested": fmtAmounts(amounts),
-		"granted": fmtAmounts(res.Granted), "shards": strconv.Itoa(len(shards)), "shard_count": strconv.FormatInt(S, 10),
+		"granted": fmtAmounts(res.Granted), "shards": strconv.Itoa(res.ShardsWritten), "shard_count": strconv.FormatInt(res.ShardCount, 10),
 	})
 	if err != nil {
 		return Operation{}, false, err
 	}
+	recAt := len(items)
 	items = append(items,
 		types.TransactWriteItem{Put: &types.Put{TableName: aws.String(c.table), Item: rec,
 			ConditionExpression: aws.String("attribute_not_exists(#pk)"), ExpressionAttributeNames: map[string]string{"#pk": schema.AttrPK}}},
@@ -271,7 +390,7 @@ func (c *Controls) operateOnce(ctx context.Context, op, ns, entity, resource, pi
 	if !errors.As(err, &tce) {
 		return Operation{}, false, fmt.Errorf("control: %s: %w", op, err)
 	}
-	if i := len(shards); i < len(tce.CancellationReasons) && aws.ToString(tce.CancellationReasons[i].Code) == "ConditionalCheckFailed" {
+	if recAt < len(tce.CancellationReasons) && aws.ToString(tce.CancellationReasons[recAt].Code) == "ConditionalCheckFailed" {
 		// The id committed meanwhile (a concurrent call with the same key).
 		prev, found, err := c.readOperation(ctx, ns, entity, pinc, opID)
 		if err == nil && found {
@@ -282,60 +401,175 @@ func (c *Controls) operateOnce(ctx context.Context, op, ns, entity, resource, pi
 	return Operation{}, true, err
 }
 
-// planShard builds one shard's zero-consumption pass and folds its grants
-// into granted (millitokens), drawing top-ups from remaining.
-func (c *Controls) planShard(s shardState, op string, S, now, deadline int64, names []string, walk config.Walk, granted, remaining map[string]int64) *dynamodb.UpdateItemInput {
+// materialiseShard is one shard's zero-consumption pass at the planned
+// shard count S (docs/design.md §8, §14): every limit on it materialised
+// at now with schedule.Materialise — at the parameters and schedules the
+// config resolves for it (the stored ones for a limit no longer
+// configured), the shard's own grant and top-up — so that a dripping limit
+// is refilled and every calendar quota's pending reset, named or not, is
+// applied in the same write: the share C // S, gc = S, tu wiped. A quota
+// without gc (a writer before grants) is read as granted per
+// bucket.LegacyGrantShards (ADR-145 R7), and that grant is frozen into gc
+// when the shard's count is raised to S. The stored schedules of a limit
+// no longer configured are the ones it is materialised with: one that
+// does not decode fails the operation with its typed error
+// (*schedule.EncodingError, *schedule.ZoneError), nothing written.
+func materialiseShard(s *shardState, S, now int64, walk config.Walk) (shardPass, error) {
 	img := &s.img
-	rf := bucket.StampRF(img.RF, now)
+	sp := shardPass{s: s, limits: make([]limitPass, 0, len(img.Limits))}
+	for i := range img.Limits {
+		li := &img.Limits[i]
+		lp := limitPass{li: li, params: bucket.Params{Capacity: li.Capacity, RefillAmount: li.RefillAmount, RefillPeriod: li.RefillPeriod}}
+		var sched schedule.Schedule
+		var resets schedule.Resets
+		var loc *time.Location
+		var err error
+		if cfg, ok := limit.Find(walk.Limits, li.Name); ok {
+			lp.cfg, lp.configured, lp.params = cfg, true, cfg.Params()
+			if sched, resets, loc, err = cfg.Schedules(); err != nil {
+				return shardPass{}, fmt.Errorf("control: limit %s: %w", cfg.Name, err)
+			}
+		} else if sched, resets, loc, err = img.Schedules(li.Name); err != nil {
+			return shardPass{}, fmt.Errorf("control: shard %d of %s on %s, limit %s: %w", s.id.Shard, s.id.Entity, s.id.Resource, li.Name, err)
+		}
+		lp.quota = lp.params.IsQuota()
+		in := lp.params
+		in.GrantShards, in.TopUp = li.GrantShards, li.TopUp
+		lp.pass = schedule.Materialise(in, sched, resets, loc, li.Tokens, img.RF, S, now)
+		switch {
+		case !lp.quota:
+		case lp.pass.Reset:
+			lp.gc, lp.writeGC, lp.wipeTU = lp.pass.InForce.GrantShards, true, true
+		case li.GrantShards < 1:
+			in.GrantShards = bucket.LegacyGrantShards(li.Tokens, lp.pass.InForce.Capacity, img.ShardCount)
+			lp.pass = schedule.Materialise(in, sched, resets, loc, li.Tokens, img.RF, S, now)
+			lp.gc, lp.writeGC = in.GrantShards, img.ShardCount < S
+		default:
+			lp.gc = li.GrantShards
+		}
+		lp.target = lp.pass.Balance
+		sp.limits = append(sp.limits, lp)
+	}
+	return sp, nil
+}
+
+// reset restores the named limits of every shard to their share C // S;
+// a quota's grant is sized at S and its top-up wiped. granted gathers what
+// was added over the materialised balances, millitokens.
+func reset(passes []shardPass, names []string, S int64, granted map[string]int64) {
+	for i := range passes {
+		for _, n := range names {
+			lp := passes[i].find(n)
+			if lp == nil {
+				continue
+			}
+			lp.target = lp.pass.Share.Target
+			granted[n] += max(0, lp.target-lp.pass.Balance)
+			if lp.quota {
+				lp.gc, lp.writeGC, lp.wipeTU = S, true, true
+			}
+		}
+	}
+}
+
+// topUp adds amounts[n] tokens to each named limit. A quota takes exactly
+// the amount: after the pass every shard carrying it is in the current
+// period, and bucket.TopUpPortions splits the amount over them by the part
+// of the allowance each grant stands for (weights S / gc, the remainder to
+// the lowest shard), each portion added to tk and to tu. A dripping limit
+// takes what fits under each shard's ceiling, shard by shard. granted
+// gathers the millitokens added.
+func topUp(passes []shardPass, names []string, amounts map[string]int64, granted map[string]int64) {
+	for _, n := range names {
+		amount := amounts[n] * bucket.MilliPerToken
+		var carriers []*limitPass
+		var siblings []bucket.GrantSibling
+		for i := range passes {
+			if lp := passes[i].find(n); lp != nil {
+				carriers = append(carriers, lp)
+				siblings = append(siblings, bucket.GrantSibling{Shard: int64(passes[i].s.id.Shard), GrantShards: lp.gc, Tokens: lp.target})
+			}
+		}
+		if len(carriers) == 0 {
+			continue
+		}
+		if !carriers[0].quota {
+			for _, lp := range carriers {
+				g := max(0, min(amount, lp.pass.Share.Ceiling-lp.target))
+				amount -= g
+				granted[n] += g
+				lp.target += g
+			}
+			continue
+		}
+		for j, portion := range bucket.TopUpPortions(amount, siblings) {
+			lp := carriers[j]
+			lp.target += portion
+			lp.topUp += portion
+			granted[n] += portion
+			// A grant read without gc is recorded with its top-up, so that
+			// every reader's ceiling is C // gc + tu.
+			lp.writeGC = lp.writeGC || lp.li.GrantShards < 1
+		}
+	}
+}
+
+// shardUpdate is one shard's rf-locked write (docs/design.md §8): the token
+// deltas of its pass (ADD, never SET), gc and tu where a reset or a top-up
+// changes them, rf moved, vu = 0, parameters and soft and bypass stamps
+// from the fresh read, under the rf and shard_count it was read at (and,
+// when it writes gc, shard_count <= S).
+func (c *Controls) shardUpdate(sp *shardPass, S, now, deadline int64, walk config.Walk) *dynamodb.UpdateItemInput {
+	img := &sp.s.img
 	var b expr.Builder
 	b.Cond(b.Name(schema.AttrRF) + " = " + b.Value(schema.Num(img.RF)))
+	sc := b.Name(schema.AttrShardCount)
 	if img.HasShardCount {
-		b.Cond(b.Name(schema.AttrShardCount) + " = " + b.Value(schema.Num(img.ShardCount)))
+		b.Cond(sc + " = " + b.Value(schema.Num(img.ShardCount)))
 	} else {
-		b.Cond("attribute_not_exists(" + b.Name(schema.AttrShardCount) + ")")
+		b.Cond("attribute_not_exists(" + sc + ")")
+	}
+	if slices.ContainsFunc(sp.limits, func(lp limitPass) bool { return lp.writeGC }) {
+		b.Cond("(attribute_not_exists(" + sc + ") OR " + sc + " <= " + b.Value(schema.Num(S)) + ")")
 	}
 	if !img.HasShardCount || img.ShardCount < S {
 		b.Set(schema.AttrShardCount, schema.Num(S))
 	}
-	b.Set(schema.AttrRF, schema.Num(rf))
+	b.Set(schema.AttrRF, schema.Num(bucket.StampRF(img.RF, now)))
 	b.Set(schema.AttrVU, schema.Num(0))
-	for i := range img.Limits {
-		li := &img.Limits[i]
-		p := li.Params()
-		cfg, configured := limit.Find(walk.Limits, li.Name)
-		if configured {
-			p = cfg.Params()
+	for i := range sp.limits {
+		lp := &sp.limits[i]
+		name := lp.li.Name
+		if d := lp.target - lp.li.Tokens; d != 0 {
+			b.Add(schema.BucketAttr(name, schema.LimitTokens), schema.Num(d))
 		}
-		sh := bucket.Effective(p, S)
-		balance, _ := bucket.Materialise(li.Tokens, img.RF, now, sh.Ceiling, sh.Rate, sh.Period)
-		target := balance
-		if slices.Contains(names, li.Name) {
-			switch op {
-			case opReset:
-				target = sh.Target
-				granted[li.Name] += max(0, target-balance)
-			case opTopUp:
-				g := max(0, min(remaining[li.Name], sh.Ceiling-balance))
-				remaining[li.Name] -= g
-				granted[li.Name] += g
-				target = balance + g
-			}
+		if lp.writeGC {
+			// Our rf and shard_count pins stand for the if_not_exists of
+			// docs/design.md §12: no gc is written without moving one.
+			b.Set(schema.BucketAttr(name, schema.LimitGrantShards), schema.Num(lp.gc))
 		}
-		if d := target - li.Tokens; d != 0 {
-			b.Add(schema.BucketAttr(li.Name, schema.LimitTokens), schema.Num(d))
+		tu := schema.BucketAttr(name, schema.LimitTopUp)
+		switch {
+		case lp.wipeTU && lp.topUp > 0:
+			b.Set(tu, schema.Num(lp.topUp)) // the old period's tu gone, this one's added
+		case lp.wipeTU && lp.li.Fields.Has(bucketitem.FieldTopUp):
+			b.Remove(tu)
+		case lp.topUp > 0:
+			b.Add(tu, schema.Num(lp.topUp))
 		}
-		if configured {
-			if li.Params() != p {
-				b.Set(schema.BucketAttr(li.Name, schema.LimitCapacity), schema.Num(p.Capacity))
-				b.Set(schema.BucketAttr(li.Name, schema.LimitRefillAmount), schema.Num(p.RefillAmount))
-				b.Set(schema.BucketAttr(li.Name, schema.LimitRefillPeriod), schema.Num(p.RefillPeriod))
-			}
-			switch {
-			case cfg.Soft:
-				b.Set(schema.BucketAttr(li.Name, schema.LimitSoft), schema.Num(deadline))
-			case li.Soft.Present:
-				b.Remove(schema.BucketAttr(li.Name, schema.LimitSoft))
-			}
+		if !lp.configured {
+			continue
+		}
+		if p := lp.params; lp.li.Capacity != p.Capacity || lp.li.RefillAmount != p.RefillAmount || lp.li.RefillPeriod != p.RefillPeriod {
+			b.Set(schema.BucketAttr(name, schema.LimitCapacity), schema.Num(p.Capacity))
+			b.Set(schema.BucketAttr(name, schema.LimitRefillAmount), schema.Num(p.RefillAmount))
+			b.Set(schema.BucketAttr(name, schema.LimitRefillPeriod), schema.Num(p.RefillPeriod))
+		}
+		switch {
+		case lp.cfg.Soft:
+			b.Set(schema.BucketAttr(name, schema.LimitSoft), schema.Num(deadline))
+		case lp.li.Soft.Present:
+			b.Remove(schema.BucketAttr(name, schema.LimitSoft))
 		}
 	}
 	if w := &img.WCU; w.Present() {
@@ -350,10 +584,114 @@ func (c *Controls) planShard(s shardState, op string, S, now, deadline int64, na
 	case img.Bypass.Present:
 		b.Remove(schema.AttrBypass)
 	}
-	return b.UpdateInput(c.table, s.id.Key())
+	return b.UpdateInput(c.table, sp.s.id.Key())
+}
+
+// createShard is the top-up of a calendar quota whose bucket does not
+// exist yet (docs/design.md §8): shard 0 created at a shard count of 1
+// from the config just read uncached, every limit at its share (the
+// parameters in force), each quota granted at 1 (gc), a named quota's
+// amount on top of its share and in its tu, stamps from the same read,
+// vu = now (the next acquire materialises), the expiry the limiter would
+// write; put under attribute_not_exists(PK), and, when the item names a
+// parent, beside a check that the entity's parent generation is the one
+// read (ADR-150). A dripping limit starts full: its grant is 0.
+func (c *Controls) createShard(ctx context.Context, ns, entity, resource string, walk config.Walk, names []string, amounts map[string]int64, now, deadline int64) ([]types.TransactWriteItem, Operation, error) {
+	owner, err := c.store.GetEntity(ctx, ns, entity)
+	if err != nil && !isNotFound(err) {
+		return nil, Operation{}, err
+	}
+	n := bucketitem.New{
+		ID: schema.BucketID{Namespace: ns, Entity: entity, Resource: resource}, RF: now, ShardCount: 1,
+		Cascade: config.EffectiveCascade(owner, walk.Cascade), PGen: owner.PGen, ParentID: owner.ParentID,
+		VU: now, Disabled: walk.Mode == config.AccessDisabled, TTL: c.createdTTL(walk, now),
+	}
+	if walk.Mode == config.AccessBypass {
+		n.Bypass = deadline
+	}
+	res := Operation{ShardsWritten: 1, ShardCount: 1, Granted: map[string]int64{}}
+	for _, l := range walk.Limits {
+		sched, resets, loc, err := l.Schedules()
+		if err != nil {
+			return nil, Operation{}, fmt.Errorf("control: limit %s: %w", l.Name, err)
+		}
+		p := l.Params()
+		pass := schedule.Materialise(p, sched, resets, loc, 0, now, 1, now)
+		nl := bucketitem.NewLimit{Name: l.Name, Tokens: pass.Share.Target, Params: p, Schedule: l.Schedule, ResetSchedule: l.ResetSchedule}
+		if l.Soft {
+			nl.Soft = deadline
+		}
+		if l.Schedule != "" || l.ResetSchedule != "" {
+			n.Zone = l.Zone
+		}
+		if p.IsQuota() {
+			nl.GrantShards = 1
+			if slices.Contains(names, l.Name) {
+				add := amounts[l.Name] * bucket.MilliPerToken
+				nl.Tokens += add
+				nl.TopUp = add
+				res.Granted[l.Name] = amounts[l.Name]
+			}
+		} else if slices.Contains(names, l.Name) {
+			res.Granted[l.Name] = 0
+		}
+		n.Limits = append(n.Limits, nl)
+	}
+	items := []types.TransactWriteItem{{Put: &types.Put{TableName: aws.String(c.table), Item: n.Item(),
+		ConditionExpression: aws.String("attribute_not_exists(#pk)"), ExpressionAttributeNames: map[string]string{"#pk": schema.AttrPK}}}}
+	if owner.ParentID != "" {
+		var b expr.Builder
+		pgen := b.Name(schema.AttrPGen)
+		b.Cond("(attribute_not_exists(" + pgen + ") OR " + pgen + " = " + b.Value(schema.Num(owner.PGen)) + ")")
+		items = append(items, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+			TableName: aws.String(c.table), Key: schema.EntityMetaKey(ns, entity).AttributeValues(),
+			ConditionExpression: aws.String(b.Condition()), ExpressionAttributeNames: b.Names(), ExpressionAttributeValues: b.Values(),
+		}})
+	}
+	return items, res, nil
+}
+
+// createdTTL is the expiry of a bucket createShard writes, epoch seconds
+// (docs/design.md §2, as the limiter writes it): none when the limits come
+// from the entity's own config or the multiplier is off; else the read
+// instant plus the multiplier times the longest recovery — a dripping
+// limit's time to fill from empty, under each of its schedule's entries
+// too, and a calendar quota's current period.
+func (c *Controls) createdTTL(walk config.Walk, now int64) int64 {
+	if c.ttlMult == 0 || walk.Source == config.LevelEntity || walk.Source == config.LevelEntityDefault {
+		return 0
+	}
+	fill := func(p bucket.Params) int64 {
+		if p.RefillAmount <= 0 || p.RefillPeriod <= 0 || p.Capacity <= 0 {
+			return 0
+		}
+		return bucket.CeilDiv(bucket.CeilMulDiv(p.Capacity, p.RefillPeriod, p.RefillAmount), 1000)
+	}
+	at := time.UnixMilli(now)
+	var horizon int64 // seconds
+	for _, l := range walk.Limits {
+		horizon = max(horizon, fill(l.Params()))
+		sched, resets, loc, err := l.Schedules()
+		if err != nil {
+			continue
+		}
+		for i := range sched {
+			horizon = max(horizon, fill(sched[i].Apply(l.Params())))
+		}
+		if next, ok := resets.NextEdge(at, loc); ok {
+			from := at
+			if prev, ok := resets.PrevEdge(at, loc); ok {
+				from = prev
+			}
+			horizon = max(horizon, bucket.CeilDiv(next.Sub(from).Milliseconds(), 1000))
+		}
+	}
+	return now/1000 + horizon*c.ttlMult
 }
 
 // readShards reads every shard of (entity, resource), strongly consistent.
+// A shard carrying a session window (ws, rsa, wa, wtc) is refused: reset
+// and top-up of session quotas are not built yet.
 func (c *Controls) readShards(ctx context.Context, ns, entity, resource string) ([]shardState, error) {
 	keys, err := query.Keys(ctx, c.db, c.table, schema.GSI3, schema.AttrGSI3PK, schema.EntityPK(ns, entity), schema.AttrGSI3SK, schema.BucketGSI3SKPrefix(resource), false)
 	if err != nil {
@@ -376,8 +714,8 @@ func (c *Controls) readShards(ctx context.Context, ns, entity, resource string) 
 		if err != nil {
 			return nil, err
 		}
-		if img.Phase2() {
-			return nil, schema.NewValidationError(schema.FieldResource, resource, "the bucket carries schedules, windows or grants, which this version does not handle")
+		if img.Windowed() {
+			return nil, schema.NewValidationError(schema.FieldResource, resource, "the bucket carries session windows (reset_after quotas), which reset and top-up do not handle yet")
 		}
 		out = append(out, shardState{id: id, img: img, item: got.Item})
 	}

@@ -171,7 +171,7 @@ func (l *Limiter) prepare(ctx context.Context, req *request, shard int) (*pass, 
 		if err != nil {
 			return nil, err
 		}
-		if img.SessionWindow() {
+		if img.Windowed() {
 			return nil, unsupportedItem("session window attributes (reset_after quotas)")
 		}
 		p.img = &img
