@@ -17,6 +17,7 @@ import (
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
 	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
+	"github.com/zae-limiter/zae-limiter-go/core/control"
 	"github.com/zae-limiter/zae-limiter-go/core/internal/capability"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
@@ -29,9 +30,10 @@ import (
 // The quota conservation invariants of ADR-145 (docs/design.md §15) over
 // random interleavings of acquires by two clients whose views of the
 // shard count differ, doublings by a third, and reset edges crossed on
-// the injected clock, checked after every step against a ledger of what
-// entered the period: I1 (allowance enters a period only by a reset or a
-// fresh grant), I3/I4 (a grant is sized at a count the shard's own count
+// the injected clock, and operators' top-ups and resets, checked after
+// every step against a ledger of what entered the period: I1 (allowance
+// enters a period only by a reset, a fresh grant or a top-up of exactly
+// N), I3/I4 (a grant is sized at a count the shard's own count
 // never passes: gc ≤ shard_count, a power of two), I7 (a current-period
 // shard holds at most C // gc + tu) and I8 (admitted + held by
 // current-period shards + still grantable = C + top-ups this period).
@@ -85,6 +87,7 @@ func runQuotaProperty(t *testing.T, seed uint64, steps int) {
 	if err := clients[0].Store().Writer(capability.ConfigWrite{}).SetResourceLimits(ctx, ns, resource, []limit.Limit{quota}); err != nil {
 		t.Fatal(err)
 	}
+	ops := control.New(tbl.DB, tbl.Name, control.Options{Clock: clk.Now, Caches: []control.Cache{clients[0], clients[1]}})
 	edge := func(now time.Time) int64 {
 		e, _ := resets.PrevEdge(now, time.UTC)
 		return e.UnixMilli()
@@ -97,7 +100,7 @@ func runQuotaProperty(t *testing.T, seed uint64, steps int) {
 	}
 	for step := 0; step < steps; step++ {
 		switch r := rng.IntN(100); {
-		case r < 70:
+		case r < 60:
 			c := rng.IntN(len(clients))
 			amount := int64(1 + rng.IntN(96))
 			_, err := clients[c].Acquire(ctx, "k", resource, limiter.Consume{"tpd": amount})
@@ -111,6 +114,31 @@ func runQuotaProperty(t *testing.T, seed uint64, steps int) {
 			default:
 				fail("acquire: %v", err)
 			}
+		case r < 66:
+			// An operator tops the quota up (ADR-149): exactly N this period.
+			n := int64(1 + rng.IntN(200))
+			res, err := ops.TopUp(ctx, ns, "k", resource, map[string]int64{"tpd": n}, control.OperationOptions{})
+			if err != nil {
+				fail("top-up: %v", err)
+			}
+			if res.Granted["tpd"] != n {
+				fail("top-up of %d granted %d", n, res.Granted["tpd"])
+			}
+			led.topUps += n * bucket.MilliPerToken
+			log = append(log, fmt.Sprintf("top-up %d over %d shards", n, res.ShardsWritten))
+		case r < 70:
+			// An operator resets it: every shard back to its share, a fresh
+			// account of the period's allowance.
+			var ve *schema.ValidationError
+			switch _, err := ops.Reset(ctx, ns, "k", resource, nil, control.OperationOptions{}); {
+			case errors.As(err, &ve):
+				log = append(log, "reset of no bucket refused")
+				continue
+			case err != nil:
+				fail("reset: %v", err)
+			}
+			led.admitted, led.topUps = 0, 0
+			log = append(log, "reset")
 		case r < 80:
 			// A third writer doubles the pair, as a client short of wcu does.
 			count := quotaShardCount(t, tbl)
@@ -139,6 +167,15 @@ func runQuotaProperty(t *testing.T, seed uint64, steps int) {
 		}
 		checkQuotaInvariants(t, tbl, led, clk.Now(), resets, fail)
 	}
+	kinds := map[string]int{}
+	for _, l := range log {
+		f := append(strings.Fields(l), "")
+		if f[0] == "client" {
+			f[0] = f[2]
+		}
+		kinds[f[0]]++
+	}
+	t.Logf("steps by kind: %v; shard count at the end %d", kinds, quotaShardCount(t, tbl))
 }
 
 func quotaShardCount(t *testing.T, tbl *ddbtest.Table) int64 {
