@@ -138,7 +138,10 @@ func (d *demo) controls(ctx context.Context) error {
 			fmt.Fprintf(d.out, "  %-17s by %s %s\n", ev.Action, ev.Principal, fmtDetails(ev.Details))
 		}
 	}
-	return d.scheduledLimit(ctx)
+	if err := d.scheduledLimit(ctx); err != nil {
+		return err
+	}
+	return d.dailyQuota(ctx)
 }
 
 func fmtDetails(m map[string]string) string {

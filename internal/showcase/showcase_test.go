@@ -191,6 +191,16 @@ func TestRunShowsOperatorControls(t *testing.T) {
 		"  11:59:50  10 taken: 43 left, vu 12:00:00.000",
 		"  12:00:10   1 taken: 42 left, vu 12:00:19.201",
 		"  12:00:10  51 asked: 429, never (above the ceiling in force)",
+		// A daily quota in New York: exhausted, its 429 names the reset;
+		// a top-up raises the day's ceiling; past midnight one lump back
+		// while tc keeps climbing.
+		"  21:00:00   600 taken: 400 left (tk 400, tc 600, gc 1, vu Dec 1 00:00 EST)",
+		"  21:30:00   400 taken: 0 left (tk 0, tc 1000, gc 1, vu Dec 1 00:00 EST)",
+		"  22:00:00   100 asked: 429, retry after 2h0m0s: at Dec 1 00:00 EST, the reset",
+		"  22:05:00  top-up of 250 (purchase-42): 250 granted over 1 shard, above the day's 1,000 until midnight (tk 250, tc 1000, gc 1, tu 250, vu 0: the next acquire materialises)",
+		"  22:10:00   250 taken: 0 left (tk 0, tc 1250, gc 1, tu 250, vu Dec 1 00:00 EST)",
+		"  23:59:59     1 asked: 429, retry after 1s: at Dec 1 00:00 EST, the reset",
+		"  00:00:05   100 taken: 900 left (tk 900, tc 1350, gc 1, vu Dec 2 00:00 EST)",
 	} {
 		if !strings.Contains(step, "\n"+want+"\n") {
 			t.Errorf("step 9 lacks the line %q\n%s", want, step)

@@ -1,0 +1,126 @@
+package showcase
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
+	"github.com/zae-limiter/zae-limiter-go/core/control"
+	"github.com/zae-limiter/zae-limiter-go/core/limit"
+	"github.com/zae-limiter/zae-limiter-go/core/limiter"
+	"github.com/zae-limiter/zae-limiter-go/core/schedule"
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
+	"github.com/zae-limiter/zae-limiter-go/internal/clock"
+)
+
+// dailyQuota shows a calendar quota (docs/design.md §15) set through the
+// operator API and spent by the client on a clock of its own at fixed
+// instants in New York: exhausted, its 429 names the midnight reset; an
+// operator's top-up raises its ceiling for the day; past midnight the
+// first acquire restores it in one lump while tc keeps climbing.
+func (d *demo) dailyQuota(ctx context.Context) error {
+	const resource = "quota/chat"
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		return err
+	}
+	at := func(s string) time.Time {
+		t, err := time.ParseInLocation("2006-01-02 15:04:05", s, ny)
+		if err != nil {
+			panic(err)
+		}
+		return t
+	}
+	clk := clock.NewManual(at("2026-11-30 21:00:00"))
+	lim, err := limiter.New(d.db, d.table, d.ns, limiter.Options{Clock: clk.Now})
+	if err != nil {
+		return err
+	}
+	ctl := control.New(d.db, d.table, control.Options{Clock: clk.Now, Caches: []control.Cache{lim}})
+	midnight := schedule.Resets{schedule.MustParseCron("0 0 * * *")}
+	tpd := limit.Quota("tpd", 1_000, midnight, "America/New_York")
+	if _, err := ctl.SetResourceLimits(ctx, d.ns, resource, []limit.Limit{tpd}, "ops@example.com"); err != nil {
+		return err
+	}
+	fmt.Fprintln(d.out, "a daily quota: tpd 1,000 tokens a day, resetting at midnight in New York (limit.Quota, set through core/control):")
+	state := func() (string, error) {
+		got, err := d.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(d.table), ConsistentRead: aws.Bool(true),
+			Key: schema.BucketKey(d.ns, "chat-user", resource, 0).AttributeValues()})
+		if err != nil {
+			return "", err
+		}
+		img, err := bucketitem.Decode(got.Item)
+		if err != nil {
+			return "", err
+		}
+		q := img.Limit("tpd")
+		if q == nil {
+			return "no bucket", nil
+		}
+		s := fmt.Sprintf("tk %s, tc %s, gc %d", tokens(q.Tokens), tokens(q.Consumed), q.GrantShards)
+		if q.Fields.Has(bucketitem.FieldTopUp) {
+			s += ", tu " + tokens(q.TopUp)
+		}
+		if img.HasVU && img.VU == 0 {
+			return s + ", vu 0: the next acquire materialises", nil
+		}
+		return s + ", vu " + time.UnixMilli(img.VU).In(ny).Format("Jan 2 15:04 MST"), nil
+	}
+	take := func(when string, n int64) error {
+		clk.Set(at(when))
+		lease, err := lim.Acquire(ctx, "chat-user", resource, limiter.Consume{"tpd": n})
+		var rle *limiter.RateLimitExceeded
+		switch {
+		case errors.As(err, &rle):
+			wait, never := rle.RetryAfter()
+			if never {
+				fmt.Fprintf(d.out, "  %s  %4d asked: 429, never\n", when[11:], n)
+				return nil
+			}
+			fmt.Fprintf(d.out, "  %s  %4d asked: 429, retry after %v: at %s, the reset\n", when[11:], n, wait,
+				clk.Now().Add(wait).In(ny).Format("Jan 2 15:04 MST"))
+			return nil
+		case err != nil:
+			return err
+		}
+		left, _ := lease.Remaining("tpd")
+		s, err := state()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(d.out, "  %s  %4d taken: %d left (%s)\n", when[11:], n, left, s)
+		return nil
+	}
+	for _, s := range []struct {
+		when string
+		n    int64
+	}{{"2026-11-30 21:00:00", 600}, {"2026-11-30 21:30:00", 400}, {"2026-11-30 22:00:00", 100}} {
+		if err := take(s.when, s.n); err != nil {
+			return err
+		}
+	}
+	op, err := ctl.TopUp(ctx, d.ns, "chat-user", resource, map[string]int64{"tpd": 250}, control.OperationOptions{OperationID: "purchase-42", Principal: "billing"})
+	if err != nil {
+		return err
+	}
+	s, err := state()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(d.out, "  22:05:00  top-up of 250 (purchase-42): %d granted over %d shard, above the day's 1,000 until midnight (%s)\n",
+		op.Granted["tpd"], op.ShardsWritten, s)
+	for _, s := range []struct {
+		when string
+		n    int64
+	}{{"2026-11-30 22:10:00", 250}, {"2026-11-30 23:59:59", 1}, {"2026-12-01 00:00:05", 100}} {
+		if err := take(s.when, s.n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
