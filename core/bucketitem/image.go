@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -109,7 +110,7 @@ func (l *LimitImage) Params() bucket.Params {
 // request of amount whole tokens; soft says whether to skip it (the caller's
 // policy: a live soft stamp for docs/design.md §3, any stamp for the rejection
 // cache). The quota fields ResetPending and ResetsAtMs are left zero, so a
-// quota always sends the request to the slow path (phase 2 computes them).
+// quota sends the request to the slow path; Image.JudgeLimit fills them.
 func (l *LimitImage) ImageLimit(amount int64, soft bool) bucket.ImageLimit {
 	return bucket.ImageLimit{Present: l.Present(), Soft: soft, Tokens: l.Tokens, Params: l.Params(), Amount: amount}
 }
@@ -631,12 +632,48 @@ func (img *Image) Params(name string) (p bucket.Params, ok bool) {
 // ImageLimit returns a declared limit as docs/design.md §3 takes it from a failed
 // write's old image: skipped (Soft) when it carries a live soft stamp or the
 // item a live bypass stamp; Present false when the item does not carry it.
+// A calendar quota carries its reset at now (see JudgeLimit).
 func (img *Image) ImageLimit(name string, amount, now int64) bucket.ImageLimit {
 	l := img.Limit(name)
 	if l == nil {
 		return bucket.ImageLimit{Amount: amount}
 	}
-	return l.ImageLimit(amount, l.Soft.Live(now) || img.Bypass.Live(now))
+	return img.JudgeLimit(l, amount, l.Soft.Live(now) || img.Bypass.Live(now), now)
+}
+
+// JudgeLimit returns limit l of img as bucket.WouldRefillSatisfy takes it
+// at now, for a request of amount whole tokens, soft as the caller's policy
+// says. A calendar quota also carries its reset (docs/design.md §15):
+// ResetPending when an edge of its reset schedule came after rf, and
+// ResetsAtMs its next edge; a quota whose reset schedule does not decode,
+// or has no edge within reach, is left without them, which sends the
+// request to the read-then-write path. Parameter schedules are not applied
+// here: a caller judges only an image without one (HasParamSchedule).
+func (img *Image) JudgeLimit(l *LimitImage, amount int64, soft bool, now int64) bucket.ImageLimit {
+	il := l.ImageLimit(amount, soft)
+	if !il.Params.IsQuota() {
+		return il
+	}
+	_, r, loc, err := img.Schedules(l.Name)
+	if err != nil || len(r) == 0 {
+		return il
+	}
+	at := time.UnixMilli(now)
+	if t, ok := r.NextEdge(at, loc); ok {
+		il.ResetsAtMs = t.UnixMilli()
+	}
+	if t, ok := r.PrevEdge(at, loc); ok && t.UnixMilli() > img.RF {
+		il.ResetPending = true
+	}
+	return il
+}
+
+// HasParamSchedule reports a parameter schedule on the item: sched, or a
+// limit's b_{n}_sched (`wcu` and partial limits included). Its limits'
+// parameters in force come from the schedule, which an image judgement
+// does not evaluate (docs/decisions.md P47).
+func (img *Image) HasParamSchedule() bool {
+	return img.HasSched || img.anyLimit(func(l *LimitImage) bool { return l.Fields.Has(FieldSchedule) })
 }
 
 // HasSchedule reports any parameter or reset schedule on the item: sched,

@@ -57,7 +57,7 @@ func (l *Limiter) cascadeAdmitted(ctx context.Context, req *request, c, p specul
 		l.refund(ctx, c)
 		return l.readThenWrite(ctx, req, c.id.Shard)
 	case bucketwrite.ReasonAppLimitExhausted:
-		if p.img.HasSchedule() {
+		if p.img.HasParamSchedule() {
 			break // its parameters in force come from the config: the parent-only pass
 		}
 		limits := make([]bucket.ImageLimit, len(req.declared))

@@ -216,3 +216,44 @@ func (e *env) update(entity, resource string, shard int, expr string, values map
 		e.t.Fatal(err)
 	}
 }
+
+// An exhausted quota is refused from what DynamoDB already said: the
+// failed write's image (one call), then the rejection cache (no call),
+// until its reset edge, past which the cache never rejects (docs/design.md
+// §15, ADR-147).
+func TestExhaustedQuotaRejectionsAreCheap(t *testing.T) {
+	e := newEnv(t, limiter.Options{})
+	e.setResourceLimits("gpt-4", dailyQuota("tpd", 100))
+	ctx := context.Background()
+	if _, err := e.lim.Acquire(ctx, "k", "gpt-4", limiter.Consume{"tpd": 100}); err != nil {
+		t.Fatal(err)
+	}
+	e.clk.Set(time.UnixMilli(msOf("2026-11-29T23:59:58Z")))
+	e.proxy.ResetStats()
+	var rle *limiter.RateLimitExceeded
+	if _, err := e.lim.Acquire(ctx, "k", "gpt-4", limiter.Consume{"tpd": 1}); !errors.As(err, &rle) {
+		t.Fatalf("exhausted: %v", err)
+	}
+	if n := e.totalCalls(); n != 1 {
+		t.Errorf("the first 429 took %d calls, want 1 (the failed write's image decides)", n)
+	}
+	if d, _ := rle.RetryAfter(); d != 2*time.Second {
+		t.Errorf("retry after %v, want the 2 s to midnight", d)
+	}
+	e.proxy.ResetStats()
+	if _, err := e.lim.Acquire(ctx, "k", "gpt-4", limiter.Consume{"tpd": 1}); !errors.As(err, &rle) {
+		t.Fatalf("exhausted again: %v", err)
+	}
+	if n := e.totalCalls(); n != 0 {
+		t.Errorf("the second 429 took %d calls, want 0 (the rejection cache)", n)
+	}
+	// Midnight: the cached state is past its vu and its reset edge; the
+	// request goes to DynamoDB and is admitted from the reset.
+	e.clk.Set(time.UnixMilli(msOf("2026-11-30T00:00:00Z")))
+	if _, err := e.lim.Acquire(ctx, "k", "gpt-4", limiter.Consume{"tpd": 1}); err != nil {
+		t.Fatalf("after the reset edge: %v", err)
+	}
+	if st := e.lim.Stats(); st.LocalRejections != 1 {
+		t.Errorf("stats %+v, want one local rejection", st)
+	}
+}

@@ -287,7 +287,7 @@ func (l *Limiter) judgeShard(req *request, img *bucketitem.Image, now int64) (sh
 	if img.HasDisabled {
 		return false, true, 0, false // ResourceDisabled stays the server's answer
 	}
-	if img.Bypass.Present || img.Phase2() || len(req.declared) > maxLocalLimits {
+	if img.Bypass.Present || img.Windowed() || img.HasParamSchedule() || len(req.declared) > maxLocalLimits {
 		return false, false, 0, false
 	}
 	if req.override != nil {
@@ -323,7 +323,7 @@ func project(req *request, img *bucketitem.Image, now int64, lbuf *[maxLocalLimi
 		if li == nil || !li.Present() {
 			return nil, nil, false, false
 		}
-		limits = append(limits, li.ImageLimit(d.Amount, li.Soft.Present))
+		limits = append(limits, img.JudgeLimit(li, d.Amount, li.Soft.Present, now))
 	}
 	satisfy, statuses = bucket.WouldRefillSatisfy(sbuf[:0], limits, img.RF, max(img.ShardCount, 1), now)
 	return limits, statuses, satisfy, true

@@ -149,9 +149,10 @@ func imageStatuses(sp speculation) []LimitStatus {
 // fastReject decides an APP_LIMIT_EXHAUSTED failure with no further call
 // when refill would not help (docs/design.md §3), else runs the slow path.
 func (l *Limiter) fastReject(ctx context.Context, req *request, shard int, img *bucketitem.Image, now int64) (*Lease, error) {
-	if img.HasSchedule() {
+	if img.HasParamSchedule() {
 		// The image's parameters are not the ones in force: the
 		// read-then-write path decides from the config (docs/design.md §14).
+		// A calendar quota's reset is judged from the image (§15).
 		return l.readThenWrite(ctx, req, shard)
 	}
 	limits := make([]bucket.ImageLimit, len(req.declared))
