@@ -593,7 +593,7 @@ func TestRunManifest(t *testing.T) {
 	if err := e.h.RunManifest(e.ctx, "../../../events/limits.yaml", "", false, &out); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), `"status": "planned"`) || strings.Count(out.String(), `"action": "create"`) != 6 {
+	if !strings.Contains(out.String(), `"status": "planned"`) || strings.Count(out.String(), `"action": "create"`) != 7 {
 		t.Fatalf("%s", out.String())
 	}
 	out.Reset()
