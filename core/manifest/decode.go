@@ -68,9 +68,9 @@ var (
 
 // Reasons for fields this version refuses (docs/decisions.md P32).
 const (
-	reasonPhase2 = "reset schedules and reset_after are not supported by this version yet (quotas); remove the field"
-	reasonMerge  = "config merge attributes (inherit_limits, exclude_limits, patch_limits) are refused: limits resolve first-level-wins"
-	reasonSystem = "is not allowed at system level: access and cascade are set on resources and entities"
+	reasonSession = "session quotas (reset_after) are not supported by this version yet; remove the field"
+	reasonMerge   = "config merge attributes (inherit_limits, exclude_limits, patch_limits) are refused: limits resolve first-level-wins"
+	reasonSystem  = "is not allowed at system level: access and cascade are set on resources and entities"
 )
 
 // FromProperties decodes the ResourceProperties of a limits custom resource:
@@ -367,10 +367,15 @@ func (d *decoder) limits(path string, v any) []limit.Limit {
 		if !ok {
 			continue
 		}
-		if l.Schedule != "" {
-			// One config item holds the level's limits and one sched_tz.
+		if l.Schedule != "" || l.ResetSchedule != "" {
+			// One config item holds the level's limits and one sched_tz,
+			// shared by every schedule and reset schedule on it.
 			if zoned != "" && l.Zone != zone {
-				d.add(join(join(path, name), d.name(fSchedule)), "reads time zone %q but limit %s reads %q: every schedule of a level reads one time zone", l.Zone, zoned, zone)
+				f := fSchedule
+				if l.Schedule == "" {
+					f = fResetSchedule
+				}
+				d.add(join(join(path, name), d.name(f)), "reads time zone %q but limit %s reads %q: every schedule and reset schedule of a level reads one time zone", l.Zone, zoned, zone)
 			}
 			if zoned == "" {
 				zone, zoned = l.Zone, name
@@ -382,8 +387,8 @@ func (d *decoder) limits(path string, v any) []limit.Limit {
 }
 
 func (d *decoder) limit(path, name string, v any) (limit.Limit, bool) {
-	obj, ok := d.object(path, v, []field{fCapacity, fBurst, fRefillAmount, fRefillPeriod, fSoft, fSchedule},
-		map[field]string{fResetSchedule: reasonPhase2, fResetAfter: reasonPhase2})
+	obj, ok := d.object(path, v, []field{fCapacity, fBurst, fRefillAmount, fRefillPeriod, fSoft, fSchedule, fResetSchedule},
+		map[field]string{fResetAfter: reasonSession})
 	if !ok {
 		return limit.Limit{}, false
 	}
@@ -410,14 +415,10 @@ func (d *decoder) limit(path, name string, v any) (limit.Limit, bool) {
 	if !hasCap && len(d.problems) == before {
 		d.add(join(path, d.name(fCapacity)), "is required")
 	}
+	refillAt := len(d.problems)
 	refill, hasRefill := integer(fRefillAmount)
-	if !hasRefill {
-		refill = capacity
-	}
+	refillBad := len(d.problems) > refillAt
 	period, hasPeriod := integer(fRefillPeriod)
-	if !hasPeriod {
-		period = DefaultRefillPeriodSeconds
-	}
 	soft := false
 	if raw, present := obj[d.name(fSoft)]; present {
 		b, _, msg := coerceBool(raw)
@@ -427,6 +428,40 @@ func (d *decoder) limit(path, name string, v any) (limit.Limit, bool) {
 		soft = b
 	}
 	sched, zone := d.schedule(join(path, d.name(fSchedule)), obj[d.name(fSchedule)])
+	resets, resetZone := d.resets(join(path, d.name(fResetSchedule)), obj[d.name(fResetSchedule)])
+	if len(sched) > 0 && len(resets) > 0 && resetZone != zone {
+		// One config item holds one sched_tz for both.
+		d.add(join(path, d.name(fResetSchedule)), "reads time zone %q but the limit's %s reads %q: a limit's schedules read one time zone",
+			resetZone, d.name(fSchedule), zone)
+	}
+	if len(sched) == 0 {
+		zone = resetZone
+	}
+	// A quota is refill_amount 0 with a reset schedule, and only that
+	// (ADR-137: a limit drips or resets, never both). Its refill amount is
+	// never defaulted: capacity would be a drip beside the resets, and 0
+	// is what turns the drip off, so the manifest says it (docs/decisions.md
+	// P34).
+	quota := len(resets) > 0
+	ra := join(path, d.name(fRefillAmount))
+	switch {
+	case refillBad:
+	case !hasRefill && quota:
+		d.add(ra, "is required beside a %s: a quota's %s is 0 (a limit drips or resets, never both, ADR-137)", d.name(fResetSchedule), d.name(fRefillAmount))
+	case !hasRefill:
+		refill = capacity
+	case refill == 0 && !quota && len(d.problems) == before:
+		d.add(ra, "0 is a quota, which needs a %s: without one the bucket never recovers (ADR-137)", d.name(fResetSchedule))
+	case refill > 0 && quota:
+		d.add(ra, "%d beside a %s: a limit drips or resets, never both (ADR-137); a quota's %s is 0", refill, d.name(fResetSchedule), d.name(fRefillAmount))
+	}
+	switch {
+	case hasPeriod:
+	case quota:
+		period = int64(limit.QuotaRefillPeriod / time.Second) // inert: a quota does not drip
+	default:
+		period = DefaultRefillPeriodSeconds
+	}
 	if len(d.problems) > before {
 		return limit.Limit{}, false
 	}
@@ -435,7 +470,7 @@ func (d *decoder) limit(path, name string, v any) (limit.Limit, bool) {
 		return limit.Limit{}, false
 	}
 	l := limit.Limit{Name: name, Capacity: capacity, RefillAmount: refill, RefillPeriod: time.Duration(period) * time.Second, Soft: soft}.
-		WithSchedule(sched, zone)
+		WithSchedule(sched, zone).WithResetSchedule(resets, zone)
 	if err := l.Validate(); err != nil {
 		d.add(join(path, d.fieldOf(err)), "%s", reason(err))
 		return limit.Limit{}, false
@@ -449,12 +484,8 @@ func (d *decoder) limit(path, name string, v any) (limit.Limit, bool) {
 // to the per mille as the Python client keeps it) or absolute
 // `capacity`, `refill_amount` and `refill_period_seconds`. nil for none.
 func (d *decoder) schedule(path string, v any) (schedule.Schedule, string) {
-	if v == nil {
-		return nil, ""
-	}
-	list, ok := v.([]any)
+	list, ok := d.list(path, v)
 	if !ok {
-		d.add(path, "must be a list of entries, not %s", describe(v))
 		return nil, ""
 	}
 	var (
@@ -468,33 +499,11 @@ func (d *decoder) schedule(path string, v any) (schedule.Schedule, string) {
 			continue
 		}
 		var e schedule.Entry
-		cronText, _ := d.str(join(p, d.name(fCron)), obj[d.name(fCron)])
-		c, err := schedule.ParseCron(cronText)
-		switch {
-		case cronText == "":
-			d.add(join(p, d.name(fCron)), "is required")
-		case err != nil:
-			var ce *schedule.CronError
-			if errors.As(err, &ce) && ce.Field != "" {
-				d.add(join(p, d.name(fCron)), "%q: %s: %s", cronText, ce.Field, ce.Reason)
-			} else if ce != nil {
-				d.add(join(p, d.name(fCron)), "%q: %s", cronText, ce.Reason)
-			}
-		default:
+		c, cronOK := d.cron(p, obj)
+		if cronOK {
 			e.Cron = c
 		}
-		if raw, present := obj[d.name(fTz)]; present {
-			tz, _ := d.str(join(p, d.name(fTz)), raw)
-			if _, err := schedule.Zone(tz); err != nil {
-				d.add(join(p, d.name(fTz)), "%q is not a time zone the zone database holds", tz)
-			}
-			if i > 0 && tz != zone {
-				d.add(join(p, d.name(fTz)), "%q differs from the first entry's %q: every schedule of a limit reads one time zone", tz, zone)
-			}
-			zone = tz
-		} else if i > 0 && zone != "" {
-			d.add(join(p, d.name(fTz)), "is required: the first entry reads %q", zone)
-		}
+		d.tz(p, obj, i, &zone)
 		if raw, present := obj[d.name(fScale)]; present {
 			e.ScalePerMille = d.scale(join(p, d.name(fScale)), raw)
 		}
@@ -510,7 +519,7 @@ func (d *decoder) schedule(path string, v any) (schedule.Schedule, string) {
 				*f.dst = n
 			}
 		}
-		if cronText == "" || err != nil {
+		if !cronOK {
 			out = append(out, e)
 			continue // the cron is reported; the entry's values are not judged without it
 		}
@@ -523,6 +532,98 @@ func (d *decoder) schedule(path string, v any) (schedule.Schedule, string) {
 		out = append(out, e)
 	}
 	return out, zone
+}
+
+// Reason for a parameter field in a reset entry.
+const reasonResetEntry = "a reset entry takes only cron and tz: a reset returns the quota to its capacity and changes no parameter; scale or replace parameters in the limit's schedule"
+
+// resets reads a limit's `reset_schedule` (docs/design.md §14): a list of
+// entries, each a `cron` and an optional `tz` (one zone, as for
+// `schedule`; absent is UTC) and nothing else. A cron that matches no
+// minute of any year is refused: it would reset nothing. nil for none.
+func (d *decoder) resets(path string, v any) (schedule.Resets, string) {
+	list, ok := d.list(path, v)
+	if !ok {
+		return nil, ""
+	}
+	var (
+		out  schedule.Resets
+		zone string
+	)
+	refused := map[field]string{fScale: reasonResetEntry, fCapacity: reasonResetEntry, fRefillAmount: reasonResetEntry, fRefillSeconds: reasonResetEntry}
+	for i, ev := range list {
+		p := path + "[" + strconv.Itoa(i) + "]"
+		obj, ok := d.object(p, ev, []field{fCron, fTz}, refused)
+		if !ok {
+			continue
+		}
+		c, ok := d.cron(p, obj)
+		d.tz(p, obj, i, &zone)
+		if !ok {
+			continue
+		}
+		if c.Never() {
+			d.add(join(p, d.name(fCron)), "%q matches no minute of any year: it would never reset the quota", c.String())
+			continue
+		}
+		out = append(out, c)
+	}
+	return out, zone
+}
+
+// list reads a list of schedule entries; nil is none.
+func (d *decoder) list(path string, v any) ([]any, bool) {
+	if v == nil {
+		return nil, false
+	}
+	list, ok := v.([]any)
+	if !ok {
+		d.add(path, "must be a list of entries, not %s", describe(v))
+		return nil, false
+	}
+	return list, true
+}
+
+// cron reads the required `cron` of the entry at p: a five-field set
+// pattern (`L`, `W`, `#` and macros refused). ok is false when it is
+// reported.
+func (d *decoder) cron(p string, obj map[string]any) (schedule.Cron, bool) {
+	cp := join(p, d.name(fCron))
+	text, _ := d.str(cp, obj[d.name(fCron)])
+	c, err := schedule.ParseCron(text)
+	switch {
+	case text == "":
+		if raw := obj[d.name(fCron)]; raw == nil || raw == "" {
+			d.add(cp, "is required") // any other value is reported as not a string
+		}
+		return schedule.Cron{}, false
+	case err != nil:
+		var ce *schedule.CronError
+		if errors.As(err, &ce) && ce.Field != "" {
+			d.add(cp, "%q: %s: %s", text, ce.Field, ce.Reason)
+		} else if ce != nil {
+			d.add(cp, "%q: %s", text, ce.Reason)
+		}
+		return schedule.Cron{}, false
+	}
+	return c, true
+}
+
+// tz reads the optional `tz` of the i-th entry at p into *zone: a zone the
+// zone database holds, the same for every entry of the list.
+func (d *decoder) tz(p string, obj map[string]any, i int, zone *string) {
+	if raw, present := obj[d.name(fTz)]; present {
+		tz, _ := d.str(join(p, d.name(fTz)), raw)
+		if _, err := schedule.Zone(tz); err != nil {
+			d.add(join(p, d.name(fTz)), "%q is not a time zone the zone database holds", tz)
+		}
+		if i > 0 && tz != *zone {
+			d.add(join(p, d.name(fTz)), "%q differs from the first entry's %q: every schedule of a limit reads one time zone", tz, *zone)
+		}
+		*zone = tz
+	} else if i > 0 && *zone != "" {
+		d.add(join(p, d.name(fTz)), "is required: the first entry reads %q", *zone)
+	}
 }
 
 // scale reads a schedule entry's scale, a positive number (or its text),
@@ -567,6 +668,10 @@ func (d *decoder) fieldOf(err error) string {
 			return d.name(fRefillPeriod)
 		case limit.FieldSoft:
 			return d.name(fSoft)
+		case limit.FieldSchedule:
+			return d.name(fSchedule)
+		case limit.FieldResetSchedule:
+			return d.name(fResetSchedule)
 		}
 	}
 	return ""

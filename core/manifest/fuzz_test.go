@@ -18,6 +18,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("namespace: n\nsystem: {limits: {a: {capacity: '5', refill_period: ''}}}"))
 	f.Add([]byte("&a [*a]"))
 	f.Add([]byte("namespace: n\nresources: {r: {limits: {l: {capacity: 10, schedule: [{cron: '* 9-17 * * MON-FRI', tz: Europe/Paris, scale: 0.3333}, {cron: '*/15 * 1 JAN *', tz: Europe/Paris, capacity: 4, refill_period_seconds: 30}]}}}}"))
+	f.Add([]byte("namespace: n\nresources: {r: {limits: {q: {capacity: 100, refill_amount: 0, reset_schedule: [{cron: '0 0 1 JAN,APR *', tz: Asia/Tokyo}, {cron: '0 12 * * SUN', tz: Asia/Tokyo}]}}}}"))
+	f.Add([]byte("namespace: n\nsystem: {limits: {q: {capacity: 5, refill_amount: '0', refill_period: 60, schedule: [{cron: '* 9-17 * * 1-5', scale: 2}], reset_schedule: [{cron: '0 0 * * *', scale: 2}, {cron: '0 0 30 2 *'}]}, d: {capacity: 1, reset_after: 60}}}}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := manifest.Parse(data)
 		if err != nil {
@@ -52,6 +54,8 @@ func FuzzFromProperties(f *testing.F) {
 	f.Add([]byte(`{"Entities":{"u":{"Resources":{"_default_":{"Cascade":"false","Limits":{"x":{"Burst":"3","RefillPeriod":""}}}}}}}`))
 	f.Add([]byte(`{"System":{"OnUnavailable":"allow","Limits":{"l":{"Capacity":"1e3"}}}}`))
 	f.Add([]byte(`{"Resources":{"r":{"Limits":{"l":{"Capacity":"10","Schedule":[{"Cron":"* 9-17 * * 1-5","Tz":"America/New_York","Scale":"0.5"},{"Cron":"0 0 * * SUN","Tz":"America/New_York","RefillAmount":"2"}]}}}}}`))
+	f.Add([]byte(`{"Resources":{"r":{"Limits":{"q":{"Capacity":"1000","RefillAmount":"0","ResetSchedule":[{"Cron":"0 0 * * *","Tz":"Europe/Paris"}]},"m":{"Capacity":"5","RefillAmount":"0","RefillPeriod":"","ResetSchedule":[{"Cron":"0 0 1 * *","Tz":"Europe/Paris"}],"Schedule":[{"Cron":"* 9-17 * * MON-FRI","Tz":"Europe/Paris","Scale":"0.5"}]}}}}}`))
+	f.Add([]byte(`{"System":{"Limits":{"q":{"Capacity":"1","ResetSchedule":[{"Cron":"0 0 L * *","Capacity":"2"}],"ResetAfter":"60"}}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var props map[string]any
 		if json.Unmarshal(data, &props) != nil {

@@ -11,8 +11,10 @@ import (
 // Canonical is the manifest as the apply records it: the snake_case
 // document with every default filled in (`capacity`, `refill_amount`,
 // `refill_period` on every limit; `soft`, `disabled`, `cascade` and
-// `on_unavailable` only when set; `resources` and `entities` only when not
-// empty). Values are string, int64, bool or nested maps.
+// `on_unavailable` only when set; `schedule` and `reset_schedule` only when
+// not empty, each cron as stored (schedule.Cron.String); `resources` and
+// `entities` only when not empty). Values are string, int64, bool, lists
+// or nested maps.
 func (m *Manifest) Canonical() map[string]any { return m.document(snakeCase) }
 
 // Hash is `sha256:` and the hex SHA-256 of the canonical document written as

@@ -37,6 +37,9 @@ func TestHashParity(t *testing.T) {
 		{"namespace: x\nresources: {gpt-4: {limits: {tpm: {capacity: 10000, refill_amount: 5000, soft: true}}, disabled: bypass, cascade: false}}\n" +
 			"entities: {k1: {resources: {_default_: {disabled: false}}}}",
 			"sha256:fa81e9633fd08f4a26c588f5f977ea193d4b690963565826c016a44820d480a8"},
+		// A quota: refill_period defaults to 1 s, each reset cron as stored.
+		{"namespace: q\nresources: {gpt-4: {limits: {tpd: {capacity: 1000000, refill_amount: 0, reset_schedule: [{cron: '0  0 * * *', tz: America/New_York}]}}}}",
+			"sha256:5df7887613e45acf6fe85fa489bbce13b539f91f360f907579e6b33caae41f89"},
 	}
 	for _, c := range cases {
 		m, err := manifest.Parse([]byte(c.doc))

@@ -30,7 +30,8 @@ import (
 const DefaultNamespace = "default"
 
 // DefaultRefillPeriodSeconds is a limit's refill period when the manifest
-// gives none.
+// gives none; a quota's (a limit with a reset_schedule) is
+// limit.QuotaRefillPeriod instead, inert since a quota does not drip.
 const DefaultRefillPeriodSeconds = 60
 
 // Manifest is the declared configuration of one namespace. Everything it

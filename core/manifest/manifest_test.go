@@ -127,7 +127,10 @@ func TestEveryProblemWithItsPath(t *testing.T) {
 	}
 	want := []string{
 		`Entities.api-key-1.Resources.gpt-4.InheritLimits: config merge attributes`,
-		`Entities.api-key-1.Resources.gpt-4.Limits.daily.ResetAfter: reset schedules and reset_after are not supported`,
+		`Entities.api-key-1.Resources.gpt-4.Limits.daily.ResetAfter: session quotas (reset_after) are not supported`,
+		`Entities.api-key-1.Resources.gpt-4.Limits.monthly.ResetSchedule[0].Cron: "0 0 L * *": day of month: "L" is not supported`,
+		`Entities.api-key-1.Resources.gpt-4.Limits.monthly.ResetSchedule[0].Scale: a reset entry takes only cron and tz`,
+		`Entities.api-key-1.Resources.gpt-4.Limits.monthly.ResetSchedule[1].Cron: "0 0 30 2 *" matches no minute of any year`,
 		`Entities.api-key-1.Resources.gpt-4.Limits.rph.Capacity: is required`,
 		`Entities.api-key-1.Resources.gpt-4.Limits.rph.RefillAmount: "true" is not an integer`,
 		`Entities.api-key-1.Resources.gpt-4.Limits.tpm.Capacity: "lots" is not an integer`,
@@ -161,6 +164,7 @@ func TestEveryProblemWithItsPath(t *testing.T) {
 }
 
 func TestCoercionTable(t *testing.T) {
+	daily, monthly := schedule.MustParseCron("0 0 * * *"), schedule.MustParseCron("0 0 1 * *")
 	lim := func(fields map[string]any) map[string]any {
 		return map[string]any{"namespace": "n", "resources": map[string]any{"r": map[string]any{"limits": map[string]any{"l": fields}}}}
 	}
@@ -214,7 +218,66 @@ func TestCoercionTable(t *testing.T) {
 		{"schedule unknown zone", lim(map[string]any{"capacity": "5", "schedule": []any{map[string]any{"cron": "* * * * *", "scale": "2", "tz": "Mars/Base"}}}), manifest.Level{}, "not a time zone"},
 		{"schedule unknown key", lim(map[string]any{"capacity": "5", "schedule": []any{map[string]any{"cron": "* * * * *", "scale": "2", "timezone": "UTC"}}}), manifest.Level{}, "schedule[0].timezone: unknown field"},
 		{"schedule never", lim(map[string]any{"capacity": "5", "schedule": []any{map[string]any{"cron": "0 0 30 2 *", "scale": "2"}}}), manifest.Level{}, "matches no minute"},
-		{"reset_schedule refused", lim(map[string]any{"capacity": "5", "reset_schedule": "x"}), manifest.Level{}, "reset schedules and reset_after"},
+		{"quota", lim(map[string]any{"capacity": "1000", "refill_amount": "0", "reset_schedule": []any{map[string]any{"cron": "0 0 * * *"}}}),
+			manifest.Level{Limits: []limit.Limit{limit.Quota("l", 1000, schedule.Resets{daily}, "")}}, ""},
+		{"quota native zero, in a zone", lim(map[string]any{"capacity": 1000, "refill_amount": 0, "reset_schedule": []any{map[string]any{"cron": "0 0 1 * *", "tz": "Europe/Paris"}}}),
+			manifest.Level{Limits: []limit.Limit{limit.Quota("l", 1000, schedule.Resets{monthly}, "Europe/Paris")}}, ""},
+		{"quota refill period kept", lim(map[string]any{"capacity": "5", "refill_amount": "0", "refill_period": "3600", "reset_schedule": []any{map[string]any{"cron": "0 0 * * *"}}}),
+			manifest.Level{Limits: []limit.Limit{func() limit.Limit {
+				q := limit.Quota("l", 5, schedule.Resets{daily}, "")
+				q.RefillPeriod = time.Hour
+				return q
+			}()}}, ""},
+		{"quota two resets", lim(map[string]any{"capacity": "5", "refill_amount": "0", "reset_schedule": []any{
+			map[string]any{"cron": "0 0 * * MON", "tz": "Asia/Tokyo"}, map[string]any{"cron": "0 12 * * THU", "tz": "Asia/Tokyo"}}}),
+			manifest.Level{Limits: []limit.Limit{limit.Quota("l", 5, schedule.Resets{schedule.MustParseCron("0 0 * * 1"), schedule.MustParseCron("0 12 * * 4")}, "Asia/Tokyo")}}, ""},
+		{"quota with a parameter schedule", lim(map[string]any{"capacity": "1000", "refill_amount": "0",
+			"schedule":       []any{map[string]any{"cron": "* 9-17 * * MON-FRI", "tz": "Europe/Paris", "scale": "0.5"}},
+			"reset_schedule": []any{map[string]any{"cron": "0 0 * * *", "tz": "Europe/Paris"}}}),
+			manifest.Level{Limits: []limit.Limit{limit.Quota("l", 1000, schedule.Resets{daily}, "Europe/Paris").
+				WithSchedule(schedule.Schedule{{Cron: schedule.MustParseCron("* 9-17 * * 1-5"), ScalePerMille: 500}}, "Europe/Paris")}}, ""},
+		{"quota without its refill amount", lim(map[string]any{"capacity": "5", "reset_schedule": []any{map[string]any{"cron": "0 0 * * *"}}}), manifest.Level{},
+			"refill_amount: is required beside a reset_schedule: a quota's refill_amount is 0"},
+		{"reset beside a drip", lim(map[string]any{"capacity": "5", "refill_amount": "5", "reset_schedule": []any{map[string]any{"cron": "0 0 * * *"}}}), manifest.Level{},
+			"refill_amount: 5 beside a reset_schedule: a limit drips or resets, never both"},
+		{"quota with an empty reset schedule", lim(map[string]any{"capacity": "5", "refill_amount": "0", "reset_schedule": []any{}}), manifest.Level{},
+			"refill_amount: 0 is a quota, which needs a reset_schedule"},
+		{"reset never", lim(map[string]any{"capacity": "5", "refill_amount": "0", "reset_schedule": []any{map[string]any{"cron": "0 0 30 2 *"}}}), manifest.Level{},
+			`reset_schedule[0].cron: "0 0 30 2 *" matches no minute of any year`},
+		{"reset L", lim(map[string]any{"capacity": "5", "refill_amount": "0", "reset_schedule": []any{map[string]any{"cron": "0 0 L * *"}}}), manifest.Level{},
+			`reset_schedule[0].cron: "0 0 L * *": day of month: "L" is not supported`},
+		{"reset W", lim(map[string]any{"capacity": "5", "refill_amount": "0", "reset_schedule": []any{map[string]any{"cron": "0 0 15W * *"}}}), manifest.Level{},
+			`reset_schedule[0].cron: "0 0 15W * *": day of month: "15W" is not supported`},
+		{"reset #", lim(map[string]any{"capacity": "5", "refill_amount": "0", "reset_schedule": []any{map[string]any{"cron": "0 0 * * 1#1"}}}), manifest.Level{},
+			`reset_schedule[0].cron: "0 0 * * 1#1": day of week: "#" is not supported`},
+		{"reset cron required", lim(map[string]any{"capacity": "5", "refill_amount": "0", "reset_schedule": []any{map[string]any{"tz": "UTC"}}}), manifest.Level{},
+			"reset_schedule[0].cron: is required"},
+		{"reset unknown zone", lim(map[string]any{"capacity": "5", "refill_amount": "0", "reset_schedule": []any{map[string]any{"cron": "0 0 * * *", "tz": "Mars/Base"}}}), manifest.Level{},
+			`reset_schedule[0].tz: "Mars/Base" is not a time zone`},
+		{"reset two zones", lim(map[string]any{"capacity": "5", "refill_amount": "0", "reset_schedule": []any{
+			map[string]any{"cron": "0 0 * * *", "tz": "Europe/Paris"}, map[string]any{"cron": "0 12 * * *", "tz": "Asia/Tokyo"}}}), manifest.Level{},
+			`reset_schedule[1].tz: "Asia/Tokyo" differs from the first entry's "Europe/Paris"`},
+		{"reset and schedule in two zones", lim(map[string]any{"capacity": "5", "refill_amount": "0",
+			"schedule":       []any{map[string]any{"cron": "* 9-17 * * *", "tz": "Europe/Paris", "scale": "2"}},
+			"reset_schedule": []any{map[string]any{"cron": "0 0 * * *", "tz": "Asia/Tokyo"}}}), manifest.Level{},
+			`limits.l.reset_schedule: reads time zone "Asia/Tokyo" but the limit's schedule reads "Europe/Paris"`},
+		{"reset scale refused", lim(map[string]any{"capacity": "5", "refill_amount": "0", "reset_schedule": []any{map[string]any{"cron": "0 0 * * *", "scale": "2"}}}), manifest.Level{},
+			"reset_schedule[0].scale: a reset entry takes only cron and tz"},
+		{"reset capacity refused", lim(map[string]any{"capacity": "5", "refill_amount": "0", "reset_schedule": []any{map[string]any{"cron": "0 0 * * *", "capacity": "10"}}}), manifest.Level{},
+			"reset_schedule[0].capacity: a reset entry takes only cron and tz"},
+		{"reset unknown key", lim(map[string]any{"capacity": "5", "refill_amount": "0", "reset_schedule": []any{map[string]any{"cron": "0 0 * * *", "timezone": "UTC"}}}), manifest.Level{},
+			"reset_schedule[0].timezone: unknown field"},
+		{"reset not a list", lim(map[string]any{"capacity": "5", "refill_amount": "0", "reset_schedule": "0 0 * * *"}), manifest.Level{}, "reset_schedule: must be a list"},
+		{"reset_after refused", lim(map[string]any{"capacity": "5", "refill_amount": "0", "reset_after": "86400"}), manifest.Level{},
+			"reset_after: session quotas (reset_after) are not supported by this version yet"},
+		{"two zones on one level", level(map[string]any{"limits": map[string]any{
+			"a": map[string]any{"capacity": "5", "schedule": []any{map[string]any{"cron": "* 9-17 * * *", "tz": "Europe/Paris", "scale": "2"}}},
+			"b": map[string]any{"capacity": "5", "refill_amount": "0", "reset_schedule": []any{map[string]any{"cron": "0 0 * * *", "tz": "Asia/Tokyo"}}},
+		}}), manifest.Level{}, `limits.b.reset_schedule: reads time zone "Asia/Tokyo" but limit a reads "Europe/Paris"`},
+		{"two quotas on one level share a zone", level(map[string]any{"limits": map[string]any{
+			"a": map[string]any{"capacity": "5", "refill_amount": "0", "reset_schedule": []any{map[string]any{"cron": "0 0 * * *", "tz": "Asia/Tokyo"}}},
+			"b": map[string]any{"capacity": "7", "refill_amount": "0", "reset_schedule": []any{map[string]any{"cron": "0 0 1 * *", "tz": "Asia/Tokyo"}}},
+		}}), manifest.Level{Limits: []limit.Limit{limit.Quota("a", 5, schedule.Resets{daily}, "Asia/Tokyo"), limit.Quota("b", 7, schedule.Resets{monthly}, "Asia/Tokyo")}}, ""},
 		{"unknown field", lim(map[string]any{"capacity": "5", "refil_amount": "1"}), manifest.Level{}, "refil_amount: unknown field"},
 		{"other style named", lim(map[string]any{"Capacity": "5"}), manifest.Level{}, `Capacity: unknown field (did you mean "capacity"?)`},
 		{"disabled absent inherits", level(map[string]any{}), manifest.Level{}, ""},
@@ -346,5 +409,76 @@ func TestScheduleRoundTripAndHash(t *testing.T) {
 	rpm := a.Resources["r"].Limits[0]
 	if rpm.Schedule != "h9-17w1-5s500;h0-6c2000p30" || rpm.Zone != "America/New_York" {
 		t.Errorf("stored %q in %q", rpm.Schedule, rpm.Zone)
+	}
+}
+
+// A quota's reset schedule survives both written forms, each cron written
+// as stored; how a cron is spelt (month names or numbers, spacing) does
+// not change the manifest or its hash, and another cron does.
+func TestQuotaRoundTripAndHash(t *testing.T) {
+	doc := func(quarterly, monthly string) map[string]any {
+		return map[string]any{"namespace": "n", "resources": map[string]any{"r": map[string]any{"limits": map[string]any{
+			"tpq": map[string]any{"capacity": 1_000_000, "refill_amount": 0, "reset_schedule": []any{
+				map[string]any{"cron": quarterly, "tz": "Europe/Paris"},
+			}},
+			"tpm": map[string]any{"capacity": 100_000, "refill_amount": 0,
+				"schedule":       []any{map[string]any{"cron": "* 9-17 * * MON-FRI", "tz": "Europe/Paris", "scale": 0.5}},
+				"reset_schedule": []any{map[string]any{"cron": monthly, "tz": "Europe/Paris"}}},
+		}}}}
+	}
+	a, err := manifest.FromDocument(doc("0 0 1 JAN,APR,JUL,OCT *", "0 0 1 * *"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := manifest.FromDocument(doc("0 0 1 1,4,7,10 *", " 0  0 1 *\t* "))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(a, b) || a.Hash() != b.Hash() {
+		t.Errorf("one cron spelt two ways: %+v, %+v; hashes %s, %s", a.Resources, b.Resources, a.Hash(), b.Hash())
+	}
+	c, err := manifest.FromDocument(doc("0 0 1 1,4,7,10 *", "0 0 2 * *"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Hash() == a.Hash() {
+		t.Error("another reset cron hashes the same")
+	}
+	ls := a.Resources["r"].Limits
+	if got := ls[1]; got.Name != "tpq" || got.ResetSchedule != "m0h0D1M1,4,7,10" || got.Zone != "Europe/Paris" || !got.IsQuota() ||
+		got.RefillAmount != 0 || got.RefillPeriod != limit.QuotaRefillPeriod {
+		t.Errorf("tpq = %+v", got)
+	}
+	if got := ls[0]; got.Schedule != "h9-17w1-5s500" || got.ResetSchedule != "m0h0D1" || got.Zone != "Europe/Paris" {
+		t.Errorf("tpm = %+v", got)
+	}
+	props := a.Properties()
+	tpq := props["Resources"].(map[string]any)["r"].(map[string]any)["Limits"].(map[string]any)["tpq"]
+	if want := map[string]any{"Capacity": "1000000", "RefillAmount": "0", "RefillPeriod": "1",
+		"ResetSchedule": []any{map[string]any{"Cron": "0 0 1 1,4,7,10 *", "Tz": "Europe/Paris"}}}; !reflect.DeepEqual(tpq, want) {
+		t.Errorf("tpq properties %v\nwant %v", tpq, want)
+	}
+	back, err := manifest.FromProperties(props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back.Resources, a.Resources) || back.Hash() != a.Hash() {
+		t.Errorf("through Properties: %+v, want %+v", back.Resources, a.Resources)
+	}
+	again, err := manifest.FromDocument(a.Canonical())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(again.Resources, a.Resources) || again.Hash() != a.Hash() {
+		t.Errorf("through Canonical: %+v", again.Resources)
+	}
+	// A UTC quota writes no tz.
+	u, err := manifest.Parse([]byte("namespace: n\nsystem: {limits: {tpd: {capacity: 5, refill_amount: 0, reset_schedule: [{cron: '0 0 * * *'}]}}}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := u.Canonical()["system"].(map[string]any)["limits"].(map[string]any)["tpd"]; !reflect.DeepEqual(got, map[string]any{
+		"capacity": int64(5), "refill_amount": int64(0), "refill_period": int64(1), "reset_schedule": []any{map[string]any{"cron": "0 0 * * *"}}}) {
+		t.Errorf("canonical tpd %v", got)
 	}
 }

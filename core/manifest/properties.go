@@ -120,6 +120,9 @@ func (w writer) limits(out map[string]any, ls []limit.Limit) {
 		if s, _, err := l.ParamSchedule(); err == nil && len(s) > 0 {
 			d[w.name(fSchedule)] = w.schedule(s, l.Zone)
 		}
+		if r, _, err := l.Resets(); err == nil && len(r) > 0 {
+			d[w.name(fResetSchedule)] = w.resets(r, l.Zone)
+		}
 		m[l.Name] = d
 	}
 	out[w.name(fLimits)] = m
@@ -145,6 +148,20 @@ func (w writer) schedule(s schedule.Schedule, zone string) []any {
 			if f.v != 0 {
 				m[w.name(f.field)] = w.int(f.v)
 			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// resets writes a quota's reset entries: each cron as stored, and the zone
+// when not UTC.
+func (w writer) resets(r schedule.Resets, zone string) []any {
+	out := make([]any, 0, len(r))
+	for _, c := range r {
+		m := map[string]any{w.name(fCron): c.String()}
+		if zone != "" {
+			m[w.name(fTz)] = zone
 		}
 		out = append(out, m)
 	}

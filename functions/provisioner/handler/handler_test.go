@@ -235,7 +235,7 @@ func TestBadManifestNamesEveryField(t *testing.T) {
 	for _, want := range []string{
 		`Resources.gpt-4.Limits.rpm.Capacity: "lots" is not an integer`,
 		`Resources.gpt-3.5.Disabled: "maybe" is not true, false or bypass`,
-		`Entities.api-key-1.Resources.gpt-4.Limits.rpm.ResetAfter: reset schedules and reset_after are not supported`,
+		`Entities.api-key-1.Resources.gpt-4.Limits.rpm.ResetAfter: session quotas (reset_after) are not supported`,
 	} {
 		if !strings.Contains(resp.Reason, want) {
 			t.Errorf("reason lacks %q: %s", want, resp.Reason)
@@ -593,7 +593,7 @@ func TestRunManifest(t *testing.T) {
 	if err := e.h.RunManifest(e.ctx, "../../../events/limits.yaml", "", false, &out); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), `"status": "planned"`) || strings.Count(out.String(), `"action": "create"`) != 6 {
+	if !strings.Contains(out.String(), `"status": "planned"`) || strings.Count(out.String(), `"action": "create"`) != 7 {
 		t.Fatalf("%s", out.String())
 	}
 	out.Reset()

@@ -231,24 +231,23 @@ func TestRollbackToDeployedPropertiesWithATypo(t *testing.T) {
 
 // An Update that changes nothing but ServiceToken, with properties this
 // provisioner cannot apply (a stack moving over from the Python
-// provisioner with a schedule, phase 2 here), and its rollback: SUCCESS,
-// nothing written, the problems in Data. The same properties with a real
-// change are refused.
+// provisioner with a session quota, phase 2b here), and its rollback:
+// SUCCESS, nothing written, the problems in Data. The same properties with
+// a real change are refused.
 func TestUnchangedPropertiesThatCannotApply(t *testing.T) {
 	e := newEnv(t)
 	e.invoke(e.event("cfn-limits-create.json", nil))
 	before := e.configItems(e.ns)
-	scheduled := func(token string) map[string]any {
+	sessionQuota := func(token string) map[string]any {
 		props := e.eventProps("cfn-limits-create.json")
 		props["ServiceToken"] = token
-		props["Resources"].(map[string]any)["gpt-4"].(map[string]any)["Limits"].(map[string]any)["rpm"].(map[string]any)["ResetSchedule"] =
-			[]any{map[string]any{"Cron": "0 0 * * *", "Tz": "America/New_York"}}
+		props["Resources"].(map[string]any)["gpt-4"].(map[string]any)["Limits"].(map[string]any)["rpm"].(map[string]any)["ResetAfter"] = "86400"
 		return props
 	}
 	python, ours := "arn:aws:lambda:us-east-1:123456789012:function:python-provisioner", "arn:aws:lambda:us-east-1:123456789012:function:go-provisioner"
 	for _, step := range []struct{ name, from, to string }{{"move over", python, ours}, {"its rollback", ours, python}} {
 		resp := e.invoke(e.event("cfn-limits-update.json", func(ev map[string]any) {
-			ev["ResourceProperties"], ev["OldResourceProperties"] = scheduled(step.to), scheduled(step.from)
+			ev["ResourceProperties"], ev["OldResourceProperties"] = sessionQuota(step.to), sessionQuota(step.from)
 			ev["PhysicalResourceId"] = e.sampleID()
 		}))
 		if resp.Status != cfn.StatusSuccess || resp.Data["Refused"] != "1" || resp.Data["status"] != "unchanged" ||
@@ -263,12 +262,12 @@ func TestUnchangedPropertiesThatCannotApply(t *testing.T) {
 		t.Fatal("an unchanged Update wrote")
 	}
 	resp := e.invoke(e.event("cfn-limits-update.json", func(ev map[string]any) {
-		changed := scheduled(ours)
+		changed := sessionQuota(ours)
 		changed["System"].(map[string]any)["OnUnavailable"] = "allow"
-		ev["ResourceProperties"], ev["OldResourceProperties"] = changed, scheduled(python)
+		ev["ResourceProperties"], ev["OldResourceProperties"] = changed, sessionQuota(python)
 		ev["PhysicalResourceId"] = e.sampleID()
 	}))
-	if resp.Status != cfn.StatusFailed || !strings.Contains(resp.Reason, "ResetSchedule") {
-		t.Fatalf("a real change with a schedule %+v", resp)
+	if resp.Status != cfn.StatusFailed || !strings.Contains(resp.Reason, "ResetAfter") {
+		t.Fatalf("a real change with a session quota %+v", resp)
 	}
 }
