@@ -304,8 +304,17 @@ func (l Limit) Validate() error {
 		if l.Name == schema.WCULimit {
 			return schema.NewValidationError(FieldSchedule, l.Schedule, "the internal wcu limit has no schedule")
 		}
-		if _, err := schedule.Decode(l.Schedule); err != nil {
+		sched, err := schedule.Decode(l.Schedule)
+		if err != nil {
 			return schema.NewValidationError(FieldSchedule, l.Schedule, "limit "+strconv.Quote(l.Name)+": "+err.Error())
+		}
+		if l.ResetSchedule != "" {
+			for _, e := range sched {
+				if e.RefillAmount != 0 {
+					return schema.NewValidationError(FieldSchedule, l.Schedule, "limit "+strconv.Quote(l.Name)+
+						": a quota never drips, so no schedule entry of it sets a refill amount (ADR-137)")
+				}
+			}
 		}
 		if r, err := schedule.DecodeResets(l.ResetSchedule); err != nil {
 			return schema.NewValidationError(FieldResetSchedule, l.ResetSchedule, "limit "+strconv.Quote(l.Name)+": "+err.Error())

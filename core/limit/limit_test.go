@@ -107,6 +107,7 @@ func TestValidate(t *testing.T) {
 		{"quota refill 0", limit.Custom("q", 100, 0, time.Hour), limit.FieldRefillAmount, "reset schedule"},
 		{"quota", limit.Quota("q", 100, daily, "America/New_York"), "", ""},
 		{"quota with a parameter schedule", limit.Quota("q", 100, daily, "").WithSchedule(schedule.Schedule{{Cron: schedule.MustParseCron("* 9-17 * * 1-5"), ScalePerMille: 500}}, ""), "", ""},
+		{"quota made to drip by its schedule", limit.Quota("q", 100, daily, "").WithSchedule(schedule.Schedule{{Cron: schedule.MustParseCron("* 9-17 * * 1-5"), RefillAmount: 5}}, ""), limit.FieldSchedule, "never drips"},
 		{"drip and reset", limit.PerDay("q", 100).WithResetSchedule(daily, ""), limit.FieldResetSchedule, "never both"},
 		{"quota without its reset", limit.Quota("q", 100, daily, "").WithResetSchedule(nil, ""), limit.FieldRefillAmount, "reset schedule"},
 		{"never-matching reset", limit.Quota("q", 100, schedule.Resets{schedule.MustParseCron("0 0 30 2 *")}, ""), limit.FieldResetSchedule, "matches no minute"},
