@@ -40,6 +40,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/bucketwrite"
+	"github.com/zae-limiter/zae-limiter-go/core/schedule"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 	"github.com/zae-limiter/zae-limiter-go/internal/benchkit"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddblocal"
@@ -144,6 +145,58 @@ var acquireCases = []acquireCase{
 	// local-reject: the same rejection decided by the rejection cache, no
 	// call (a long TTL, so that the run never re-reads).
 	{name: "local-reject", local: true, opts: limiter.Options{RejectionCacheTTL: time.Hour}, setup: setupFastReject},
+	// The same three on a calendar quota (docs/design.md §15): its fast
+	// path is the same one conditional UpdateItem (no schedule evaluated);
+	// an exhausted one is refused from the failed write's image, then by
+	// the rejection cache, each knowing the reset edge. A clock of their
+	// own keeps the reset two weeks away whatever the date of the run.
+	{name: "quota-fast-path", calls: 1, opts: limiter.Options{Clock: midPeriodClock()}, setup: setupQuotaFastPath},
+	{name: "quota-fast-reject", calls: 1, opts: limiter.Options{RejectionCacheTTL: -1, Clock: midPeriodClock()}, setup: setupQuotaFastReject},
+	{name: "quota-local-reject", local: true, opts: limiter.Options{RejectionCacheTTL: time.Hour, Clock: midPeriodClock()}, setup: setupQuotaFastReject},
+}
+
+// midPeriodClock reads a fixed mid-month instant advanced by the real
+// time since it was made, so a quota case never meets its monthly reset.
+func midPeriodClock() func() time.Time {
+	base, start := time.Date(2026, 6, 15, 12, 0, 0, 0, time.UTC), time.Now()
+	return func() time.Time { return base.Add(time.Since(start)) }
+}
+
+// monthly resets at 00:00 UTC on the 1st.
+var monthly = schedule.Resets{schedule.MustParseCron("0 0 1 * *")}
+
+// setupQuotaFastPath: warm buckets of a monthly quota that never runs out;
+// each timed acquire is one conditional UpdateItem, as for a drip.
+func setupQuotaFastPath(tb testing.TB, r acquireRun, n int) benchkit.Op {
+	const resource = "bench-quota"
+	benchSetLimits(tb, r.lim, resource, limit.Quota("tpm-month", benchHuge, monthly, ""))
+	entities := make([]string, warmBuckets(n))
+	for i := range entities {
+		entities[i] = "quota-" + r.tag + "-" + strconv.Itoa(i)
+	}
+	benchWarm(tb, r.lim, resource, limiter.Consume{"tpm-month": 1}, entities...)
+	return func(ctx context.Context, i int) error {
+		_, err := r.lim.Acquire(ctx, entities[i%len(entities)], resource, limiter.Consume{"tpm-month": 1})
+		return err
+	}
+}
+
+// setupQuotaFastReject: a monthly quota of one token, spent.
+func setupQuotaFastReject(tb testing.TB, r acquireRun, _ int) benchkit.Op {
+	const resource = "bench-quota-reject"
+	benchSetLimits(tb, r.lim, resource, limit.Quota("tpm-month", 1, monthly, ""))
+	entity := "quota-reject-" + r.tag
+	benchWarm(tb, r.lim, resource, limiter.Consume{"tpm-month": 1}, entity)
+	return func(ctx context.Context, _ int) error {
+		_, err := r.lim.Acquire(ctx, entity, resource, limiter.Consume{"tpm-month": 1})
+		switch {
+		case err == nil:
+			return errAdmitted
+		case limiter.IsRateLimitError(err):
+			return nil
+		}
+		return err
+	}
 }
 
 func benchSetLimits(tb testing.TB, lim *limiter.Limiter, resource string, limits ...limit.Limit) {
