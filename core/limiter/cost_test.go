@@ -27,6 +27,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/internal/capability"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
+	"github.com/zae-limiter/zae-limiter-go/core/schedule"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
 	"github.com/zae-limiter/zae-limiter-go/internal/faultproxy"
@@ -620,4 +621,36 @@ func (e *costEnv) tk(entity, resource, name string) int64 {
 		e.t.Fatal(err)
 	}
 	return n
+}
+
+// TestCostQuota: a calendar quota (docs/design.md §15) costs what a drip
+// costs on every path but one: the first acquire after its reset edge,
+// whose fast path stops at vu (the edge) and whose read-then-write pass
+// applies the reset — a failed UpdateItem, the walk, META and the shard,
+// and the rf-locked write (after a quiet night the config cache is cold
+// too: one BatchGetItem more). An exhausted quota's 429 costs nothing
+// while the rejection cache holds the image that showed it spent, then the
+// one failed write; the cache never rejects past the edge.
+func TestCostQuota(t *testing.T) {
+	daily := schedule.Resets{schedule.MustParseCron("0 0 * * *")}
+	e := newCostEnv(t, limiter.Options{})
+	e.setResourceLimits("api", limit.Quota("tpd", 10, daily, ""))
+	e.acquire("u", "api", limiter.Consume{"tpd": 1})
+	got := e.measure(func() { e.acquire("u", "api", limiter.Consume{"tpd": 8}) })
+	e.check("a quota's fast path", got, cost{calls: costOps("UpdateItem", 1), writes: costOneWrite})
+	e.acquire("u", "api", limiter.Consume{"tpd": 1}) // its ALL_NEW shows the quota spent
+	got = e.measure(func() { e.reject("u", "api", limiter.Consume{"tpd": 1}) })
+	e.check("an exhausted quota's 429", got, cost{})
+	e.advance(limiter.DefaultRejectionCacheTTL)
+	got = e.measure(func() { e.reject("u", "api", limiter.Consume{"tpd": 1}) })
+	e.check("its 429 after the cache's TTL", got, cost{calls: costOps("UpdateItem", 1), failed: costOps("UpdateItem", 1)})
+	e.advance(12 * time.Hour) // past midnight; the config cache has expired too
+	got = e.measure(func() { e.acquire("u", "api", limiter.Consume{"tpd": 1}) })
+	e.check("the first acquire after the reset edge", got, cost{
+		calls:  costOps("UpdateItem", 2, "BatchGetItem", 3),
+		failed: costOps("UpdateItem", 1),
+		keys:   []int{4, 3, 2}, writes: costOneWrite,
+	})
+	got = e.measure(func() { e.acquire("u", "api", limiter.Consume{"tpd": 1}) })
+	e.check("the next", got, cost{calls: costOps("UpdateItem", 1), writes: costOneWrite})
 }
