@@ -262,3 +262,47 @@ func TestExhaustedQuotaRejectionsAreCheap(t *testing.T) {
 		t.Errorf("stats %+v, want one local rejection", st)
 	}
 }
+
+// A quota bucket as a Python client of the same table stamps it — the
+// reset schedule item-level (rsched), the zone in sched_tz, and, from a
+// writer before grants, no gc — is read, reset at its edge and written
+// back in this client's spelling: b_{n}_rsched on the limit, gc set, the
+// item-level rsched removed (docs/compatibility.md C23).
+func TestQuotaBucketFromPython(t *testing.T) {
+	e := newEnv(t, limiter.Options{})
+	e.setResourceLimits("gpt-4", limit.Quota("tpd", 100, schedule.Resets{schedule.MustParseCron("0 0 * * *")}, "Asia/Tokyo"))
+	ctx := context.Background()
+	// 2026-11-29 12:00 UTC is 21:00 in Tokyo; the bucket was last written
+	// the day before, so Tokyo's midnight came since.
+	item := map[string]types.AttributeValue{
+		"rf": schema.Num(msOf("2026-11-28T12:00:00Z")), "vu": schema.Num(msOf("2026-11-28T15:00:00Z")),
+		"rsched": schema.Str("m0h0"), "sched_tz": schema.Str("Asia/Tokyo"), "shard_count": schema.Num(1),
+		"b_tpd_tk": schema.Num(3_000), "b_tpd_cp": schema.Num(100_000), "b_tpd_ra": schema.Num(0), "b_tpd_rp": schema.Num(1000), "b_tpd_tc": schema.Num(97_000),
+		"b_wcu_tk": schema.Num(1_000_000), "b_wcu_cp": schema.Num(1_000_000), "b_wcu_ra": schema.Num(1_000_000), "b_wcu_rp": schema.Num(1000), "b_wcu_tc": schema.Num(0),
+		"entity_id": schema.Str("k"), "resource": schema.Str("gpt-4"),
+	}
+	for k, v := range schema.BucketItemKeys(ns, "k", "gpt-4", 0).Item() {
+		item[k] = v
+	}
+	if _, err := e.tbl.DB.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(e.tbl.Name), Item: item}); err != nil {
+		t.Fatal(err)
+	}
+	lease, err := e.lim.Acquire(ctx, "k", "gpt-4", limiter.Consume{"tpd": 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := lease.Remaining("tpd"); r != 90 {
+		t.Errorf("remaining %d, want 90 (reset to 100 at Tokyo's midnight)", r)
+	}
+	got := e.bucket("k", "gpt-4", 0)
+	if _, ok := got["rsched"]; ok {
+		t.Error("the item-level rsched stays")
+	}
+	if ddbtest.Render(got["b_tpd_rsched"]) != "S:m0h0" || ddbtest.Render(got["sched_tz"]) != "S:Asia/Tokyo" || e.n(got, "b_tpd_gc") != "1" || e.n(got, "b_tpd_tc") != "107000" {
+		t.Errorf("written back as %v", got)
+	}
+	// The next midnight in Tokyo is 15:00 UTC.
+	if e.n(got, "vu") != strconv.FormatInt(msOf("2026-11-29T15:00:00Z"), 10) {
+		t.Errorf("vu %s", e.n(got, "vu"))
+	}
+}
