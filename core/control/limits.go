@@ -11,6 +11,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/internal/expr"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/schedsync"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
@@ -255,7 +256,8 @@ func (c *Controls) stampSoft(ctx context.Context, ns string, sc Scope, level con
 // scope (resource `_default_`: all of its buckets) is brought to the limits
 // that now resolve for the bucket's own resource: the capacity and refill
 // of the limits it carries, their soft stamps (a deadline StampTTL after
-// the read), and the limits no longer configured removed. A bucket is kept
+// the read), their schedules and reset schedules with the item's zone, and
+// the limits no longer configured removed. A bucket is kept
 // while its limits come from the entity, and expires when idle again once
 // they come from the resource or the system. Its validity deadline is
 // cleared (docs/design.md §4), so that its next acquire brings the
@@ -314,6 +316,16 @@ func (c *Controls) SyncEntity(ctx context.Context, ns, entity, resource string) 
 				}
 			}
 		}
+		// Schedules and reset schedules follow the limits they belong to
+		// (docs/design.md §14, §15), so that no writer reading the item —
+		// the aggregator's refill above all — applies the old ones.
+		var present []limit.Limit
+		for _, l := range w.Limits {
+			if img.Limit(l.Name) != nil {
+				present = append(present, l)
+			}
+		}
+		schedsync.Write(&b, &img, present)
 		b.Set(schema.AttrVU, schema.Num(0))
 		entityLevel := w.Source == config.LevelEntity || w.Source == config.LevelEntityDefault
 		switch {

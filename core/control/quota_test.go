@@ -521,3 +521,32 @@ func TestOperationRefusals(t *testing.T) {
 		t.Fatal("a refused operation wrote")
 	}
 }
+
+// TestEntitySyncCarriesSchedules: an entity-level change of a quota's reset
+// schedule and zone reaches its buckets with the parameters (docs/design.md
+// §15), so that no writer reading the item — the aggregator's refill — can
+// apply the old reset.
+func TestEntitySyncCarriesSchedules(t *testing.T) {
+	e := newEnv(t)
+	daily := schedule.Resets{schedule.MustParseCron("0 0 * * *")}
+	if _, err := e.ctl.SetEntityLimits(e.ctx, e.ns, "a", "r", []limit.Limit{limit.Quota("tpd", 100, daily, "Asia/Tokyo")}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.lim.Acquire(e.ctx, "a", "r", limiter.Consume{"tpd": 1}); err != nil {
+		t.Fatal(err)
+	}
+	monthly := schedule.Resets{schedule.MustParseCron("0 0 1 * *")}
+	p, err := e.ctl.SetEntityLimits(e.ctx, e.ns, "a", "r", []limit.Limit{limit.Quota("tpd", 100, monthly, "Europe/Paris")}, "")
+	if err != nil || p.Stamped != 1 {
+		t.Fatalf("sync: %+v, %v", p, err)
+	}
+	it := e.bucket("a", "r", 0)
+	for attr, want := range map[string]string{"b_tpd_rsched": "m0h0D1", "sched_tz": "Europe/Paris"} {
+		if s, _ := it[attr].(*types.AttributeValueMemberS); s == nil || s.Value != want {
+			t.Errorf("%s = %v, want %s", attr, it[attr], want)
+		}
+	}
+	if vu, _ := num(it, schema.AttrVU); vu != 0 {
+		t.Errorf("vu %d, want 0", vu)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/internal/expr"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/schedsync"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/bucketwrite"
 	"github.com/zae-limiter/zae-limiter-go/core/schedule"
@@ -305,49 +306,13 @@ func (p *pass) build() {
 }
 
 // syncSchedules brings the item's schedules in line with the config read
-// (docs/design.md §14): each limit's b_{n}_sched and b_{n}_rsched set or
-// removed, sched_tz the zone of the scheduled limits, and an item-level
-// sched or rsched another writer left removed, since every limit this pass
-// writes says its own.
+// (docs/design.md §14): see schedsync.Write.
 func (p *pass) syncSchedules(u *expr.Builder) {
-	img := p.img
-	zone, scheduled := "", false
-	for _, pl := range p.plan {
-		li := img.Lookup(pl.lim.Name)
-		for _, f := range [...]struct {
-			field  schema.LimitField
-			bit    bucketitem.LimitFields
-			want   string
-			stored func(*bucketitem.LimitImage) string
-		}{
-			{schema.LimitSchedule, bucketitem.FieldSchedule, pl.lim.Schedule, func(l *bucketitem.LimitImage) string { return l.Schedule }},
-			{schema.LimitResetSchedule, bucketitem.FieldResetSchedule, pl.lim.ResetSchedule, func(l *bucketitem.LimitImage) string { return l.ResetSchedule }},
-		} {
-			attr := schema.BucketAttr(pl.lim.Name, f.field)
-			has := li != nil && li.Fields.Has(f.bit)
-			switch {
-			case f.want != "":
-				zone, scheduled = pl.lim.Zone, true
-				if !has || f.stored(li) != f.want {
-					u.Set(attr, schema.Str(f.want))
-				}
-			case has:
-				u.Remove(attr)
-			}
-		}
+	limits := make([]limit.Limit, len(p.plan))
+	for i := range p.plan {
+		limits[i] = p.plan[i].lim
 	}
-	switch {
-	case scheduled && zone != "" && img.SchedTZ != zone:
-		u.Set(schema.AttrSchedTZ, schema.Str(zone))
-	case (!scheduled || zone == "") && img.HasSchedTZ:
-		u.Remove(schema.AttrSchedTZ)
-	}
-	if img.HasSched {
-		u.Remove(schema.AttrSched)
-	}
-	if img.HasResetSched {
-		u.Remove(schema.AttrRSched)
-	}
+	schedsync.Write(u, p.img, limits)
 }
 
 // validUntil is the vu a write of this pass that moves rf to rf stamps
