@@ -81,6 +81,13 @@ func (m *Maintainer) Run(ctx context.Context, records []Record) (st Stats) {
 		}
 		m.exec(ctx, &p.ops[i], &st)
 	}
+	for _, qp := range p.quotas {
+		if ctx.Err() != nil {
+			st.Pending++
+			continue
+		}
+		m.propagateQuota(ctx, qp, now, &st)
+	}
 	return st
 }
 

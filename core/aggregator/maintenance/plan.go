@@ -55,9 +55,10 @@ type op struct {
 // plan is the work for one batch, in execution order.
 type plan struct {
 	ops       []op
-	abstained int // buckets skipped under docs/design.md §9
-	refused   int // doublings or propagations refused at the cap
-	corrupt   int // records whose images do not decode
+	quotas    []quotaPropagation // run after ops, in stream order
+	abstained int                // buckets skipped under docs/design.md §9
+	refused   int                // doublings or propagations refused at the cap
+	corrupt   int                // records whose images do not decode
 }
 
 // image is one record's decoded images.
@@ -544,8 +545,9 @@ func (m *Maintainer) propagate(im *image, byID map[schema.BucketID]*state, p *pl
 	if id.Shard != 0 || im.old == nil {
 		return
 	}
-	if s := byID[id]; s == nil || s.abstain || s.quota {
-		return // a quota's new shards are funded by the clients that create them
+	s := byID[id]
+	if s == nil || s.abstain {
+		return
 	}
 	oldSC, newSC := max(im.old.ShardCount, 1), max(im.new.ShardCount, 1)
 	if newSC <= oldSC {
@@ -557,11 +559,28 @@ func (m *Maintainer) propagate(im *image, byID map[schema.BucketID]*state, p *pl
 			"shard_count", newSC, "cap", schema.MaxShardCount)
 		return
 	}
+	if s.quota {
+		// A quota pair's propagation reads its siblings first (quota.go).
+		if raw, err := im.rec.newItem(); err == nil && len(raw) > 0 {
+			if sc, outside := outsideSupported(im.new); !outside && len(sc.resets) > 0 {
+				qp := quotaPropagation{id: id, raw: raw, img: im.new, old: oldSC, new: newSC, scheds: sc, abstaining: map[int]bool{}}
+				for sh := 1; sh < int(newSC); sh++ {
+					other := id
+					other.Shard = sh
+					if o := byID[other]; o != nil && o.abstain {
+						qp.abstaining[sh] = true
+					}
+				}
+				p.quotas = append(p.quotas, qp)
+			}
+		}
+		return
+	}
 	// Path 1: raise the existing siblings.
 	for sh := 1; sh < int(oldSC); sh++ {
 		sib := id
 		sib.Shard = sh
-		if s := byID[sib]; s != nil && (s.abstain || s.quota) {
+		if s := byID[sib]; s != nil && s.abstain {
 			continue
 		}
 		p.ops = append(p.ops, op{kind: opRaise, id: sib, update: &dynamodb.UpdateItemInput{

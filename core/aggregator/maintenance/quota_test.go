@@ -79,3 +79,78 @@ func TestQuotaResetOnALaggingShardIsDeferred(t *testing.T) {
 		t.Errorf("reset to %s, want 250000", got)
 	}
 }
+
+// tokensOf reads a limit's tk off a stored item.
+func tokensOf(t *testing.T, f *fixture, id schema.BucketID, name string) string {
+	t.Helper()
+	return render(f.get(t, id)[tk(name)])
+}
+
+// Shard 0 of a daily quota doubled from 1 to 2 and then from 2 to 4: each
+// new shard is funded by a move off the sibling whose grant covers its slot
+// (the narrowest cover), in one transaction; the raised sibling keeps the
+// grant it was read at; nothing is minted (ADR-145, docs/design.md §15).
+func TestQuotaPropagationFundsClones(t *testing.T) {
+	at := time.Date(2027, 1, 15, 12, 0, 0, 0, time.UTC) // 13:00 in Paris, same day as rf
+	f := scheduledFixture(t, at)
+	rf := at.Add(-time.Hour).UnixMilli()
+	vu := time.Date(2027, 1, 15, 23, 0, 0, 0, time.UTC).UnixMilli()
+	zero := bid("qp", 0)
+	one := with(bucketItem(zero, rf, 1, wcu(1_000_000, 0)), append(tpd(700_000, 300_000, 1, 0), "vu", vu)...)
+	two := with(one, "shard_count", 2)
+	f.put(t, two)
+
+	wantStats(t, f.run(t, record(t, zero, one, two)), Stats{Clones: 1})
+	if got := tokensOf(t, f, zero, "tpd"); got != "N:200000" {
+		t.Errorf("shard 0 tk %s, want 200000 (500000 moved)", got)
+	}
+	s1 := f.get(t, bid("qp", 1))
+	if render(s1[tk("tpd")]) != "N:500000" || render(s1["b_tpd_gc"]) != "N:2" || render(s1[tc("tpd")]) != "N:0" || render(s1["shard_count"]) != "N:2" {
+		t.Errorf("shard 1 %v", s1)
+	}
+
+	// Shard 1 has spent 200 000 since; the pair doubles to 4.
+	f.put(t, with(s1, tk("tpd"), 300_000))
+	s0 := f.get(t, zero)
+	four := with(s0, "shard_count", 4)
+	f.put(t, four)
+	wantStats(t, f.run(t, record(t, zero, s0, four)), Stats{Clones: 2, Raises: 1})
+	// Slot 2: only shard 0 (gc 1) covers it: its 200 000, less than a share
+	// of 250 000, all move. Slot 3: shard 1 (gc 2) is the narrower cover:
+	// 250 000 of its 300 000.
+	for shard, want := range map[int][2]string{0: {"N:0", "N:1"}, 1: {"N:50000", "N:2"}, 2: {"N:200000", "N:4"}, 3: {"N:250000", "N:4"}} {
+		it := f.get(t, bid("qp", shard))
+		if render(it[tk("tpd")]) != want[0] || render(it["b_tpd_gc"]) != want[1] || render(it["shard_count"]) != "N:4" {
+			t.Errorf("shard %d: tk %s gc %s count %s, want %v and 4", shard, render(it[tk("tpd")]), render(it["b_tpd_gc"]), render(it["shard_count"]), want)
+		}
+	}
+}
+
+// A sibling from before grants (no gc) is raised with its grant frozen at
+// what R7 reads; shard 0 with a reset pending leaves the clones to the
+// clients (R13).
+func TestQuotaPropagationFreezesAndDefers(t *testing.T) {
+	at := time.Date(2027, 1, 15, 23, 0, 30, 0, time.UTC) // just past midnight in Paris
+	f := scheduledFixture(t, at)
+	yesterday := at.Add(-2 * time.Hour).UnixMilli()
+	zero := bid("qd", 0)
+	legacy := with(bucketItem(bid("qd", 1), yesterday, 2, wcu(1_000_000, 0)), tpd(600_000, 0, 0, 0)...)
+	delete(legacy, "b_tpd_gc")
+	f.put(t, legacy)
+	s0 := with(bucketItem(zero, yesterday, 2, wcu(1_000_000, 0)), tpd(100_000, 0, 2, 0)...)
+	four := with(s0, "shard_count", 4)
+	f.put(t, four)
+	st := f.run(t, record(t, zero, s0, four))
+	if st.Raises != 1 || st.Clones != 0 || st.Deferred != 1 {
+		t.Errorf("stats %+v, want the raise, no clone, the clones deferred", st)
+	}
+	// 600 000 at a count of 2 (a share of 500 000): granted at 1.
+	if it := f.get(t, bid("qd", 1)); render(it["b_tpd_gc"]) != "N:1" || render(it["shard_count"]) != "N:4" {
+		t.Errorf("raised legacy shard %v", it)
+	}
+	for _, sh := range []int{2, 3} {
+		if it := f.get(t, bid("qd", sh)); len(it) != 0 {
+			t.Errorf("shard %d cloned across a pending reset", sh)
+		}
+	}
+}
