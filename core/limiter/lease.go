@@ -354,9 +354,16 @@ func (l *Limiter) adjust(ctx context.Context, resource string, p leasePart, delt
 	if err != nil {
 		return err
 	}
+	unsettled := false
 	for cur := &img; cur.HasRF && cur.HasVU; {
 		now := l.nowMs()
 		plan := l.planRefill(nil, id, cur, deltas, false, now)
+		if unsettled = plan.unsettled; unsettled {
+			// A quota reset only the read-then-write path sizes: the deltas
+			// go on the state as it is, the reset stays pending (a debit of
+			// the period that ended is forgiven with it).
+			break
+		}
 		fresh, lost, err := l.sendRefill(ctx, plan)
 		if fresh != nil {
 			l.pairs.learnImage(id.Entity, id.Resource, id.Shard, fresh, now)
@@ -372,7 +379,9 @@ func (l *Limiter) adjust(ctx context.Context, resource string, p leasePart, delt
 	// Every pin moved under us: apply the deltas as they are and make the
 	// next enforce write materialise. A debit here may be re-credited by up
 	// to its own size; logged.
-	l.log.WarnContext(ctx, "lease adjust applied without a refill pass", "resource", resource, "shard", p.shard)
+	if !unsettled {
+		l.log.WarnContext(ctx, "lease adjust applied without a refill pass", "resource", resource, "shard", p.shard)
+	}
 	fb := &expr.Builder{}
 	fb.Cond("attribute_exists(" + fb.Name(schema.AttrPK) + ")")
 	for _, d := range deltas {

@@ -265,9 +265,10 @@ func TestExhaustedQuotaRejectionsAreCheap(t *testing.T) {
 
 // A quota bucket as a Python client of the same table stamps it — the
 // reset schedule item-level (rsched), the zone in sched_tz, and, from a
-// writer before grants, no gc — is read, reset at its edge and written
-// back in this client's spelling: b_{n}_rsched on the limit, gc set, the
-// item-level rsched removed (docs/compatibility.md C23).
+// writer before grants, no gc — is read and reset at its edge by a refill
+// pass from its image (gc set, the stored spelling kept); a read-then-write
+// pass writes it back in this client's spelling: b_{n}_rsched on the
+// limit, the item-level rsched removed (docs/compatibility.md C23).
 func TestQuotaBucketFromPython(t *testing.T) {
 	e := newEnv(t, limiter.Options{})
 	e.setResourceLimits("gpt-4", limit.Quota("tpd", 100, schedule.Resets{schedule.MustParseCron("0 0 * * *")}, "Asia/Tokyo"))
@@ -295,14 +296,54 @@ func TestQuotaBucketFromPython(t *testing.T) {
 		t.Errorf("remaining %d, want 90 (reset to 100 at Tokyo's midnight)", r)
 	}
 	got := e.bucket("k", "gpt-4", 0)
-	if _, ok := got["rsched"]; ok {
-		t.Error("the item-level rsched stays")
+	if ddbtest.Render(got["rsched"]) != "S:m0h0" || ddbtest.Render(got["sched_tz"]) != "S:Asia/Tokyo" || e.n(got, "b_tpd_gc") != "1" || e.n(got, "b_tpd_tc") != "107000" {
+		t.Errorf("the refill pass wrote %v", got)
 	}
-	if ddbtest.Render(got["b_tpd_rsched"]) != "S:m0h0" || ddbtest.Render(got["sched_tz"]) != "S:Asia/Tokyo" || e.n(got, "b_tpd_gc") != "1" || e.n(got, "b_tpd_tc") != "107000" {
+	// A read-then-write pass (here forced by vu = 0, as a parameter sync
+	// sets it) writes the limit's own spelling and drops the item's.
+	e.update("k", "gpt-4", 0, "SET vu = :z", map[string]types.AttributeValue{":z": schema.Num(0)})
+	if _, err := e.lim.Acquire(ctx, "k", "gpt-4", limiter.Consume{"tpd": 1}); err != nil {
+		t.Fatal(err)
+	}
+	got = e.bucket("k", "gpt-4", 0)
+	if _, ok := got["rsched"]; ok || ddbtest.Render(got["b_tpd_rsched"]) != "S:m0h0" {
 		t.Errorf("written back as %v", got)
 	}
 	// The next midnight in Tokyo is 15:00 UTC.
 	if e.n(got, "vu") != strconv.FormatInt(msOf("2026-11-29T15:00:00Z"), 10) {
 		t.Errorf("vu %s", e.n(got, "vu"))
+	}
+}
+
+// A lease settled after the reset edge applies the reset in the same
+// refill pass as its adjustment: the reset is never lost to an rf the
+// adjustment moved (docs/design.md §15).
+func TestQuotaLeaseSettledAcrossTheEdge(t *testing.T) {
+	e := newEnv(t, limiter.Options{})
+	e.setResourceLimits("gpt-4", dailyQuota("tpd", 100))
+	ctx := context.Background()
+	e.clk.Set(time.UnixMilli(msOf("2026-11-29T23:59:59Z")))
+	lease, err := e.lim.Acquire(ctx, "k", "gpt-4", limiter.Consume{"tpd": 90})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.clk.Set(time.UnixMilli(msOf("2026-11-30T00:00:01Z")))
+	if err := lease.Adjust("tpd", 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := e.bucket("k", "gpt-4", 0)
+	// Reset to 100 at midnight, then the 5 more the lease used.
+	if e.n(got, "b_tpd_tk") != "95000" || e.n(got, "b_tpd_tc") != "95000" {
+		t.Errorf("tk %s tc %s, want 95000 and 95000", e.n(got, "b_tpd_tk"), e.n(got, "b_tpd_tc"))
+	}
+	l, err := e.lim.Acquire(ctx, "k", "gpt-4", limiter.Consume{"tpd": 95})
+	if err != nil {
+		t.Fatalf("taking the 95 left: %v", err)
+	}
+	if r, _ := l.Remaining("tpd"); r != 0 {
+		t.Errorf("after taking the 95 left: %d remaining", r)
 	}
 }

@@ -3,6 +3,7 @@ package limiter
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -11,6 +12,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
 	"github.com/zae-limiter/zae-limiter-go/core/internal/expr"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/bucketwrite"
+	"github.com/zae-limiter/zae-limiter-go/core/schedule"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
@@ -25,7 +27,11 @@ import (
 //
 // It never re-reads config: a vu of 0 (a parameter change) and anything
 // else this pass does not settle — a stamp to renew, a missing limit, an
-// expired ttl, a cascade — is left to the slow path.
+// expired ttl, a cascade, a parameter schedule, a session window, a
+// calendar quota's reset on a shard other than 0 (sized at shard 0's
+// count, docs/design.md §15) — is left to the slow path. A calendar
+// quota's reset on shard 0 is applied here, from the image's reset
+// schedule.
 
 // refillable reports whether the enforce-shaped write that returned img
 // (at clock reading now) can be settled by a refill pass for declared: a
@@ -33,7 +39,7 @@ import (
 func refillable(img *bucketitem.Image, declared []bucketwrite.Declared, now int64) bool {
 	switch {
 	case img == nil, !img.HasRF, !img.HasVU, img.VU <= 0, img.VU > now,
-		img.HasDisabled, img.Bypass.Present, img.Phase2(),
+		img.HasDisabled, img.Bypass.Present, img.Windowed(), img.HasParamSchedule(),
 		img.HasTTL && img.TTL <= bucket.FloorDiv(now, 1000), !img.WCU.Present():
 		return false
 	}
@@ -57,6 +63,11 @@ type refillPlan struct {
 	short []LimitStatus     // admit: the declared limits, when a hard one is short
 	img   *bucketitem.Image // the image the pass was built from
 	id    schema.BucketID
+	// unsettled reports an image a refill pass cannot settle (in is nil):
+	// a limit it cannot materialise from the image alone — a quota whose
+	// reset schedule does not read, a drip beside a reset schedule, or a
+	// reset due on a shard other than 0.
+	unsettled bool
 }
 
 // planRefill builds the refill pass of img on bucket id at now with the
@@ -85,11 +96,44 @@ func (l *Limiter) planRefill(req *request, id schema.BucketID, img *bucketitem.I
 		return bucketwrite.Declared{}, false
 	}
 	exceeded := false
+	countPinned := false
 	for i := range img.Limits {
 		li := &img.Limits[i]
 		p := li.Params()
-		share := bucket.Effective(p, shards)
-		balance, credited := bucket.Materialise(li.Tokens, img.RF, now, share.Ceiling, share.Rate, share.Period)
+		var (
+			share             bucket.Share
+			balance, credited int64
+			resets            schedule.Resets
+			loc               *time.Location
+		)
+		if li.ResetSchedule != "" || img.HasResetSched || p.IsQuota() {
+			// A calendar quota (docs/design.md §15), from the image's
+			// reset schedule.
+			var err error
+			if _, resets, loc, err = img.Schedules(li.Name); err != nil || (len(resets) > 0) != p.IsQuota() {
+				return refillPlan{unsettled: true}
+			}
+			ps := schedule.Materialise(p, nil, resets, loc, li.Tokens, img.RF, shards, now)
+			if ps.Reset && id.Shard != 0 {
+				return refillPlan{unsettled: true}
+			}
+			share, balance, credited = ps.Share, ps.Balance, ps.Balance-li.Tokens
+			full = min(full, ps.Boundary)
+			if ps.Reset {
+				u.Set(schema.BucketAttr(li.Name, schema.LimitGrantShards), schema.Num(shards))
+				if li.Fields.Has(bucketitem.FieldTopUp) {
+					u.Remove(schema.BucketAttr(li.Name, schema.LimitTopUp))
+				}
+				if !countPinned {
+					countPinned = true
+					sc := u.Name(schema.AttrShardCount)
+					u.Cond("(attribute_not_exists(" + sc + ") OR " + sc + " <= " + u.Value(schema.Num(shards)) + ")")
+				}
+			}
+		} else {
+			share = bucket.Effective(p, shards)
+			balance, credited = bucket.Materialise(li.Tokens, img.RF, now, share.Ceiling, share.Rate, share.Period)
+		}
 		soft := li.Soft.Live(now)
 		d, declared := delta(li.Name)
 		milli := d.Amount * bucket.MilliPerToken // validated to fit at admission
@@ -114,6 +158,9 @@ func (l *Limiter) planRefill(req *request, id schema.BucketID, img *bucketitem.I
 			if !soft && !bucket.Covers(balance, d.Amount) {
 				st.Exceeded, exceeded = true, true
 				st.Retry = bucket.DripRetryAfter(balance, d.Amount, share.Ceiling, share.Rate, share.Period)
+				if len(resets) > 0 {
+					st.Retry = resets.RetryAfter(balance, d.Amount, share.Ceiling, time.UnixMilli(now), loc)
+				}
 			}
 			plan.short = append(plan.short, limitStatus(req.entity, req.resource, d, p, soft, st))
 		}
@@ -232,6 +279,9 @@ func (l *Limiter) refillAcquire(ctx context.Context, req *request, id schema.Buc
 			return nil, nextReadThenWrite, nil
 		}
 		plan := l.planRefill(req, id, img, req.declared, true, now)
+		if plan.unsettled {
+			return nil, nextReadThenWrite, nil
+		}
 		if plan.in == nil {
 			if !fresh {
 				return nil, nextSpeculate, nil
