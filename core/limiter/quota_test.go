@@ -12,6 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
+	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/capability"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
 	"github.com/zae-limiter/zae-limiter-go/core/schedule"
@@ -345,5 +347,49 @@ func TestQuotaLeaseSettledAcrossTheEdge(t *testing.T) {
 	}
 	if r, _ := l.Remaining("tpd"); r != 0 {
 		t.Errorf("after taking the 95 left: %d remaining", r)
+	}
+}
+
+// ADR-151 decision 6 on a calendar quota: a bypassed pass counts tc and
+// never resets the quota (its rf stays, so the reset waits for the first
+// enforced pass); a soft quota's reset forgives its debt.
+func TestQuotaBypassAndSoft(t *testing.T) {
+	e := newEnv(t, limiter.Options{})
+	daily := schedule.Resets{schedule.MustParseCron("0 0 * * *")}
+	e.setResourceLimits("gpt-4", limit.Quota("tpd", 100, daily, ""), limit.Quota("soft", 100, daily, "").AsSoft())
+	ctx := context.Background()
+	if _, err := e.lim.Acquire(ctx, "k", "gpt-4", limiter.Consume{"tpd": 100, "soft": 130}); err != nil {
+		t.Fatal(err)
+	}
+	item := e.bucket("k", "gpt-4", 0)
+	if e.n(item, "b_soft_tk") != "-30000" {
+		t.Fatalf("soft quota tk %s, want -30000 (in debt)", e.n(item, "b_soft_tk"))
+	}
+	rf := e.n(item, "rf")
+	w := e.lim.Store().Writer(capability.ConfigWrite{})
+	if err := w.SetAccess(ctx, ns, "k", "gpt-4", config.AccessBypass); err != nil {
+		t.Fatal(err)
+	}
+	e.clk.Set(time.UnixMilli(msOf("2026-11-30T00:00:01Z")))
+	lease, err := e.lim.Acquire(ctx, "k", "gpt-4", limiter.Consume{"tpd": 5})
+	if err != nil || !lease.Bypassed() {
+		t.Fatalf("bypassed acquire: %v", err)
+	}
+	item = e.bucket("k", "gpt-4", 0)
+	if e.n(item, "rf") != rf || e.n(item, "b_tpd_tk") != "0" || e.n(item, "b_tpd_tc") != "105000" {
+		t.Errorf("bypassed pass: rf %s (was %s), tk %s, tc %s: want rf and tk as they were, tc counted", e.n(item, "rf"), rf, e.n(item, "b_tpd_tk"), e.n(item, "b_tpd_tc"))
+	}
+	if err := w.SetAccess(ctx, ns, "k", "gpt-4", config.AccessInherit); err != nil {
+		t.Fatal(err)
+	}
+	// No fan-out here (the store, not core/control): the bypass stamp
+	// lapses at its deadline and the next pass reads the config again.
+	e.clk.Advance(61 * time.Second) // the default StampTTL is 60 s
+	if _, err := e.lim.Acquire(ctx, "k", "gpt-4", limiter.Consume{"tpd": 1}); err != nil {
+		t.Fatalf("the first enforced pass after the edge: %v", err)
+	}
+	item = e.bucket("k", "gpt-4", 0)
+	if e.n(item, "b_tpd_tk") != "99000" || e.n(item, "b_soft_tk") != "100000" {
+		t.Errorf("after the reset: tpd tk %s, soft tk %s: want 99000 and 100000 (the soft quota's debt forgiven)", e.n(item, "b_tpd_tk"), e.n(item, "b_soft_tk"))
 	}
 }
