@@ -19,6 +19,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/internal/expr"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/grant"
 	"github.com/zae-limiter/zae-limiter-go/core/internal/query"
 	"github.com/zae-limiter/zae-limiter-go/core/internal/wait"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
@@ -441,7 +442,7 @@ func materialiseShard(s *shardState, S, now int64, walk config.Walk) (shardPass,
 		case lp.pass.Reset:
 			lp.gc, lp.writeGC, lp.wipeTU = lp.pass.InForce.GrantShards, true, true
 		case li.GrantShards < 1:
-			in.GrantShards = bucket.LegacyGrantShards(li.Tokens, lp.pass.InForce.Capacity, img.ShardCount)
+			in.GrantShards, _ = grant.Of(li, img.ShardCount)
 			lp.pass = schedule.Materialise(in, sched, resets, loc, li.Tokens, img.RF, S, now)
 			lp.gc, lp.writeGC = in.GrantShards, img.ShardCount < S
 		default:

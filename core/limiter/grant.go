@@ -18,52 +18,17 @@ import (
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
 	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
-	"github.com/zae-limiter/zae-limiter-go/core/internal/expr"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/grant"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
 // move is what one sibling gives a new quota shard (or a quota seeded on
-// an existing one): one debit per quota, all in one update of the donor.
+// an existing one): one debit per quota, all in one update of the donor
+// (grant.Update).
 type move struct {
 	donor  schema.BucketID
 	edge   int64 // the latest reset edge the donor's period started at, epoch ms; 0 for none
-	limits []moveLimit
-}
-
-// moveLimit is one quota's part of a move.
-type moveLimit struct {
-	name   string
-	amount int64 // millitokens, > 0
-	// grant is the donor's gc as read; legacy marks a donor without gc,
-	// read as granted at grant shards (R7) while its count is count.
-	grant  int64
-	legacy bool
-	count  int64
-}
-
-// update is the donor's debit: ADD tk −x per quota, under the donor
-// still existing, holding x, its grant as read and its period current
-// (rf at or after the edge it started at).
-func (m *move) update(table string) *dynamodb.UpdateItemInput {
-	var b expr.Builder
-	b.Cond("attribute_exists(" + b.Name(schema.AttrPK) + ")")
-	for _, ml := range m.limits {
-		tk := b.Name(schema.BucketAttr(ml.name, schema.LimitTokens))
-		gc := b.Name(schema.BucketAttr(ml.name, schema.LimitGrantShards))
-		b.Add(schema.BucketAttr(ml.name, schema.LimitTokens), schema.Num(-ml.amount))
-		b.Cond(tk + " >= " + b.Value(schema.Num(ml.amount)))
-		if ml.legacy {
-			b.Cond("(attribute_not_exists(" + gc + ") AND " + b.Name(schema.AttrShardCount) + " = " + b.Value(schema.Num(ml.count)) + ")")
-		} else {
-			b.Cond(gc + " = " + b.Value(schema.Num(ml.grant)))
-		}
-	}
-	if m.edge > 0 {
-		b.Cond(b.Name(schema.AttrRF) + " >= " + b.Value(schema.Num(m.edge)))
-	}
-	in := b.UpdateInput(table, m.donor.Key())
-	in.ReturnValues = types.ReturnValueNone
-	return in
+	debits []grant.Debit
 }
 
 // needsGrant reports a quota the shard does not carry yet.
@@ -120,16 +85,10 @@ func (l *Limiter) fund(ctx context.Context, p *pass, replan func(shards int64)) 
 	return nil
 }
 
-// sibling is a sibling shard as read for the grant planner.
-type sibling struct {
-	shard int
-	img   *bucketitem.Image
-}
-
 // planMoves picks each missing quota's donor among the siblings read and
 // sets the quota's starting balance: the move, or nothing when the donor
 // has nothing to give or a move was lost before.
-func (l *Limiter) planMoves(p *pass, sibs []sibling) {
+func (l *Limiter) planMoves(p *pass, sibs []grant.Sibling) {
 	at := time.UnixMilli(p.now)
 	for i := range p.plan {
 		pl := &p.plan[i]
@@ -140,19 +99,7 @@ func (l *Limiter) planMoves(p *pass, sibs []sibling) {
 		if prev, ok := pl.resets.PrevEdge(at, pl.loc); ok {
 			edge = prev.UnixMilli()
 		}
-		var cands []bucket.GrantSibling
-		for _, sb := range sibs {
-			li := sb.img.Limit(pl.lim.Name)
-			if li == nil || !li.Params().IsQuota() || sb.img.RF < edge {
-				continue // not carrying it, or still in the previous period
-			}
-			g := li.GrantShards
-			if !li.Fields.Has(bucketitem.FieldGrantShards) || g < 1 {
-				g = bucket.LegacyGrantShards(li.Tokens, li.Capacity, sb.img.ShardCount)
-			}
-			cands = append(cands, bucket.GrantSibling{Shard: int64(sb.shard), GrantShards: g, Tokens: li.Tokens})
-		}
-		donor, ok := bucket.Donor(cands, int64(p.id.Shard))
+		donor, ok := bucket.Donor(grant.Candidates(sibs, pl.lim.Name, edge), int64(p.id.Shard))
 		if !ok {
 			continue // uncovered: the fresh share plan gave it
 		}
@@ -162,12 +109,10 @@ func (l *Limiter) planMoves(p *pass, sibs []sibling) {
 			continue
 		}
 		pl.balance = x
-		ml := moveLimit{name: pl.lim.Name, amount: x, grant: donor.GrantShards}
+		var img *bucketitem.Image
 		for _, sb := range sibs {
-			if sb.shard == int(donor.Shard) {
-				if li := sb.img.Limit(pl.lim.Name); !li.Fields.Has(bucketitem.FieldGrantShards) || li.GrantShards < 1 {
-					ml.legacy, ml.count = true, sb.img.ShardCount
-				}
+			if sb.Shard == int(donor.Shard) {
+				img = sb.Image
 			}
 		}
 		j := -1
@@ -179,11 +124,11 @@ func (l *Limiter) planMoves(p *pass, sibs []sibling) {
 		if j < 0 {
 			id := p.id
 			id.Shard = int(donor.Shard)
-			p.moves = append(p.moves, move{donor: id, edge: edge})
+			p.moves = append(p.moves, move{donor: id})
 			j = len(p.moves) - 1
 		}
 		p.moves[j].edge = max(p.moves[j].edge, edge)
-		p.moves[j].limits = append(p.moves[j].limits, ml)
+		p.moves[j].debits = append(p.moves[j].debits, grant.DebitOf(img, pl.lim.Name, x))
 	}
 	for i := range p.plan {
 		p.plan[i].judge(p.now)
@@ -193,7 +138,7 @@ func (l *Limiter) planMoves(p *pass, sibs []sibling) {
 // readSiblings reads every other shard of the pair below count, strongly
 // consistent, and returns those that exist and the highest shard count
 // among them and count.
-func (l *Limiter) readSiblings(ctx context.Context, id schema.BucketID, count int64) ([]sibling, int64, error) {
+func (l *Limiter) readSiblings(ctx context.Context, id schema.BucketID, count int64) ([]grant.Sibling, int64, error) {
 	var keys []map[string]types.AttributeValue
 	for s := 0; s < int(min(count, schema.MaxShardCount)); s++ {
 		if s != id.Shard {
@@ -202,7 +147,7 @@ func (l *Limiter) readSiblings(ctx context.Context, id schema.BucketID, count in
 			keys = append(keys, k.Key().AttributeValues())
 		}
 	}
-	var out []sibling
+	var out []grant.Sibling
 	for start := 0; start < len(keys); start += 100 {
 		batch := keys[start:min(start+100, len(keys))]
 		for attempt := 0; len(batch) > 0; attempt++ {
@@ -233,7 +178,7 @@ func (l *Limiter) readSiblings(ctx context.Context, id schema.BucketID, count in
 				if err != nil {
 					return nil, 0, err
 				}
-				out = append(out, sibling{shard: sid.Shard, img: &img})
+				out = append(out, grant.Sibling{Shard: sid.Shard, Image: &img})
 				count = max(count, img.ShardCount)
 			}
 			batch = got.UnprocessedKeys[l.table].Keys

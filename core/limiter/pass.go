@@ -14,6 +14,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/internal/expr"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/grant"
 	"github.com/zae-limiter/zae-limiter-go/core/internal/schedsync"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/bucketwrite"
@@ -426,8 +427,10 @@ func (p *pass) grantWrites(u *expr.Builder, pl planned, li *bucketitem.LimitImag
 			u.Remove(schema.BucketAttr(pl.lim.Name, schema.LimitTopUp))
 		}
 		p.pinCount(u)
-	case p.raise && (!li.Fields.Has(bucketitem.FieldGrantShards) || li.GrantShards < 1):
-		u.SetIfNotExists(gc, schema.Num(bucket.LegacyGrantShards(li.Tokens, li.Capacity, p.img.ShardCount)))
+	case p.raise:
+		if g, legacy := grant.Of(li, p.img.ShardCount); legacy {
+			u.SetIfNotExists(gc, schema.Num(g))
+		}
 	}
 }
 

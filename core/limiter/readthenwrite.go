@@ -18,6 +18,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
 	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
 	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/grant"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/bucketwrite"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
@@ -296,7 +297,8 @@ func (l *Limiter) writeFunded(ctx context.Context, child, parent *pass) (*Lease,
 	own := len(items)
 	for _, p := range passes {
 		for i := range p.moves {
-			items = append(items, transactUpdate(p.moves[i].update(l.table)))
+			m := &p.moves[i]
+			items = append(items, transactUpdate(grant.Update(l.table, m.donor, m.debits, m.edge)))
 		}
 	}
 	_, err := l.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})

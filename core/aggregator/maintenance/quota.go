@@ -20,6 +20,7 @@ import (
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
 	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/grant"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
@@ -130,10 +131,7 @@ func (m *Maintainer) raiseInput(id schema.BucketID, sib *bucketitem.Image, newSC
 		if !l.Params().IsQuota() {
 			continue
 		}
-		g := l.GrantShards
-		if !l.Fields.Has(bucketitem.FieldGrantShards) || g < 1 {
-			g = bucket.LegacyGrantShards(l.Tokens, l.Capacity, sib.ShardCount)
-		}
+		g, _ := grant.Of(l, sib.ShardCount)
 		n, v := "#g"+strconv.Itoa(i), ":g"+strconv.Itoa(i)
 		names[n], values[v] = schema.BucketAttr(l.Name, schema.LimitGrantShards), schema.Num(g)
 		upd += ", " + n + " = if_not_exists(" + n + ", " + v + ")"
@@ -156,15 +154,15 @@ func (m *Maintainer) raiseInput(id schema.BucketID, sib *bucketitem.Image, newSC
 // leaves the shard to the clients.
 func (m *Maintainer) cloneQuota(ctx context.Context, qp quotaPropagation, sibs map[int]*bucketitem.Image, dst schema.BucketID, now int64, st *Stats) bool {
 	item := bucketitem.Clone(qp.raw, qp.img, dst, qp.new)
-	type debit struct {
-		name   string
-		x, g   int64
-		legacy bool
-		count  int64
-		edge   int64
-		tokens *int64
+	siblings := make([]grant.Sibling, 0, len(sibs))
+	for sh, img := range sibs {
+		siblings = append(siblings, grant.Sibling{Shard: sh, Image: img})
 	}
-	var debits map[int][]debit
+	type move struct {
+		edge   int64
+		debits []grant.Debit
+	}
+	moves := map[int]*move{}
 	at := time.UnixMilli(now)
 	for name, r := range qp.scheds.resets {
 		l := qp.img.Limit(name)
@@ -177,19 +175,7 @@ func (m *Maintainer) cloneQuota(ctx context.Context, qp quotaPropagation, sibs m
 		if e, ok := r.PrevEdge(at, qp.scheds.loc); ok {
 			edge = e.UnixMilli()
 		}
-		var cands []bucket.GrantSibling
-		for sh, sib := range sibs {
-			sl := sib.Limit(name)
-			if sl == nil || !sl.Params().IsQuota() || sib.RF < edge {
-				continue
-			}
-			g := sl.GrantShards
-			if !sl.Fields.Has(bucketitem.FieldGrantShards) || g < 1 {
-				g = bucket.LegacyGrantShards(sl.Tokens, sl.Capacity, sib.ShardCount)
-			}
-			cands = append(cands, bucket.GrantSibling{Shard: int64(sh), GrantShards: g, Tokens: sl.Tokens})
-		}
-		donor, ok := bucket.Donor(cands, int64(dst.Shard))
+		donor, ok := bucket.Donor(grant.Candidates(siblings, name, edge), int64(dst.Shard))
 		if !ok {
 			item[schema.BucketAttr(name, schema.LimitTokens)] = schema.Num(ps.Share.Target) // a fresh share
 			continue
@@ -199,67 +185,34 @@ func (m *Maintainer) cloneQuota(ctx context.Context, qp quotaPropagation, sibs m
 		if x == 0 {
 			continue
 		}
-		sib := sibs[int(donor.Shard)]
-		sl := sib.Limit(name)
-		if debits == nil {
-			debits = map[int][]debit{}
+		mv := moves[int(donor.Shard)]
+		if mv == nil {
+			mv = &move{}
+			moves[int(donor.Shard)] = mv
 		}
-		debits[int(donor.Shard)] = append(debits[int(donor.Shard)], debit{name: name, x: x, g: donor.GrantShards,
-			legacy: !sl.Fields.Has(bucketitem.FieldGrantShards) || sl.GrantShards < 1, count: sib.ShardCount, edge: edge, tokens: &sl.Tokens})
+		mv.edge = max(mv.edge, edge)
+		mv.debits = append(mv.debits, grant.DebitOf(sibs[int(donor.Shard)], name, x))
 	}
-	items := []types.TransactWriteItem{{Put: &types.Put{
+	put := &types.Put{
 		TableName: aws.String(m.table), Item: item,
 		ConditionExpression: aws.String("attribute_not_exists(#pk)"), ExpressionAttributeNames: map[string]string{"#pk": schema.AttrPK},
-	}}}
-	for sh, ds := range debits {
-		id := qp.id
-		id.Shard = sh
-		names := map[string]string{"#pk": schema.AttrPK, "#rf": schema.AttrRF, "#sc": schema.AttrShardCount}
-		values := map[string]types.AttributeValue{}
-		upd, cond := "ADD ", "attribute_exists(#pk)"
-		edge := int64(0)
-		legacyCount := false
-		for i, d := range ds {
-			tk, gc := "#t"+strconv.Itoa(i), "#g"+strconv.Itoa(i)
-			names[tk], names[gc] = schema.BucketAttr(d.name, schema.LimitTokens), schema.BucketAttr(d.name, schema.LimitGrantShards)
-			x, g := ":x"+strconv.Itoa(i), ":g"+strconv.Itoa(i)
-			values[x] = schema.Num(d.x)
-			values[":m"+strconv.Itoa(i)] = schema.Num(-d.x)
-			if i > 0 {
-				upd += ", "
-			}
-			upd += tk + " :m" + strconv.Itoa(i)
-			cond += " AND " + tk + " >= " + x
-			if d.legacy {
-				values[":c"+strconv.Itoa(i)] = schema.Num(d.count)
-				cond += " AND (attribute_not_exists(" + gc + ") AND #sc = :c" + strconv.Itoa(i) + ")"
-				legacyCount = true
-			} else {
-				values[g] = schema.Num(d.g)
-				cond += " AND " + gc + " = " + g
-			}
-			edge = max(edge, d.edge)
-		}
-		if !legacyCount {
-			delete(names, "#sc")
-		}
-		if edge > 0 {
-			values[":edge"] = schema.Num(edge)
-			cond += " AND #rf >= :edge"
-		} else {
-			delete(names, "#rf")
-		}
-		items = append(items, types.TransactWriteItem{Update: &types.Update{
-			TableName: aws.String(m.table), Key: id.Key().AttributeValues(),
-			UpdateExpression: aws.String(upd), ConditionExpression: aws.String(cond),
-			ExpressionAttributeNames: names, ExpressionAttributeValues: values,
-		}})
 	}
 	var err error
-	if len(items) == 1 {
-		_, err = m.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: items[0].Put.TableName, Item: item,
-			ConditionExpression: items[0].Put.ConditionExpression, ExpressionAttributeNames: items[0].Put.ExpressionAttributeNames})
+	if len(moves) == 0 {
+		_, err = m.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: put.TableName, Item: item,
+			ConditionExpression: put.ConditionExpression, ExpressionAttributeNames: put.ExpressionAttributeNames})
 	} else {
+		items := []types.TransactWriteItem{{Put: put}}
+		for sh, mv := range moves {
+			id := qp.id
+			id.Shard = sh
+			in := grant.Update(m.table, id, mv.debits, mv.edge)
+			items = append(items, types.TransactWriteItem{Update: &types.Update{
+				TableName: in.TableName, Key: in.Key, UpdateExpression: in.UpdateExpression,
+				ConditionExpression: in.ConditionExpression, ExpressionAttributeNames: in.ExpressionAttributeNames,
+				ExpressionAttributeValues: in.ExpressionAttributeValues,
+			}})
+		}
 		_, err = m.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 	}
 	var ccf *types.ConditionalCheckFailedException
@@ -267,9 +220,12 @@ func (m *Maintainer) cloneQuota(ctx context.Context, qp quotaPropagation, sibs m
 	switch {
 	case err == nil:
 		st.Clones++
-		for _, ds := range debits {
-			for _, d := range ds {
-				*d.tokens -= d.x
+		// The next clone plans from what the donors have left.
+		for sh, mv := range moves {
+			for _, d := range mv.debits {
+				if l := sibs[sh].Limit(d.Name); l != nil {
+					l.Tokens -= d.Amount
+				}
 			}
 		}
 		return true

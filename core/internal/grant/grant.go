@@ -1,0 +1,96 @@
+// Package grant is ADR-145 on stored bucket items (docs/design.md §15):
+// which siblings can fund a quota's slot, with the grant each holds, and
+// the donor's debit that moves allowance off one of them. The client's
+// create and the aggregator's clones both fund new quota shards through
+// it; the arithmetic is core/bucket's.
+package grant
+
+import (
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/expr"
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
+)
+
+// Sibling is a shard of the pair as read.
+type Sibling struct {
+	Shard int
+	Image *bucketitem.Image
+}
+
+// Of returns the grant of quota l on an item whose shard count is count:
+// its gc, or — for an item from before grants — R7's reading
+// (bucket.LegacyGrantShards); legacy reports the latter.
+func Of(l *bucketitem.LimitImage, count int64) (g int64, legacy bool) {
+	if l.Fields.Has(bucketitem.FieldGrantShards) && l.GrantShards >= 1 {
+		return l.GrantShards, false
+	}
+	return bucket.LegacyGrantShards(l.Tokens, l.Capacity, count), true
+}
+
+// Candidates are the siblings that may fund quota name, as bucket.Donor
+// takes them: those carrying it as a quota in the current period — rf at
+// or after edge, the latest reset edge at or before now (0: none in
+// reach) — each with its grant and balance.
+func Candidates(sibs []Sibling, name string, edge int64) []bucket.GrantSibling {
+	var out []bucket.GrantSibling
+	for _, s := range sibs {
+		l := s.Image.Limit(name)
+		if l == nil || !l.Params().IsQuota() || s.Image.RF < edge {
+			continue
+		}
+		g, _ := Of(l, s.Image.ShardCount)
+		out = append(out, bucket.GrantSibling{Shard: int64(s.Shard), GrantShards: g, Tokens: l.Tokens})
+	}
+	return out
+}
+
+// Debit is one quota's part of a move off a donor.
+type Debit struct {
+	Name   string
+	Amount int64 // millitokens, > 0
+	// Grant is the donor's grant as read; Legacy marks a donor without gc,
+	// read as granted at Grant (R7) while its shard count is Count.
+	Grant  int64
+	Legacy bool
+	Count  int64
+}
+
+// DebitOf is the debit of amount millitokens of quota name off donor.
+func DebitOf(donor *bucketitem.Image, name string, amount int64) Debit {
+	d := Debit{Name: name, Amount: amount, Count: donor.ShardCount}
+	if l := donor.Limit(name); l != nil {
+		d.Grant, d.Legacy = Of(l, donor.ShardCount)
+	}
+	return d
+}
+
+// Update is the donor's debit as one UpdateItem (several quotas moving
+// off one donor share it: a transaction touches an item once): ADD tk −x
+// per quota, under the donor existing, holding x, its grant as read (for a
+// legacy donor: no gc and the count read) and, when edge is not 0, its rf
+// at or after edge (still in the period its grant belongs to).
+func Update(table string, donor schema.BucketID, debits []Debit, edge int64) *dynamodb.UpdateItemInput {
+	var b expr.Builder
+	b.Cond("attribute_exists(" + b.Name(schema.AttrPK) + ")")
+	for _, d := range debits {
+		tk := schema.BucketAttr(d.Name, schema.LimitTokens)
+		gc := b.Name(schema.BucketAttr(d.Name, schema.LimitGrantShards))
+		b.Add(tk, schema.Num(-d.Amount))
+		b.Cond(b.Name(tk) + " >= " + b.Value(schema.Num(d.Amount)))
+		if d.Legacy {
+			b.Cond("(attribute_not_exists(" + gc + ") AND " + b.Name(schema.AttrShardCount) + " = " + b.Value(schema.Num(d.Count)) + ")")
+		} else {
+			b.Cond(gc + " = " + b.Value(schema.Num(d.Grant)))
+		}
+	}
+	if edge > 0 {
+		b.Cond(b.Name(schema.AttrRF) + " >= " + b.Value(schema.Num(edge)))
+	}
+	in := b.UpdateInput(table, donor.Key())
+	in.ReturnValues = types.ReturnValueNone
+	return in
+}
