@@ -1,7 +1,9 @@
 package control_test
 
 import (
+	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,9 +24,8 @@ import (
 // Calendar quotas under reset and top-up (ADR-149, ADR-145). The env's
 // clock reads 2026-11-29 12:00 UTC; a daily quota resets at midnight UTC,
 // so a shard last materialised this morning is in the current period and
-// one last materialised yesterday evening has a reset pending. The Go
-// client does not materialise quotas yet, so the shards are written
-// directly, as a Python client leaves them.
+// one last materialised yesterday evening has a reset pending. The shards
+// are written directly, as any client may leave them.
 
 var (
 	daily   = schedule.Resets{schedule.MustParseCron("0 0 * * *")}
@@ -548,5 +549,88 @@ func TestEntitySyncCarriesSchedules(t *testing.T) {
 	}
 	if vu, _ := num(it, schema.AttrVU); vu != 0 {
 		t.Errorf("vu %d, want 0", vu)
+	}
+}
+
+// gatedTx holds the first TransactWriteItems it sees until released.
+type gatedTx struct {
+	config.DB
+	reached, release chan struct{}
+	once             sync.Once
+}
+
+func (g *gatedTx) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	g.once.Do(func() {
+		g.reached <- struct{}{}
+		<-g.release
+	})
+	return g.DB.TransactWriteItems(ctx, in, o...)
+}
+
+func gate(db config.DB) *gatedTx {
+	return &gatedTx{DB: db, reached: make(chan struct{}), release: make(chan struct{})}
+}
+
+// TestResetRacesAFundedShard: a client funds a new quota shard by a move
+// off shard 0 between an operator reset's read (shard 0 alone) and its
+// commit. The reset then holds only while the slots it did not read are
+// empty; it plans again from fresh reads and restores both shards, so the
+// move's tokens are not left out of the new account (a reset that had
+// committed over the move would have left 200 of the 400 ungranted).
+func TestResetRacesAFundedShard(t *testing.T) {
+	e := newEnv(t)
+	q := limit.Quota("m", 400, monthly, "")
+	if _, err := e.ctl.SetResourceLimits(e.ctx, e.ns, "r", []limit.Limit{q}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.lim.Acquire(e.ctx, "k", "r", limiter.Consume{"m": 100}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.tbl.DB.UpdateItem(e.ctx, &dynamodb.UpdateItemInput{TableName: aws.String(e.tbl.Name),
+		Key:                       schema.BucketKey(e.ns, "k", "r", 0).AttributeValues(),
+		UpdateExpression:          aws.String("SET shard_count = :n"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":n": schema.Num(2)}}); err != nil {
+		t.Fatal(err)
+	}
+	e.clk.Advance(time.Second)
+	client := gate(e.tbl.DB)
+	b, err := limiter.New(client, e.tbl.Name, e.ns, limiter.Options{Clock: e.clk.Now, Rand: func(n int) int { return n - 1 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// b learns the count from shard 0, then draws shard 1.
+	if _, err := b.Acquire(e.ctx, "k", "r", limiter.Consume{"m": 0}); err != nil {
+		t.Fatal(err)
+	}
+	clientDone := make(chan error, 1)
+	go func() {
+		_, err := b.Acquire(e.ctx, "k", "r", limiter.Consume{"m": 10})
+		clientDone <- err
+	}()
+	<-client.reached // the client read the siblings and planned its move
+	operator := gate(e.tbl.DB)
+	ops := control.New(operator, e.tbl.Name, control.Options{Clock: e.clk.Now})
+	opDone := make(chan error, 1)
+	go func() {
+		_, err := ops.Reset(e.ctx, e.ns, "k", "r", nil, control.OperationOptions{})
+		opDone <- err
+	}()
+	<-operator.reached // the reset read shard 0 alone
+	close(client.release)
+	if err := <-clientDone; err != nil {
+		t.Fatalf("the funded create: %v", err)
+	}
+	close(operator.release)
+	if err := <-opDone; err != nil {
+		t.Fatalf("the reset: %v", err)
+	}
+	for shard := range 2 {
+		it := e.bucket("k", "r", shard)
+		if tk, _ := num(it, "b_m_tk"); tk != 200_000 {
+			t.Errorf("shard %d holds %d after the reset, want its share 200000", shard, tk)
+		}
+		if gc, _ := num(it, "b_m_gc"); gc != 2 {
+			t.Errorf("shard %d gc %d, want 2", shard, gc)
+		}
 	}
 }

@@ -383,6 +383,26 @@ func (c *Controls) operateOnce(ctx context.Context, op, ns, entity, resource, pi
 			ConditionExpression: aws.String("attribute_not_exists(#pk)"), ExpressionAttributeNames: map[string]string{"#pk": schema.AttrPK}}},
 		types.TransactWriteItem{Put: &types.Put{TableName: aws.String(c.table), Item: audit}},
 	)
+	if op == opReset {
+		// A shard created since the read (funded by a move off a shard
+		// this reset restores, ADR-145) would keep what it moved while its
+		// donor is reset over the debit: the reset holds only while every
+		// slot it did not read is still empty, and plans again otherwise.
+		have := map[int]bool{}
+		for _, sh := range shards {
+			have[sh.id.Shard] = true
+		}
+		for slot := 0; slot < int(res.ShardCount); slot++ {
+			if have[slot] {
+				continue
+			}
+			key := schema.BucketKey(ns, entity, resource, slot)
+			items = append(items, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+				TableName: aws.String(c.table), Key: key.AttributeValues(),
+				ConditionExpression: aws.String("attribute_not_exists(#pk)"), ExpressionAttributeNames: map[string]string{"#pk": schema.AttrPK},
+			}})
+		}
+	}
 	_, err = c.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 	if err == nil {
 		return res, false, nil
