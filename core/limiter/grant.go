@@ -101,7 +101,12 @@ func (l *Limiter) planMoves(p *pass, sibs []grant.Sibling) {
 		}
 		donor, ok := bucket.Donor(grant.Candidates(sibs, pl.lim.Name, edge), int64(p.id.Shard))
 		if !ok {
-			continue // uncovered: the fresh share plan gave it
+			// Uncovered: the fresh share plan gave it, sized at the count
+			// the siblings showed. It holds only while shard 0 has not
+			// passed that count: after a doubling a shard above the old
+			// count may be funded from nothing but this slot's cover.
+			p.countCheck = p.countCheck || p.id.Shard != 0
+			continue
 		}
 		pl.balance = 0
 		x := bucket.MoveAmount(pl.inForce.Capacity, p.shards, donor.Tokens)

@@ -103,6 +103,9 @@ type pass struct {
 	// moves are the quota grants this pass takes off siblings (ADR-145),
 	// committed in one transaction with its write.
 	moves []move
+	// countCheck conditions the write on shard 0's count not having passed
+	// the pass's (a fresh quota grant on another shard, sized at it).
+	countCheck bool
 	// One of put (create) or update (rf-locked write) is set by build.
 	put    map[string]types.AttributeValue
 	update *expr.Builder

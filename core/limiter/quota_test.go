@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -391,5 +392,66 @@ func TestQuotaBypassAndSoft(t *testing.T) {
 	item = e.bucket("k", "gpt-4", 0)
 	if e.n(item, "b_tpd_tk") != "99000" || e.n(item, "b_soft_tk") != "100000" {
 		t.Errorf("after the reset: tpd tk %s, soft tk %s: want 99000 and 100000 (the soft quota's debt forgiven)", e.n(item, "b_tpd_tk"), e.n(item, "b_soft_tk"))
+	}
+}
+
+// gateTx holds the first TransactWriteItems until released.
+type gateTx struct {
+	limiter.DB
+	reached, release chan struct{}
+	once             sync.Once
+}
+
+func (g *gateTx) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	g.once.Do(func() {
+		g.reached <- struct{}{}
+		<-g.release
+	})
+	return g.DB.TransactWriteItems(ctx, in, o...)
+}
+
+// A fresh grant of an uncovered slot is sized at the count the siblings
+// showed, and holds only while shard 0 has not passed it: a doubling
+// between the read and the write sends the pass back to read, and the
+// slot is granted at the new count (ADR-145 race guard).
+func TestQuotaFreshGrantPinsTheCount(t *testing.T) {
+	e := newEnv(t, limiter.Options{})
+	e.setResourceLimits("gpt-4", dailyQuota("tpd", 400))
+	ctx := context.Background()
+	// Shard 0 at a count of 2, its grant sized at 2: slot 1 is uncovered.
+	n := bucketitem.New{ID: schema.BucketID{Namespace: ns, Entity: "k", Resource: "gpt-4"}, RF: e.clk.Now().UnixMilli(), ShardCount: 2,
+		VU: msOf("2026-11-30T00:00:00Z"),
+		Limits: []bucketitem.NewLimit{{Name: "tpd", Tokens: 200_000, Params: dailyQuota("tpd", 400).Params(), ResetSchedule: "m0h0", GrantShards: 2}}}
+	if _, err := e.tbl.DB.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(e.tbl.Name), Item: n.Item()}); err != nil {
+		t.Fatal(err)
+	}
+	g := &gateTx{DB: e.tbl.DB, reached: make(chan struct{}), release: make(chan struct{})}
+	b, err := limiter.New(g, e.tbl.Name, ns, limiter.Options{Clock: e.clk.Now, Rand: func(n int) int { return n - 1 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Acquire(ctx, "k", "gpt-4", limiter.Consume{"tpd": 0}); err != nil { // learns the count
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Acquire(ctx, "k", "gpt-4", limiter.Consume{"tpd": 10})
+		done <- err
+	}()
+	select {
+	case <-g.reached: // planned: a fresh 200 for slot 1, in a transaction
+	case err := <-done:
+		t.Fatalf("the fresh grant was written without a transaction pinning shard 0's count (%v)", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("no write within 30 s")
+	}
+	e.update("k", "gpt-4", 0, "SET shard_count = :n", map[string]types.AttributeValue{":n": schema.Num(4)})
+	close(g.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	s1 := e.bucket("k", "gpt-4", 1)
+	if e.n(s1, "b_tpd_tk") != "90000" || e.n(s1, "b_tpd_gc") != "4" || e.n(s1, "shard_count") != "4" {
+		t.Errorf("slot 1: tk %s gc %s count %s, want a share at 4 (100) less 10, gc 4", e.n(s1, "b_tpd_tk"), e.n(s1, "b_tpd_gc"), e.n(s1, "shard_count"))
 	}
 }

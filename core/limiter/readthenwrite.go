@@ -246,7 +246,7 @@ func (l *Limiter) written(p *pass) {
 
 // writeOne sends a single entity's write.
 func (l *Limiter) writeOne(ctx context.Context, p *pass) (*Lease, bool, error) {
-	if len(p.moves) > 0 {
+	if len(p.moves) > 0 || p.countCheck {
 		return l.writeFunded(ctx, p, nil)
 	}
 	var err error
@@ -281,8 +281,8 @@ func (l *Limiter) writeOne(ctx context.Context, p *pass) (*Lease, bool, error) {
 }
 
 // writeFunded sends a pass's write (and its parent's, when cascading)
-// with the quota moves they take off siblings, in one transaction
-// (ADR-145). A cancellation asks for another pass; one that a move's
+// with the quota moves they take off siblings and the check of shard 0's
+// count a fresh grant rests on, in one transaction (ADR-145). A cancellation asks for another pass; one that a move's
 // condition caused is counted, so that the next pass starts a covered
 // slot empty instead of moving again and again.
 func (l *Limiter) writeFunded(ctx context.Context, child, parent *pass) (*Lease, bool, error) {
@@ -301,6 +301,19 @@ func (l *Limiter) writeFunded(ctx context.Context, child, parent *pass) (*Lease,
 			items = append(items, transactUpdate(grant.Update(l.table, m.donor, m.debits, m.edge)))
 		}
 	}
+	moves := len(items)
+	for _, p := range passes {
+		if p.countCheck {
+			zero := p.id
+			zero.Shard = 0
+			items = append(items, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+				TableName: aws.String(l.table), Key: zero.Key().AttributeValues(),
+				ConditionExpression:       aws.String("attribute_not_exists(#sc) OR #sc <= :s"),
+				ExpressionAttributeNames:  map[string]string{"#sc": schema.AttrShardCount},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":s": schema.Num(p.shards)},
+			}})
+		}
+	}
 	_, err := l.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 	if err != nil {
 		var tce *types.TransactionCanceledException
@@ -311,7 +324,7 @@ func (l *Limiter) writeFunded(ctx context.Context, child, parent *pass) (*Lease,
 			switch code := aws.ToString(r.Code); {
 			case code == "TransactionConflict":
 				return nil, false, &transactionConflict{err: err}
-			case code == "ConditionalCheckFailed" && i >= own:
+			case code == "ConditionalCheckFailed" && i >= own && i < moves:
 				child.req.lostMoves++
 			}
 		}
@@ -340,7 +353,7 @@ func (p *pass) transactItem(table string) types.TransactWriteItem {
 // writeBoth sends a cascaded pair of writes in one transaction (docs/design.md §5
 // step 6: 2 write units per item).
 func (l *Limiter) writeBoth(ctx context.Context, child, parent *pass) (*Lease, bool, error) {
-	if len(child.moves)+len(parent.moves) > 0 {
+	if len(child.moves)+len(parent.moves) > 0 || child.countCheck || parent.countCheck {
 		return l.writeFunded(ctx, child, parent)
 	}
 	items := []types.TransactWriteItem{child.transactItem(l.table), parent.transactItem(l.table)}
