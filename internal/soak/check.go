@@ -34,7 +34,19 @@ type Report struct {
 	SnapshotItems                                             int
 	// HotShards is the hot pair's shard count at the end (4 at the start).
 	HotShards int64
-	Checks    []Check
+	// The calendar-quota pairs: acquires admitted and refused (429; also in
+	// Admitted and Rejected), their shard counts at the end by entity,
+	// qhot's doublings, the reset edges the run's clock crossed, the
+	// operators' top-ups and resets (TopUpsInexact: those not granted
+	// exactly), and how many quota shards were last written after the edge.
+	QuotaAdmitted, QuotaRejected int
+	QuotaShards                  map[string]int64
+	QuotaDoublings               int
+	ResetEdges                   int
+	TopUps, OperatorResets       int
+	TopUpsInexact                []string
+	QuotaPastEdge                int
+	Checks                       []Check
 }
 
 // Check is one property and by how much it was missed (0: held).
@@ -75,6 +87,13 @@ func (r *Report) WriteTable(w io.Writer) {
 	row("best-effort credits lost", r.CreditsLost)
 	row("panics", r.Panics)
 	row("hot pair's shards (4 at start)", r.HotShards)
+	row("quota acquires admitted / 429", fmt.Sprintf("%d / %d", r.QuotaAdmitted, r.QuotaRejected))
+	var shards []string
+	for _, e := range quotaEntities {
+		shards = append(shards, fmt.Sprintf("%s %d", e, r.QuotaShards[e]))
+	}
+	row("quota pairs' shards (qhot 2 at start)", fmt.Sprintf("%s (qhot doubled %d times)", strings.Join(shards, ", "), r.QuotaDoublings))
+	row("quota reset edges / top-ups / resets", fmt.Sprintf("%d / %d / %d (%d shards written after the edge)", r.ResetEdges, r.TopUps, r.OperatorResets, r.QuotaPastEdge))
 	row("aggregator restarts", r.Restarts)
 	row("stream records delivered", fmt.Sprintf("%d in %d batches (redeliveries included)", r.StreamRecords, r.StreamBatches))
 	row("poison records written / dropped", fmt.Sprintf("%d / %d", r.Poisoned, r.Dropped))
@@ -85,18 +104,26 @@ func (r *Report) WriteTable(w io.Writer) {
 		if c.Diff != 0 {
 			mark = "FAILED"
 		}
-		fmt.Fprintf(w, "    %-6s %-44s %d  %s\n", mark, c.Name, c.Diff, c.Detail)
+		fmt.Fprintf(w, "    %-6s %-48s %d  %s\n", mark, c.Name, c.Diff, c.Detail)
 	}
 }
 
 // shardsOf reads every shard of a pair's bucket (strongly consistent).
 func (w *world) shardsOf(ctx context.Context, p pair) ([]*bucketitem.Image, error) {
+	out, _, err := w.numberedShardsOf(ctx, p)
+	return out, err
+}
+
+// numberedShardsOf reads every shard of a pair's bucket (strongly
+// consistent), with each one's shard number.
+func (w *world) numberedShardsOf(ctx context.Context, p pair) ([]*bucketitem.Image, []int64, error) {
 	var out []*bucketitem.Image
+	var ids []int64
 	for shard := range schema.MaxShardCount {
 		got, err := w.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(w.table), ConsistentRead: aws.Bool(true),
 			Key: schema.BucketKey(w.ns, p.entity, p.resource, shard).AttributeValues()})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if len(got.Item) == 0 {
 			if shard == 0 || len(out) == 0 || int64(shard) >= out[0].ShardCount {
@@ -106,11 +133,11 @@ func (w *world) shardsOf(ctx context.Context, p pair) ([]*bucketitem.Image, erro
 		}
 		img, err := bucketitem.Decode(got.Item)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		out = append(out, &img)
+		out, ids = append(out, &img), append(ids, int64(shard))
 	}
-	return out, nil
+	return out, ids, nil
 }
 
 // snapshots sums the usage snapshots of every entity on resource: window →
@@ -172,16 +199,21 @@ func str(it map[string]types.AttributeValue, a string) string {
 func (w *world) check(ctx context.Context) error {
 	r := w.report
 	limits := resourceLimits()
+	limits[resQuota] = w.quotaLimits()
 	elapsedMs := w.end.Sub(w.t0).Milliseconds()
 	var snapDiff, ledgerDiff, overDiff int64
 	var snapDetail, ledgerDetail, overDetail []string
 	var excessTotal int64
-	for _, res := range []string{resChat, resImage, resEmbed} {
+	for _, res := range []string{resChat, resImage, resEmbed, resQuota} {
 		snaps, err := w.snapshots(ctx, res)
 		if err != nil {
 			return err
 		}
-		for _, e := range entities {
+		ents := entities
+		if res == resQuota {
+			ents = quotaEntities
+		}
+		for _, e := range ents {
 			p := pair{e, res}
 			shards, err := w.shardsOf(ctx, p)
 			if err != nil {
@@ -221,8 +253,8 @@ func (w *world) check(ctx context.Context) error {
 			// Over-admission on the hard rps: admitted ≤ capacity + refill
 			// over the run + what rollbacks returned + what failures may
 			// have returned.
-			if e == "vip" && res == resChat {
-				continue // bypassed: admitted without limit, by design
+			if e == "vip" && res == resChat || res == resQuota {
+				continue // bypassed: admitted without limit, by design; a quota has no rps (checkQuotas)
 			}
 			rps := rpsOf(res)
 			bound := rps + bucket.FloorDiv(rps*elapsedMs, 1000) + a.returned + a.uncertain["rps"]
@@ -252,7 +284,7 @@ func (w *world) check(ctx context.Context) error {
 		undue = int64(r.Dropped - r.Poisoned)
 	}
 	r.add("only poison records dropped", undue, fmt.Sprintf("%d dropped, %d poisoned", r.Dropped, r.Poisoned))
-	return nil
+	return w.checkQuotas(ctx)
 }
 
 func first(s []string, n int) []string { return s[:min(len(s), n)] }

@@ -34,7 +34,7 @@ type follower struct {
 }
 
 func newFollower(w *world, streams streampoll.StreamsAPI, arn string) (*follower, error) {
-	h, err := handler.New(w.db, handler.Settings{Config: aggregator.Config{TableName: w.table}}, slog.New(slog.DiscardHandler))
+	h, err := handler.New(w.db, handler.Settings{Config: aggregator.Config{TableName: w.table}, Clock: w.now}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return nil, err
 	}

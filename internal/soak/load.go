@@ -59,7 +59,7 @@ type pair struct{ entity, resource string }
 type world struct {
 	cfg    Config
 	rng    *rand.Rand
-	mu     sync.Mutex // guards rng and ledger
+	mu     sync.Mutex // guards rng, ledger and quotas
 	db     *dynamodb.Client
 	table  string
 	ns     string
@@ -67,10 +67,22 @@ type world struct {
 	report *Report
 	log    io.Writer
 	ledger map[pair]*account
-	t0     time.Time // setup began: no bucket is older
-	start  time.Time
-	end    time.Time
+	// offset moves the real clock to the run's (now), so that the reset
+	// edge comes Duration/2 after begin (real time: Run began); quotaC is
+	// the quota's monthly allowance, tokens; quotas is the quota pairs'
+	// ledger by entity (quota.go).
+	begin  time.Time
+	offset time.Duration
+	quotaC int64
+	quotas map[string]*quotaLedger
+	t0     time.Time // setup began, run's clock: no bucket is older
+	start  time.Time // the load began, real time (paces the run)
+	end    time.Time // the load ended, run's clock
 }
+
+// now is the run's clock: every limiter, operator and the aggregator read
+// it, and so do the ledgers. It runs at the real clock's rate.
+func (w *world) now() time.Time { return time.Now().Add(w.offset) }
 
 // account is what the clients of one pair were told.
 type account struct {
@@ -94,9 +106,10 @@ func (w *world) account(p pair) *account {
 
 // setup writes the limits, entities and access settings, with no faults.
 func (w *world) setup(ctx context.Context) error {
-	w.t0 = time.Now()
+	w.t0 = w.now()
 	w.ledger = map[pair]*account{}
-	ctl := control.New(w.db, w.table, control.Options{})
+	w.quotas = map[string]*quotaLedger{}
+	ctl := control.New(w.db, w.table, control.Options{Clock: w.now})
 	for res, ls := range resourceLimits() {
 		if _, err := ctl.SetResourceLimits(ctx, w.ns, res, ls, "soak"); err != nil {
 			return err
@@ -118,17 +131,26 @@ func (w *world) setup(ctx context.Context) error {
 	}
 	// "hot" gets 4 shards on chat: its shard 0, made by a zero acquire,
 	// then its count raised as a doubling would.
-	lim, err := limiter.New(w.db, w.table, w.ns, limiter.Options{})
+	lim, err := limiter.New(w.db, w.table, w.ns, limiter.Options{Clock: w.now})
 	if err != nil {
 		return err
 	}
 	if _, err := lim.Acquire(ctx, "hot", resChat, limiter.Consume{"rps": 0, "tps": 0}); err != nil {
 		return err
 	}
-	_, err = w.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(w.table),
-		Key:                       schema.BucketKey(w.ns, "hot", resChat, 0).AttributeValues(),
+	if err := w.setShardCount(ctx, pair{"hot", resChat}, 4); err != nil {
+		return err
+	}
+	return w.setupQuotas(ctx, ctl, lim)
+}
+
+// setShardCount sets a pair's shard count on its shard 0, as a doubling
+// would.
+func (w *world) setShardCount(ctx context.Context, p pair, n int64) error {
+	_, err := w.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(w.table),
+		Key:                       schema.BucketKey(w.ns, p.entity, p.resource, 0).AttributeValues(),
 		UpdateExpression:          aws.String("SET shard_count = :s"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":s": schema.Num(4)}})
+		ExpressionAttributeValues: map[string]types.AttributeValue{":s": schema.Num(n)}})
 	return err
 }
 
@@ -188,22 +210,30 @@ func (w *world) load(ctx context.Context, f *follower) error {
 	for i := range lims {
 		var err error
 		// The SDK's default retries, as a service would configure them.
-		if lims[i], err = limiter.New(w.proxy.DynamoDB(), w.table, w.ns, limiter.Options{Logger: slog.New(creditLog{w})}); err != nil {
+		if lims[i], err = limiter.New(w.proxy.DynamoDB(), w.table, w.ns, limiter.Options{Clock: w.now, Logger: slog.New(creditLog{w})}); err != nil {
 			return err
 		}
 	}
 	// presser is one more process, new, whose draw always lands on shard 0.
-	presser, err := limiter.New(w.db, w.table, w.ns, limiter.Options{Rand: func(int) int { return 0 }})
+	presser, err := limiter.New(w.db, w.table, w.ns, limiter.Options{Clock: w.now, Rand: func(int) int { return 0 }})
 	if err != nil {
 		return err
 	}
 	pairs := w.pairs()
 	// What the limits admit per second over the pairs, times Over, spread
-	// over the goroutines.
+	// over the goroutines; the quota pairs' draws come on top, at the same
+	// rate per draw.
 	var admits float64
 	for _, p := range pairs {
 		admits += float64(rpsOf(p.resource))
 	}
+	n := len(pairs)
+	for range quotaWeight {
+		for _, e := range quotaEntities {
+			pairs = append(pairs, pair{e, resQuota})
+		}
+	}
+	admits *= float64(len(pairs)) / float64(n)
 	interval := time.Duration(float64(time.Second) * float64(w.cfg.Goroutines) / (admits * w.cfg.Over))
 	w.start = time.Now()
 	deadline := w.start.Add(w.cfg.Duration)
@@ -239,7 +269,7 @@ func (w *world) load(ctx context.Context, f *follower) error {
 	err = w.drive(ctx, f, presser, restarts, deadline)
 	stopLoad() // an error ends the load early
 	wg.Wait()
-	w.end = time.Now()
+	w.end = w.now()
 	w.report.Panics = panics.Load()
 	if err != nil {
 		return err
@@ -249,11 +279,32 @@ func (w *world) load(ctx context.Context, f *follower) error {
 
 // drive does the run's scheduled events until the deadline: the hot pair's
 // wcu runs out at a third of the run, the aggregator is stopped and
-// restarted at the planned instants, and a rogue writer poisons the stream
-// half way.
+// restarted at the planned instants, a rogue writer poisons the stream
+// half way, and the quota pairs see theirs (runQuotaEvents: top-ups,
+// doublings, an operator's reset).
 func (w *world) drive(ctx context.Context, f *follower, presser *limiter.Limiter, restarts []time.Time, deadline time.Time) error {
 	poisoned, pressed := false, false
+	// The quota events run beside the others: an operator's calls take
+	// seconds on a loaded emulator, which must delay neither the other
+	// events nor the next quota event.
+	qctx, stopQuota := context.WithCancel(ctx)
+	quota := make(chan error, 1)
+	go func() { quota <- w.runQuotaEvents(qctx, deadline) }()
+	defer func() {
+		stopQuota() // an error ends them early
+		if quota != nil {
+			<-quota
+		}
+	}()
 	for time.Now().Before(deadline) && ctx.Err() == nil {
+		select {
+		case err := <-quota:
+			if err != nil {
+				return err
+			}
+			quota = nil
+		default:
+		}
 		if !pressed && time.Since(w.start) > w.cfg.Duration/3 {
 			pressed = true
 			if err := w.pressure(ctx, presser); err != nil {
@@ -273,6 +324,11 @@ func (w *world) drive(ctx context.Context, f *follower, presser *limiter.Limiter
 			}
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	if quota != nil {
+		err := <-quota // the event under way finishes; none starts
+		quota = nil
+		return err
 	}
 	return nil
 }
@@ -321,8 +377,13 @@ func (w *world) float() float64 {
 }
 
 // step is one client request: an acquire, then (when admitted) a commit
-// as it is, a commit after adjusting tps, or a rollback.
+// as it is, a commit after adjusting tps, or a rollback. A quota pair's is
+// quotaStep.
 func (w *world) step(ctx context.Context, lim *limiter.Limiter, p pair) {
+	if p.resource == resQuota {
+		w.quotaStep(ctx, lim, p)
+		return
+	}
 	consume := limiter.Consume{"rps": 1}
 	if p.resource != resImage {
 		consume["tps"] = int64(1 + w.intn(60))
@@ -471,7 +532,7 @@ func (w *world) pressure(ctx context.Context, lim *limiter.Limiter) error {
 			return err
 		}
 		// wcu refills 1000 tokens a second: 1000 millitokens a millisecond.
-		debt := -(time.Now().UnixMilli() - img.RF + 1000) * 1000
+		debt := -(w.now().UnixMilli() - img.RF + 1000) * 1000
 		_, err = w.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(w.table), Key: key,
 			UpdateExpression:          aws.String("SET #w = :debt"),
 			ConditionExpression:       aws.String("#rf = :rf"),

@@ -4,8 +4,10 @@
 // stream and is stopped hard and restarted, a rogue writer puts poison
 // records in the stream, and at the end the harness checks that what the
 // clients were told matches the buckets' counters, that the counters match
-// the usage snapshots exactly, and that no bucket admitted more than its
-// limit allows. docs/design.md §11 describes the checks.
+// the usage snapshots exactly, that no bucket admitted more than its
+// limit allows, and that the calendar quotas conserved their allowance
+// across a reset edge, top-ups, an operator's reset and doublings.
+// docs/design.md §11 describes the checks.
 package soak
 
 import (
@@ -89,21 +91,29 @@ func (c *Config) defaults() {
 
 // Run creates a table on the DynamoDB Local at endpoint, runs the load and
 // the aggregator, drains the stream and checks; progress goes to log. The
-// report's OK says whether every check held.
+// report's OK says whether every check held. The run's clock is shifted so
+// that a monthly reset edge (resetEdge) falls half way through
+// cfg.Duration after Run begins.
 func Run(ctx context.Context, endpoint string, cfg Config, log io.Writer) (*Report, error) {
 	cfg.defaults()
-	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x50a4))
+	// The run's clock: the real one moved so that the monthly reset edge
+	// falls half way through the configured duration. Every component
+	// reads it; real time paces the load and bounds the calls.
+	begin := time.Now()
+	r := &Report{Seed: cfg.Seed, Config: cfg, Faults: map[string]int{}, Errors: map[string]int{}, QuotaShards: map[string]int64{}}
+	w := &world{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x50a4)), report: r, log: log,
+		begin: begin, offset: resetEdge.Sub(begin.Add(cfg.Duration / 2)), quotaC: quotaAllowance(cfg.Duration)}
 	db := ddblocal.DynamoDB(endpoint)
 	table := fmt.Sprintf("soak-%d-%d", cfg.Seed, time.Now().UnixNano())
 	desc, err := schema.Definition().CreateTable(ctx, db, table, time.Minute)
 	if err != nil {
 		return nil, err
 	}
-	store := config.NewStore(db, table)
+	store := config.NewStore(db, table, config.WithClock(w.now))
 	if err := store.StampVersion(ctx, "soak"); err != nil {
 		return nil, err
 	}
-	ns, err := control.New(db, table, control.Options{}).RegisterNamespace(ctx, "soak", "soak")
+	ns, err := control.New(db, table, control.Options{Clock: w.now}).RegisterNamespace(ctx, "soak", "soak")
 	if err != nil {
 		return nil, err
 	}
@@ -112,8 +122,7 @@ func Run(ctx context.Context, endpoint string, cfg Config, log io.Writer) (*Repo
 		return nil, err
 	}
 	defer proxy.Close()
-	r := &Report{Seed: cfg.Seed, Config: cfg, Faults: map[string]int{}, Errors: map[string]int{}}
-	w := &world{cfg: cfg, rng: rng, db: db, table: table, ns: ns, proxy: proxy, report: r, log: log}
+	w.db, w.table, w.ns, w.proxy = db, table, ns, proxy
 	if err := w.setup(ctx); err != nil {
 		return nil, fmt.Errorf("soak: setup: %w", err)
 	}
@@ -125,8 +134,8 @@ func Run(ctx context.Context, endpoint string, cfg Config, log io.Writer) (*Repo
 	if err := follower.start(ctx); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(log, "soak: seed %d, table %s, %d goroutines over %d limiters for %s\n",
-		cfg.Seed, table, cfg.Goroutines, cfg.Limiters, cfg.Duration)
+	fmt.Fprintf(log, "soak: seed %d, table %s, %d goroutines over %d limiters for %s; quota %d tokens a month; the run's clock reads %s, the reset edge %s\n",
+		cfg.Seed, table, cfg.Goroutines, cfg.Limiters, cfg.Duration, w.quotaC, w.now().Format(time.RFC3339), resetEdge.Format(time.RFC3339))
 	if err := w.load(ctx, follower); err != nil {
 		follower.stop()
 		return nil, fmt.Errorf("soak: load: %w", err)

@@ -13,7 +13,8 @@ import (
 func TestMain(m *testing.M) { ddbtest.Main(m) }
 
 // TestSoakShort is `make soak` in 20 seconds with a fixed seed and every
-// fault kind on: every check must hold.
+// fault kind on: every check must hold, and the run must have exercised
+// what the checks are about, the calendar quotas' reset edge included.
 func TestSoakShort(t *testing.T) {
 	tbl := ddbtest.NewTable(t) // starts (or finds) the emulator
 	var log bytes.Buffer
@@ -31,5 +32,11 @@ func TestSoakShort(t *testing.T) {
 	}
 	if r.Admitted == 0 || r.Rejected == 0 || r.Restarts == 0 || r.StreamRecords == 0 || r.HotShards < 8 {
 		t.Fatalf("the run did not exercise the system:\n%s", out.String())
+	}
+	// The quotas: exhausted (429s), the reset edge crossed (shards written
+	// after it), qhot doubled (2 shards at setup), top-ups applied.
+	if r.QuotaAdmitted == 0 || r.QuotaRejected == 0 || r.ResetEdges != 1 || r.QuotaPastEdge == 0 ||
+		r.QuotaDoublings == 0 || r.QuotaShards["qhot"] <= 2 || r.TopUps == 0 || r.OperatorResets == 0 {
+		t.Fatalf("the run did not exercise the calendar quotas:\n%s", out.String())
 	}
 }
