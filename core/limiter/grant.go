@@ -12,8 +12,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
@@ -153,60 +151,35 @@ func (l *Limiter) readSiblings(ctx context.Context, id schema.BucketID, count in
 		}
 	}
 	var out []grant.Sibling
-	for start := 0; start < len(keys); start += 100 {
-		batch := keys[start:min(start+100, len(keys))]
-		for attempt := 0; len(batch) > 0; attempt++ {
-			if attempt > 0 {
-				if err := l.sleep(ctx, backoff(attempt)); err != nil {
-					return nil, 0, err
-				}
-			}
-			if attempt > 5 {
-				return nil, 0, &dbError{op: "grant sibling read", err: errors.New("keys left unprocessed")}
-			}
-			got, err := l.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
-				l.table: {Keys: batch, ConsistentRead: aws.Bool(true)},
-			}})
-			if err != nil {
-				return nil, 0, &dbError{op: "grant sibling read", err: err}
-			}
-			for _, it := range got.Responses[l.table] {
-				pk, _ := it[schema.AttrPK].(*types.AttributeValueMemberS)
-				if pk == nil {
-					continue
-				}
-				sid, err := schema.ParseBucketPK(pk.Value)
-				if err != nil {
-					continue
-				}
-				img, err := bucketitem.Decode(it)
-				if err != nil {
-					return nil, 0, err
-				}
-				out = append(out, grant.Sibling{Shard: sid.Shard, Image: &img})
-				count = max(count, img.ShardCount)
-			}
-			batch = got.UnprocessedKeys[l.table].Keys
+	err := l.batchGet(ctx, "grant sibling read", keys, true, func(it map[string]types.AttributeValue) error {
+		pk, _ := it[schema.AttrPK].(*types.AttributeValueMemberS)
+		if pk == nil {
+			return nil
 		}
+		sid, err := schema.ParseBucketPK(pk.Value)
+		if err != nil {
+			return nil
+		}
+		img, err := bucketitem.Decode(it)
+		if err != nil {
+			return err
+		}
+		out = append(out, grant.Sibling{Shard: sid.Shard, Image: &img})
+		count = max(count, img.ShardCount)
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
 	}
 	return out, count, nil
 }
 
-// readShardCount reads shard 0's shard_count, strongly consistent: the
-// pair's count, which every other shard follows.
+// readShardCount reads the pair's count on shard 0 (grant.PairCount).
 func (l *Limiter) readShardCount(ctx context.Context, id schema.BucketID) (int64, error) {
-	zero := id
-	zero.Shard = 0
-	got, err := l.db.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(l.table), Key: zero.Key().AttributeValues(), ConsistentRead: aws.Bool(true),
-		ProjectionExpression: aws.String("#sc"), ExpressionAttributeNames: map[string]string{"#sc": schema.AttrShardCount},
-	})
-	if err != nil {
+	n, err := grant.PairCount(ctx, l.db, l.table, id)
+	var ce *bucketitem.CorruptItemError
+	if err != nil && !errors.As(err, &ce) {
 		return 0, &dbError{op: "shard count read", err: err}
 	}
-	img, err := bucketitem.Decode(got.Item)
-	if err != nil {
-		return 0, err
-	}
-	return max(img.ShardCount, 1), nil
+	return n, err
 }

@@ -420,7 +420,7 @@ func TestQuotaFreshGrantPinsTheCount(t *testing.T) {
 	ctx := context.Background()
 	// Shard 0 at a count of 2, its grant sized at 2: slot 1 is uncovered.
 	n := bucketitem.New{ID: schema.BucketID{Namespace: ns, Entity: "k", Resource: "gpt-4"}, RF: e.clk.Now().UnixMilli(), ShardCount: 2,
-		VU: msOf("2026-11-30T00:00:00Z"),
+		VU:     msOf("2026-11-30T00:00:00Z"),
 		Limits: []bucketitem.NewLimit{{Name: "tpd", Tokens: 200_000, Params: dailyQuota("tpd", 400).Params(), ResetSchedule: "m0h0", GrantShards: 2}}}
 	if _, err := e.tbl.DB.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(e.tbl.Name), Item: n.Item()}); err != nil {
 		t.Fatal(err)

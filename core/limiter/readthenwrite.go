@@ -208,31 +208,48 @@ func (l *Limiter) limitsFor(ctx context.Context, req *request) ([]limit.Limit, c
 func (l *Limiter) readMetaAndBucket(ctx context.Context, id schema.BucketID) (meta, item map[string]types.AttributeValue, err error) {
 	metaKey := schema.EntityMetaKey(id.Namespace, id.Entity)
 	keys := []map[string]types.AttributeValue{metaKey.AttributeValues(), id.Key().AttributeValues()}
+	err = l.batchGet(ctx, "slow path BatchGetItem", keys, false, func(it map[string]types.AttributeValue) error {
+		if s, ok := it[schema.AttrSK].(*types.AttributeValueMemberS); ok && s.Value == schema.SKState {
+			item = it
+		} else {
+			meta = it
+		}
+		return nil
+	})
+	return meta, item, err
+}
+
+// batchGet reads keys (at most 100) in BatchGetItem calls, strongly
+// consistent when consistent is set, asking again for the keys left
+// unprocessed after the back-offs of docs/design.md §5 (five at most),
+// and hands every item found to each. A failed call or keys still left
+// are a *dbError naming op; an error of each stops the read.
+func (l *Limiter) batchGet(ctx context.Context, op string, keys []map[string]types.AttributeValue, consistent bool, each func(map[string]types.AttributeValue) error) error {
 	for attempt := 0; len(keys) > 0; attempt++ {
 		if attempt > 0 {
 			if err := l.sleep(ctx, backoff(attempt)); err != nil {
-				return nil, nil, err
+				return err
 			}
 		}
 		if attempt > 5 {
-			return nil, nil, &dbError{op: "slow path BatchGetItem", err: errors.New("keys left unprocessed")}
+			return &dbError{op: op, err: errors.New("keys left unprocessed")}
 		}
-		out, err := l.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
-			l.table: {Keys: keys},
-		}})
+		ka := types.KeysAndAttributes{Keys: keys}
+		if consistent {
+			ka.ConsistentRead = aws.Bool(true)
+		}
+		out, err := l.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{l.table: ka}})
 		if err != nil {
-			return nil, nil, &dbError{op: "slow path BatchGetItem", err: err}
+			return &dbError{op: op, err: err}
 		}
 		for _, it := range out.Responses[l.table] {
-			if s, ok := it[schema.AttrSK].(*types.AttributeValueMemberS); ok && s.Value == schema.SKState {
-				item = it
-			} else {
-				meta = it
+			if err := each(it); err != nil {
+				return err
 			}
 		}
 		keys = out.UnprocessedKeys[l.table].Keys
 	}
-	return meta, item, nil
+	return nil
 }
 
 // written records what a successful write teaches the caches.

@@ -7,11 +7,10 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/grant"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
@@ -142,21 +141,7 @@ func (m *Maintainer) exec(ctx context.Context, o *op, st *Stats) {
 	}
 }
 
-// pairCount reads shard 0's shard_count, strongly consistent: the count of
-// the pair id belongs to.
+// pairCount reads the pair's count on shard 0 (grant.PairCount).
 func (m *Maintainer) pairCount(ctx context.Context, id schema.BucketID) (int64, error) {
-	zero := id
-	zero.Shard = 0
-	out, err := m.db.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(m.table), Key: zero.Key().AttributeValues(), ConsistentRead: aws.Bool(true),
-		ProjectionExpression: aws.String("#sc"), ExpressionAttributeNames: map[string]string{"#sc": schema.AttrShardCount},
-	})
-	if err != nil {
-		return 0, err
-	}
-	img, err := bucketitem.Decode(out.Item)
-	if err != nil {
-		return 0, err
-	}
-	return max(img.ShardCount, 1), nil
+	return grant.PairCount(ctx, m.db, m.table, id)
 }

@@ -6,6 +6,9 @@
 package grant
 
 import (
+	"context"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -93,4 +96,29 @@ func Update(table string, donor schema.BucketID, debits []Debit, edge int64) *dy
 	in := b.UpdateInput(table, donor.Key())
 	in.ReturnValues = types.ReturnValueNone
 	return in
+}
+
+// GetItemAPI is the read PairCount needs; *dynamodb.Client implements it.
+type GetItemAPI interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+}
+
+// PairCount reads shard 0's shard_count, strongly consistent: the count
+// of the pair id belongs to, which every grant of a reset on another shard
+// is sized at (docs/design.md §15). An absent item or count reads as 1.
+func PairCount(ctx context.Context, db GetItemAPI, table string, id schema.BucketID) (int64, error) {
+	zero := id
+	zero.Shard = 0
+	out, err := db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(table), Key: zero.Key().AttributeValues(), ConsistentRead: aws.Bool(true),
+		ProjectionExpression: aws.String("#sc"), ExpressionAttributeNames: map[string]string{"#sc": schema.AttrShardCount},
+	})
+	if err != nil {
+		return 0, err
+	}
+	img, err := bucketitem.Decode(out.Item)
+	if err != nil {
+		return 0, err
+	}
+	return max(img.ShardCount, 1), nil
 }
