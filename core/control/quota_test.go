@@ -138,7 +138,7 @@ func TestResetDailyQuota(t *testing.T) {
 	})
 }
 
-// TestTopUpQuotaIsExact (INVARIANTS 49): a top-up of a calendar quota adds
+// TestTopUpQuotaIsExact (docs/design.md §8, §15): a top-up of a calendar quota adds
 // exactly N over the shards, split by coverage weights S / gc with the
 // remainder on the lowest shard — a shard written before grants weighted
 // by the grant it is read as (R7), which is frozen into its gc as its
@@ -222,7 +222,7 @@ func TestTopUpQuotaIsExact(t *testing.T) {
 
 // TestPendingResetOfAnUnnamedQuota: a reset or top-up of one limit applies
 // the pending reset of a quota it does not name in the same write (the
-// share at S, gc = S, the old period's tu gone), and (INVARIANTS 52)
+// share at S, gc = S, the old period's tu gone), and (docs/design.md §8)
 // leaves the state of the limits it does not name as their own
 // materialisation has it: a dripping limit's accrued refill, a current
 // quota's balance, grant and top-up.
