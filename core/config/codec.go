@@ -190,11 +190,12 @@ func DecodeConfigItem(level Level, item map[string]types.AttributeValue) (Decode
 	slices.Sort(names)
 
 	var unsupported *UnsupportedConfigError
-	refuse := func(attr, reason string) { // keeps the first offending attribute in name order
+	refuseFor := func(attr, reason string, cause error) { // keeps the first offending attribute in name order
 		if unsupported == nil || attr < unsupported.Attribute {
-			unsupported = &UnsupportedConfigError{Item: itemKey(item), Attribute: attr, Reason: reason}
+			unsupported = &UnsupportedConfigError{Item: itemKey(item), Attribute: attr, Reason: reason, Err: cause}
 		}
 	}
+	refuse := func(attr, reason string) { refuseFor(attr, reason, nil) }
 	groups := make(map[string]*limitFields)
 	var order []*limitFields
 	zone := ""
@@ -272,7 +273,7 @@ func DecodeConfigItem(level Level, item map[string]types.AttributeValue) (Decode
 			}
 			r, err := schedule.DecodeResets(text.Value)
 			if err != nil {
-				refuse(attr, "a reset schedule this version cannot read: "+err.Error())
+				refuseFor(attr, "a reset schedule this version cannot read: "+err.Error(), err)
 				continue
 			}
 			// Re-encoded like a schedule, below.
@@ -293,12 +294,16 @@ func DecodeConfigItem(level Level, item map[string]types.AttributeValue) (Decode
 			}
 		}
 		if l.Schedule != "" || l.ResetSchedule != "" {
+			attr := schema.ConfigAttr(g.name, schema.LimitSchedule)
+			if l.Schedule == "" {
+				attr = schema.ConfigAttr(g.name, schema.LimitResetSchedule)
+			}
+			if _, _, _, err := l.Schedules(); err != nil {
+				refuseFor(attr, "a schedule this version cannot read: "+err.Error(), err)
+				continue
+			}
 			if err := l.Validate(); err != nil {
-				attr := schema.ConfigAttr(g.name, schema.LimitSchedule)
-				if l.Schedule == "" {
-					attr = schema.ConfigAttr(g.name, schema.LimitResetSchedule)
-				}
-				refuse(attr, "a schedule this version cannot read: "+err.Error())
+				refuse(attr, "a schedule this version cannot use: "+err.Error())
 				continue
 			}
 			// Re-encoded: a newer client's versioned text is stored back in

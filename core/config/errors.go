@@ -119,7 +119,14 @@ type UnsupportedConfigError struct {
 	Attribute string
 	// Reason names the unsupported feature.
 	Reason string
+	// Err is the cause when there is a typed one: a *schedule.EncodingError
+	// or *schedule.ZoneError for a stored schedule this version cannot read
+	// (docs/design.md §14), which a client answers per on_unavailable.
+	Err error
 }
+
+// Unwrap returns the cause, if any.
+func (e *UnsupportedConfigError) Unwrap() error { return e.Err }
 
 // Error implements error.
 func (e *UnsupportedConfigError) Error() string {

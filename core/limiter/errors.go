@@ -12,6 +12,7 @@ import (
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
 	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/schedule"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/bucketwrite"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
@@ -316,9 +317,15 @@ func isVerdict(err error) bool {
 // the caller's own context ending.
 func isInfrastructure(ctx context.Context, err error) bool {
 	switch {
-	case ctx.Err() != nil, isVerdict(err), IsValidationError(err),
-		errors.Is(err, errPhase2), config.IsUnsupported(err):
+	case ctx.Err() != nil, isVerdict(err), IsValidationError(err), errors.Is(err, errPhase2):
 		return false
+	case config.IsUnsupported(err):
+		// A stored schedule this version cannot read is an outage of the
+		// pair's config, answered per on_unavailable (docs/design.md §14);
+		// any other unsupported feature is refused as it is.
+		var enc *schedule.EncodingError
+		var zone *schedule.ZoneError
+		return errors.As(err, &enc) || errors.As(err, &zone)
 	}
 	return true
 }

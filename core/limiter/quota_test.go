@@ -455,3 +455,29 @@ func TestQuotaFreshGrantPinsTheCount(t *testing.T) {
 		t.Errorf("slot 1: tk %s gc %s count %s, want a share at 4 (100) less 10, gc 4", e.n(s1, "b_tpd_tk"), e.n(s1, "b_tpd_gc"), e.n(s1, "shard_count"))
 	}
 }
+
+// A config whose stored reset schedule this version cannot read (a newer
+// client's encoding) is an outage of the pair's config, answered per
+// on_unavailable (docs/design.md §14): RateLimiterUnavailable by default,
+// a no-op lease with allow.
+func TestUnreadableResetScheduleIsUnavailable(t *testing.T) {
+	e := newEnv(t, limiter.Options{})
+	e.setResourceLimits("gpt-4", dailyQuota("tpd", 100))
+	ctx := context.Background()
+	// A newer client rewrote the reset schedule in an encoding version this
+	// one does not know.
+	if _, err := e.tbl.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(e.tbl.Name),
+		Key:                       schema.ResourceConfigKey(ns, "gpt-4").AttributeValues(),
+		UpdateExpression:          aws.String("SET l_tpd_rsched = :r"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":r": schema.Str("9m0h0")}}); err != nil {
+		t.Fatal(err)
+	}
+	var un *limiter.RateLimiterUnavailable
+	if _, err := e.lim.Acquire(ctx, "k", "gpt-4", limiter.Consume{"tpd": 1}); !errors.As(err, &un) {
+		t.Fatalf("err = %v, want RateLimiterUnavailable", err)
+	}
+	lease, err := e.lim.Acquire(ctx, "k", "gpt-4", limiter.Consume{"tpd": 1}, limiter.WithOnUnavailable(config.OnUnavailableAllow))
+	if err != nil || !lease.Degraded() {
+		t.Fatalf("with allow: %v, %v", lease, err)
+	}
+}
