@@ -701,20 +701,6 @@ func (img *Image) Phase2() bool {
 	})
 }
 
-// QuotaOrWindow reports whether the item carries anything of quotas or
-// session windows (docs/design.md §9): a reset schedule (item-level or on a
-// limit), a window (ws, rsa, wa, wtc), a grant (gc), a top-up (tu), or a
-// present limit with a zero refill amount. It is Phase2 without the
-// parameter schedules, which the client and the aggregator apply.
-func (img *Image) QuotaOrWindow() bool {
-	if img.HasResetSched {
-		return true
-	}
-	return img.anyLimit(func(l *LimitImage) bool {
-		return l.Fields&(Phase2Fields&^FieldSchedule) != 0 || (l.Present() && l.RefillAmount == 0)
-	})
-}
-
 // WindowFields are the per-limit attributes of a session window (ADR-139,
 // ADR-140): ws, rsa, wa and wtc.
 const WindowFields = FieldWindowStart | FieldResetAfter | FieldWindowAnchor | FieldWindowConsumed

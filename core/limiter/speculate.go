@@ -112,7 +112,7 @@ func imagePart(sp speculation, dst []leaseEntry) leasePart {
 		scheds map[string]schedule.Schedule
 		loc    *time.Location
 	)
-	if img.HasSchedule() {
+	if img.HasParamSchedule() {
 		// A schedule that does not decode leaves the stored parameters:
 		// the write landed under the vu a reader of it stamped.
 		scheds, loc, _ = img.ParamSchedules()

@@ -168,9 +168,8 @@ func (m *Maintainer) collect(records []Record, p *plan) ([]image, []*state, map[
 }
 
 // notMaintained are the per-limit attributes of what the aggregator does
-// not maintain yet: session windows (ws, rsa, wa, wtc; docs/design.md §9).
-const notMaintained = bucketitem.FieldWindowStart | bucketitem.FieldResetAfter |
-	bucketitem.FieldWindowAnchor | bucketitem.FieldWindowConsumed
+// not maintain yet: session windows (docs/design.md §9).
+const notMaintained = bucketitem.WindowFields
 
 // outsideSupported reports an item the aggregator must not refill,
 // double, raise or clone (docs/design.md §9, §14, §15): one carrying a
