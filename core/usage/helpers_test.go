@@ -145,4 +145,6 @@ func (w *world) reader(o usage.Options) *usage.Reader {
 }
 
 // utc is a UTC instant.
-func utc(y int, m time.Month, d, h, mi int) time.Time { return time.Date(y, m, d, h, mi, 0, 0, time.UTC) }
+func utc(y int, m time.Month, d, h, mi int) time.Time {
+	return time.Date(y, m, d, h, mi, 0, 0, time.UTC)
+}

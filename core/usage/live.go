@@ -194,7 +194,9 @@ type EntityConsumption struct {
 }
 
 // ConsumedTokens returns Consumed in whole tokens, rounded down.
-func (e EntityConsumption) ConsumedTokens() int64 { return bucket.FloorDiv(e.Consumed, bucket.MilliPerToken) }
+func (e EntityConsumption) ConsumedTokens() int64 {
+	return bucket.FloorDiv(e.Consumed, bucket.MilliPerToken)
+}
 
 // Top returns the n entities whose buckets on resource have consumed the
 // most of limit (the `tc` counter, summed over shards), the largest
