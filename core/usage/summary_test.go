@@ -15,7 +15,9 @@ func snap(entity string, hour int, events int64, limits ...usage.LimitUsage) usa
 		WindowStart: time.Date(2026, 3, 1, hour, 0, 0, 0, time.UTC), Limits: limits, TotalEvents: events}
 }
 
-func lim(name string, tokens int64) usage.LimitUsage { return usage.LimitUsage{Name: name, Tokens: tokens} }
+func lim(name string, tokens int64) usage.LimitUsage {
+	return usage.LimitUsage{Name: name, Tokens: tokens}
+}
 
 func od(name string, tokens, overdraws int64) usage.LimitUsage {
 	return usage.LimitUsage{Name: name, Tokens: tokens, Overdraws: overdraws, HasOverdraws: true}
