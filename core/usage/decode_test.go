@@ -3,9 +3,14 @@ package usage_test
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
@@ -136,5 +141,51 @@ func TestDecodeSnapshot(t *testing.T) {
 		if !errors.As(err, &ce) || ce.Attribute != c.attr {
 			t.Errorf("%s: %v, want a *CorruptSnapshotError on %s", fmt.Sprint(it[c.attr]), err, c.attr)
 		}
+	}
+}
+
+// TestCorruptSnapshotsSkipped: a read skips stored items that do not
+// decode and logs the attribute and reason, never the entity.
+func TestCorruptSnapshotsSkipped(t *testing.T) {
+	w := testWorld(t, t0, "gpt-4", nil)
+	put := func(key string, mut func(map[string]types.AttributeValue)) {
+		k := schema.UsageItemKeys(w.ns, "zelda", "gpt-4", key)
+		it := k.Item()
+		start, _, _ := strings.Cut(key, "#")
+		maps.Copy(it, map[string]types.AttributeValue{
+			"entity_id": schema.Str("zelda"), "resource": schema.Str("gpt-4"), "window": schema.Str("hourly"),
+			"window_start": schema.Str(start), "total_events": schema.Num(1), "rpm": schema.Num(1),
+		})
+		mut(it)
+		if _, err := w.tbl.DB.PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(w.tbl.Name), Item: it}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("2026-03-14T08:00:00Z", func(map[string]types.AttributeValue) {})
+	put("2026-03-14T09:00:00Z", func(it map[string]types.AttributeValue) { it["rpm"] = schema.Str("1") })
+	put("2026-03-14T10:00:00Z", func(it map[string]types.AttributeValue) { it["window_start"] = schema.Str("2026-03-14T11:00:00Z") })
+	var logs strings.Builder
+	r, err := usage.New(w.tbl.DB, w.tbl.Name, w.ns, usage.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sel := range []usage.Selection{
+		usage.ForEntity("zelda", "gpt-4", usage.Hourly, t0.Add(-2*time.Hour), t0.Add(2*time.Hour)),
+		usage.ForResource("gpt-4", usage.Hourly, t0.Add(-2*time.Hour), t0.Add(2*time.Hour)),
+	} {
+		logs.Reset()
+		equalLines(t, "corrupt items skipped", collect(t, r, sel), []string{"zelda hourly 2026-03-14T08:00:00Z rpm=1 events=1"})
+		out := logs.String()
+		if strings.Count(out, "level=WARN") != 2 || !strings.Contains(out, "attribute=rpm") || !strings.Contains(out, "attribute=SK") || strings.Contains(out, "zelda") {
+			t.Errorf("logs:\n%s", out)
+		}
+	}
+	names := make([]string, usage.MaxLimitNames+1)
+	for i := range names {
+		names[i] = fmt.Sprintf("l%d", i)
+	}
+	var ve *schema.ValidationError
+	if _, err := r.SnapshotPage(t.Context(), usage.ForResource("gpt-4", usage.Hourly, t0, t0.Add(time.Hour)).WithLimits(names...), ""); !errors.As(err, &ve) {
+		t.Errorf("%d limit names: %v", len(names), err)
 	}
 }

@@ -76,7 +76,7 @@ func (l LimitState) RemainingTokens() int64 { return bucket.Available(l.Remainin
 
 // Limit returns the state of the limit called name, and whether the
 // bucket has it.
-func (b *BucketState) Limit(name string) (LimitState, bool) {
+func (b BucketState) Limit(name string) (LimitState, bool) {
 	i, found := slices.BinarySearchFunc(b.Limits, name, func(l LimitState, n string) int { return strings.Compare(l.Name, n) })
 	if !found {
 		return LimitState{}, false
@@ -230,7 +230,7 @@ func (r *Reader) Top(ctx context.Context, resource, limit string, n int) ([]Enti
 		}
 		tc, reason := integer(v)
 		if reason != "" {
-			r.log.WarnContext(ctx, "skipping a bucket counter that does not decode", "pk", pk, "attribute", tcAttr, "reason", reason)
+			r.log.WarnContext(ctx, "skipping a bucket counter that does not decode", "attribute", tcAttr, "reason", reason)
 			return
 		}
 		e := sums[id.Entity]

@@ -43,8 +43,9 @@ type Options struct {
 	ConsistentRead bool
 	// Clock is the instant live state is projected to (default time.Now).
 	Clock func() time.Time
-	// Logger receives a warning for every stored item skipped as corrupt
-	// (default slog.Default()).
+	// Logger receives a warning for every stored item skipped as corrupt,
+	// naming the attribute and the reason, never the entity (default
+	// slog.Default()).
 	Logger *slog.Logger
 }
 
@@ -150,4 +151,15 @@ func keyOf(it item) schema.Key {
 	pk, _ := str(it[schema.AttrPK])
 	sk, _ := str(it[schema.AttrSK])
 	return schema.Key{PK: pk, SK: sk}
+}
+
+// warnCorrupt logs a stored item skipped because it does not decode: the
+// attribute and the reason, not the key, which holds an entity id.
+func (r *Reader) warnCorrupt(ctx context.Context, err error) {
+	var ce *CorruptSnapshotError
+	if errors.As(err, &ce) {
+		r.log.WarnContext(ctx, "skipping a stored snapshot that does not decode", "attribute", ce.Attribute, "reason", ce.Reason)
+		return
+	}
+	r.log.WarnContext(ctx, "skipping a stored snapshot that does not decode")
 }

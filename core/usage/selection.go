@@ -3,6 +3,8 @@ package usage
 import (
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
@@ -15,6 +17,10 @@ var (
 	minInstant = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
 	maxInstant = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
 )
+
+// MaxLimitNames is the most limit names a Selection may keep: each is a
+// condition of the Query's filter (docs/design.md §16).
+const MaxLimitNames = 50
 
 // Selection says which snapshots to read: those of one entity on a resource
 // (ForEntity) or of every entity on a resource (ForResource), of one window
@@ -92,7 +98,8 @@ func (e *RangeError) Error() string {
 // by the rules of docs/design.md §2 (a *schema.ValidationError), a known
 // window (*UnknownWindowError), a range with From before To within the
 // years 1 to 9999 (*RangeError), and limit names that a snapshot can hold
-// (a *schema.InvalidNameError). It is what every read checks first.
+// (a *schema.InvalidNameError), at most MaxLimitNames of them (a
+// *schema.ValidationError). It is what every read checks first.
 func (s Selection) Validate() error {
 	if s.entity != "" {
 		if err := schema.ValidateEntityID(s.entity); err != nil {
@@ -110,6 +117,10 @@ func (s Selection) Validate() error {
 		return &RangeError{From: s.from, To: s.to, Reason: "outside the years 1 to 9999"}
 	case !s.from.Before(s.to):
 		return &RangeError{From: s.from, To: s.to, Reason: "from is not before to"}
+	}
+	if len(s.limits) > MaxLimitNames {
+		return fmt.Errorf("usage: %w", schema.NewValidationError("limits", strings.Join(s.limits, ","),
+			"more than "+strconv.Itoa(MaxLimitNames)+" limit names"))
 	}
 	for _, n := range s.limits {
 		if err := schema.ValidateLimitName(n); err != nil {

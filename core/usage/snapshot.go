@@ -45,7 +45,7 @@ type LimitUsage struct {
 
 // Limit returns the count of the limit called name, and whether the
 // snapshot has it.
-func (s *Snapshot) Limit(name string) (LimitUsage, bool) {
+func (s Snapshot) Limit(name string) (LimitUsage, bool) {
 	i, found := slices.BinarySearchFunc(s.Limits, name, func(l LimitUsage, n string) int { return strings.Compare(l.Name, n) })
 	if !found {
 		return LimitUsage{}, false

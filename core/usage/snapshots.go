@@ -15,10 +15,6 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
-// MaxLimitNames is the most limit names a Selection may keep: each is a
-// condition of the Query's filter (docs/design.md §16).
-const MaxLimitNames = 50
-
 // Page is one Query's worth of snapshots.
 type Page struct {
 	// Snapshots are the page's snapshots that belong to the selection, in
@@ -73,10 +69,6 @@ func (r *Reader) SnapshotsFrom(ctx context.Context, sel Selection, tok PageToken
 func (r *Reader) SnapshotPage(ctx context.Context, sel Selection, tok PageToken) (Page, error) {
 	if err := sel.Validate(); err != nil {
 		return Page{}, err
-	}
-	if len(sel.limits) > MaxLimitNames {
-		return Page{}, fmt.Errorf("usage: %w", schema.NewValidationError("limits", strings.Join(sel.limits, ","),
-			"more than "+strconv.Itoa(MaxLimitNames)+" limit names"))
 	}
 	first, last, ok := sel.starts()
 	if !ok {
@@ -133,7 +125,7 @@ func (r *Reader) SnapshotPage(ctx context.Context, sel Selection, tok PageToken)
 		}
 		snap, err := DecodeSnapshot(r.ns, it)
 		if err != nil {
-			r.log.WarnContext(ctx, "skipping a stored snapshot that does not decode", "error", err)
+			r.warnCorrupt(ctx, err)
 			continue
 		}
 		if !sel.holds(snap) {
