@@ -15,6 +15,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
+	"github.com/zae-limiter/zae-limiter-go/core/schedule"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 	"github.com/zae-limiter/zae-limiter-go/core/usage"
 )
@@ -82,6 +83,33 @@ func TestBucketProjected(t *testing.T) {
 	var ve *schema.ValidationError
 	if _, err := w.reader(usage.Options{}).Bucket(t.Context(), "a#b", "api"); !errors.As(err, &ve) {
 		t.Fatalf("a bad entity id: %v", err)
+	}
+}
+
+// TestBucketQuota projects a calendar quota: 1 000 tokens a day, back at
+// midnight UTC. 600 taken at 09:00 leave 400, which no time refills until
+// the reset edge; past midnight the projection applies the reset (§15) and
+// shows the whole allowance, though nothing was written since.
+func TestBucketQuota(t *testing.T) {
+	daily := schedule.Resets{schedule.MustParseCron("0 0 * * *")}
+	w := testWorld(t, t0, "batch", []limit.Limit{limit.Quota("tpd", 1000, daily, "UTC")})
+	w.at(t0, acquire{"alice", "batch", limiter.Consume{"tpd": 600}})
+	for _, c := range []struct {
+		at   time.Time
+		want string
+	}{
+		{t0.Add(time.Hour), "tpd cap 1000000 refill 0/1s stored 400000 remaining 400000 consumed 600000 projected true"},
+		{utc(2026, 3, 14, 23, 59), "tpd cap 1000000 refill 0/1s stored 400000 remaining 400000 consumed 600000 projected true"},
+		{utc(2026, 3, 15, 0, 0), "tpd cap 1000000 refill 0/1s stored 400000 remaining 1000000 consumed 600000 projected true"},
+	} {
+		w.clk.Set(c.at)
+		st, err := w.reader(usage.Options{}).Bucket(t.Context(), "alice", "batch")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := renderLimit(st.Limits[0]); got != c.want {
+			t.Errorf("at %s:\ngot  %s\nwant %s", c.at.Format(time.RFC3339), got, c.want)
+		}
 	}
 }
 

@@ -102,7 +102,7 @@ func (r *Reader) SnapshotPage(ctx context.Context, sel Selection, tok PageToken)
 	slots := make([]slot, 0, len(out.Items))
 	var keys []schema.Key
 	for _, it := range out.Items {
-		if _, whole := it[schema.AttrWindowStart]; whole {
+		if _, whole := it[schema.AttrWindowStart]; whole || !sel.ByResource() {
 			slots = append(slots, slot{full: it})
 			continue
 		}
