@@ -107,10 +107,19 @@ func setupScript(env *testscript.Env) error {
 		"AWS_SHARED_CREDENTIALS_FILE": os.DevNull,
 		"ZL_TEST_NOW":                 testNow,
 		"USER":                        "tester",
+		"GORACE":                      childGORACE(),
 	} {
 		env.Setenv(k, v)
 	}
 	return nil
+}
+
+// childGORACE is GORACE for the zl processes a test starts: under -race,
+// a process sleeps a second at exit by default (atexit_sleep_ms) for
+// goroutines still running to report races; zl's have all ended by then,
+// and a hundred runs would sleep a hundred seconds.
+func childGORACE() string {
+	return strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")
 }
 
 // cmdCode runs a command and checks its exit code: `code 2 zl limits

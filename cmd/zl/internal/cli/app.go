@@ -11,7 +11,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -267,8 +266,3 @@ func (a *App) Bind(run func(ctx context.Context, cmd *cobra.Command, args []stri
 		return run(cmd.Context(), cmd, args)
 	}
 }
-
-// errDeclined is prompt.ErrDeclined, which Run reports with exit code 1.
-var errDeclined = prompt.ErrDeclined
-
-func isDeclined(err error) bool { return errors.Is(err, errDeclined) }

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/jedib0t/go-pretty/v6/table"
@@ -73,11 +74,17 @@ type Tabler interface {
 func (t Table) Tables() []Table { return []Table{t} }
 
 // MarshalJSON writes the rows as objects keyed by the column names in
-// snake_case, in column order.
+// snake_case, in column order (a repeated name gets _2, _3…).
 func (t Table) MarshalJSON() ([]byte, error) {
 	keys := make([]string, len(t.Columns))
+	seen := make(map[string]bool, len(t.Columns))
 	for i, c := range t.Columns {
-		keys[i] = SnakeCase(c)
+		k := SnakeCase(c)
+		for n := 2; seen[k]; n++ { // two columns of one name stay two fields
+			k = SnakeCase(c) + "_" + strconv.Itoa(n)
+		}
+		seen[k] = true
+		keys[i] = k
 	}
 	var b bytes.Buffer
 	b.WriteByte('[')
@@ -208,24 +215,64 @@ func writeYAML(w io.Writer, v any) error {
 	if err != nil {
 		return err
 	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(raw, &doc); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	doc, err := yamlNode(dec)
+	if err != nil {
 		return err
 	}
-	plain(&doc)
 	enc := yaml.NewEncoder(w)
 	enc.SetIndent(2)
-	if err := enc.Encode(&doc); err != nil {
+	if err := enc.Encode(doc); err != nil {
 		return err
 	}
 	return enc.Close()
 }
 
-// plain drops the flow and quoting styles a JSON source gives every node,
-// so that the encoder writes block YAML and quotes only what needs it.
-func plain(n *yaml.Node) {
-	n.Style = 0
-	for _, c := range n.Content {
-		plain(c)
+// yamlNode reads the next JSON value of dec as a YAML node: mappings keep
+// their key order, strings stay strings whatever they hold (the encoder
+// quotes or escapes as needed), numbers keep their digits.
+func yamlNode(dec *json.Decoder) (*yaml.Node, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
 	}
+	switch t := tok.(type) {
+	case json.Delim:
+		n := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
+		if t == '{' {
+			n = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+		}
+		for dec.More() {
+			if n.Kind == yaml.MappingNode {
+				k, err := dec.Token()
+				if err != nil {
+					return nil, err
+				}
+				n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k.(string)})
+			}
+			c, err := yamlNode(dec)
+			if err != nil {
+				return nil, err
+			}
+			n.Content = append(n.Content, c)
+		}
+		if _, err := dec.Token(); err != nil { // the closing delimiter
+			return nil, err
+		}
+		return n, nil
+	case string:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: t}, nil
+	case json.Number:
+		tag := "!!int"
+		if strings.ContainsAny(t.String(), ".eE") {
+			tag = "!!float"
+		}
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: t.String()}, nil
+	case bool:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(t)}, nil
+	case nil:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"}, nil
+	}
+	return nil, fmt.Errorf("output: unexpected JSON token %v", tok)
 }
