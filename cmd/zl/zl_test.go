@@ -88,11 +88,14 @@ func setupScript(env *testscript.Env) error {
 	if err := config.NewStore(tbl.DB, tbl.Name, config.WithClock(func() time.Time { return now })).StampVersion(ctx, "ddbtest"); err != nil {
 		return err
 	}
-	// A table a script creates with `zl table create` is $ZAEL_TABLE-made.
+	// The tables a script creates with `zl table create` are
+	// $ZAEL_TABLE_MADE, -2 and -3.
 	env.Defer(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		_, _ = tbl.DB.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(tbl.Name + "-made")})
+		for _, made := range []string{"-made", "-made-2", "-made-3"} {
+			_, _ = tbl.DB.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(tbl.Name + made)})
+		}
 	})
 	for k, v := range map[string]string{
 		"ZAEL_TABLE":                  tbl.Name,

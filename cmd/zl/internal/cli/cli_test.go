@@ -3,11 +3,17 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"net"
 	"os"
 	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 )
@@ -104,6 +110,36 @@ func TestVersionGates(t *testing.T) {
 		v := viewVersion(config.VersionRecord{ClientMinVersion: c.min, LambdaVersion: c.lambda})
 		if v.ClientGate != c.gate || v.ClientAllowed != c.allowed || len(v.Writable) != c.writable {
 			t.Errorf("min %s lambda %s: %+v", c.min, c.lambda, v)
+		}
+	}
+}
+
+// TestErrorsSayWhatToDo: the errors a command does not explain itself get
+// what to do, and keep their cause for errors.As.
+func TestErrorsSayWhatToDo(t *testing.T) {
+	a := &App{flags: globalFlags{table: "t1", endpoint: "http://127.0.0.1:1"}}
+	dial := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{&types.ResourceNotFoundException{}, `table "t1" not found at http://127.0.0.1:1: pass --table or set ZAEL_TABLE`},
+		{&config.NamespaceNotFoundError{Name: "x"}, "zl namespace register x"},
+		{&config.NamespaceStateError{Name: "x", State: config.NamespaceDeleted}, "zl namespace recover x"},
+		{&config.MissingVersionError{Table: "t1"}, "deploy the stack's version stamp, or run zl table create"},
+		{&config.VersionMismatchError{Gate: true, LambdaVersion: "0.15.0", ClientMinVersion: "0.17.0"}, "deploy the stack at 0.17.0 or later first"},
+		{&config.VersionMismatchError{ClientVersion: "0.17.0", ClientMinVersion: "0.18.0"}, "install a newer zl"},
+		{&smithy.GenericAPIError{Code: "AccessDeniedException", Message: "no"}, "{stack}-full policy"},
+		{&smithy.GenericAPIError{Code: "UnrecognizedClientException"}, "credentials are not valid here"},
+		{fmt.Errorf("op: %w", dial), "cannot reach DynamoDB at http://127.0.0.1:1"},
+		{errors.New("operation error DynamoDB: Query, failed to retrieve credentials: none"), "no AWS credentials: pass --profile"},
+	} {
+		got := explain(c.err, a)
+		if !strings.Contains(got.Error(), c.want) {
+			t.Errorf("%T: %q, want it to say %q", c.err, got, c.want)
+		}
+		if !errors.Is(got, c.err) && !strings.Contains(c.err.Error(), "credentials") && !errors.As(got, new(*net.OpError)) {
+			t.Errorf("%T: the cause is lost", c.err)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/zae-limiter/zae-limiter-go/cmd/zl/internal/output"
 	"github.com/zae-limiter/zae-limiter-go/cmd/zl/internal/prompt"
@@ -40,6 +41,15 @@ type hinted struct {
 
 func (h *hinted) Error() string { return h.err.Error() + ": " + h.hint }
 func (h *hinted) Unwrap() error { return h.err }
+
+// restated is an error said in the operator's words, its cause kept.
+type restated struct {
+	msg string
+	err error
+}
+
+func (r *restated) Error() string { return r.msg }
+func (r *restated) Unwrap() error { return r.err }
 
 // withHint adds what to do to err.
 func withHint(err error, format string, args ...any) error {
@@ -77,7 +87,7 @@ func explain(err error, a *App) error {
 	var rnf *types.ResourceNotFoundException
 	if errors.As(err, &rnf) {
 		table := a.flags.table
-		return withHint(fmt.Errorf("table %q not found%s", table, a.where()), "pass --table or set ZAEL_TABLE (zl table create makes one)")
+		return withHint(&restated{msg: fmt.Sprintf("table %q not found%s", table, a.where()), err: err}, "pass --table or set ZAEL_TABLE (zl table create makes one)")
 	}
 	var mv *config.MissingVersionError
 	if errors.As(err, &mv) {
@@ -85,7 +95,21 @@ func explain(err error, a *App) error {
 	}
 	var vm *config.VersionMismatchError
 	if errors.As(err, &vm) {
-		return withHint(err, "upgrade the stack's Lambdas (or zl) to a version that has the feature")
+		if vm.Gate {
+			return withHint(err, "the deployed Lambdas (lambda_version %s) do not read this feature yet: deploy the stack at %s or later first", orText(vm.LambdaVersion, "none"), vm.ClientMinVersion)
+		}
+		return withHint(err, "this zl (%s) is older than the table allows: install a newer zl", vm.ClientVersion)
+	}
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		switch api.ErrorCode() {
+		case "AccessDeniedException":
+			return withHint(err, "the credentials may not do this on the table: use a role with the stack's {stack}-full policy (or its admin role)")
+		case "UnrecognizedClientException", "InvalidSignatureException", "ExpiredTokenException":
+			return withHint(err, "the AWS credentials are not valid here: check --profile, AWS_PROFILE or AWS_ACCESS_KEY_ID, and --region")
+		case "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded":
+			return withHint(err, "DynamoDB is throttling: run the command again in a moment (an apply finishes what a cut one began)")
+		}
 	}
 	var nf *config.NamespaceNotFoundError
 	if errors.As(err, &nf) {

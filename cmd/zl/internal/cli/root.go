@@ -80,7 +80,6 @@ JSON otherwise; --output chooses), errors and questions to stderr. Exit codes:
 	for _, g := range groups() {
 		root.AddCommand(g(a))
 	}
-	root.CompletionOptions.HiddenDefaultCmd = false
 	return root
 }
 
