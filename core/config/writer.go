@@ -205,3 +205,25 @@ func (w *Writer) SetOnUnavailable(ctx context.Context, ns string, o OnUnavailabl
 func (w *Writer) RegisterNamespace(ctx context.Context, name string) (id string, created bool, err error) {
 	return w.s.registerNamespace(ctx, name)
 }
+
+// DeleteNamespace deletes the live namespace name and returns its id: its
+// forward record (R1) is removed, so the name no longer resolves and may be
+// registered again, and its reverse record (R2) is marked deleted with the
+// time (`deleted_at`), in one transaction, each conditioned on the
+// namespace still being live (docs/design.md §2). Nothing else is touched:
+// its config, entities, buckets and audit trail stay in the table, and
+// RecoverNamespace brings the namespace back as it was. An unregistered
+// name is *NamespaceNotFoundError.
+func (w *Writer) DeleteNamespace(ctx context.Context, name string) (id string, err error) {
+	return w.s.deleteNamespace(ctx, name)
+}
+
+// RecoverNamespace brings back the deleted namespace whose id is id and
+// returns its name: its forward record is written again (only if the name
+// is free) and its reverse record marked active, in one transaction.
+// An unknown id is *NamespaceNotFoundError, a namespace that is not
+// deleted *NamespaceStateError, and a name registered again meanwhile
+// *NamespaceNameTakenError.
+func (w *Writer) RecoverNamespace(ctx context.Context, id string) (name string, err error) {
+	return w.s.recoverNamespace(ctx, id)
+}

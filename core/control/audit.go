@@ -24,7 +24,8 @@ type AuditEvent struct {
 	EventID string
 	// Timestamp is when the change was recorded, to the millisecond.
 	Timestamp time.Time
-	// Action names the change: namespace_registered, entity_created,
+	// Action names the change: namespace_registered, namespace_deleted,
+	// namespace_recovered, entity_created,
 	// entity_deleted, limits_set, limits_deleted, access_set,
 	// access_cleared, cascade_set, cascade_cleared, on_unavailable_set,
 	// bucket_reset or bucket_topped_up.

@@ -59,6 +59,16 @@ func (c Change) String() string {
 	return s
 }
 
+// Before is the target's config as the plan read it: the zero Config when
+// the target has no config item (or an item that does not decode, whose
+// access and cascade settings are kept).
+func (c Change) Before() config.Config { return c.cur }
+
+// After is the config the apply leaves on the target: the manifest's for a
+// create or an update; for a delete, the config the target had before this
+// owner took it, or the zero Config when the item is removed.
+func (c Change) After() config.Config { return c.want }
+
 // Plan is what an apply of a manifest to a namespace would do.
 type Plan struct {
 	// Namespace is the namespace's id.

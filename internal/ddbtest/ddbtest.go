@@ -43,11 +43,18 @@ var shared struct {
 // Main runs the package's tests and stops the emulator the harness started.
 // Use it from TestMain: func TestMain(m *testing.M) { ddbtest.Main(m) }.
 func Main(m *testing.M) {
+	os.Exit(Run(m))
+}
+
+// Run is Main without the exit: it runs the tests, stops the emulator the
+// harness started and returns the exit code, for a TestMain that hands its
+// tests to another runner (testscript.Main takes a value with Run).
+func Run(m interface{ Run() int }) int {
 	code := m.Run()
 	if shared.server != nil {
 		_ = shared.server.Stop()
 	}
-	os.Exit(code)
+	return code
 }
 
 // startShared finds or starts the binary's one emulator (once).

@@ -74,11 +74,37 @@ func allowed(from, to string) error {
 		return fmt.Errorf("infra imports only core, functions and infra, not %s", to)
 	case pf == "cmd", pf == "internal", pf == "scripts":
 		if pt == "cmd" || pt == "scripts" {
+			// A command may import its own subpackages (cmd/zl →
+			// cmd/zl/internal/...), never another command or its parts.
+			if pf == "cmd" && pt == "cmd" && command(from) != "" && command(from) == command(to) && to != command(to) {
+				return nil
+			}
 			return fmt.Errorf("nothing imports a command, yet %s imports %s", from, to)
+		}
+		if pt == "internal" && shipped(command(from)) {
+			return fmt.Errorf("%s is a shipped tool: it imports no dev tooling of internal/, yet imports %s", from, to)
 		}
 		return nil
 	}
 	return fmt.Errorf("%s is in no part of the house", from)
+}
+
+// shippedCommands are the commands users install (`go install
+// .../cmd/zl`): like the product, they and their subpackages import no dev
+// or test tooling of internal/. The other commands (zl-local, zl-soak) are
+// that tooling's front ends.
+func shippedCommands() []string { return []string{"cmd/zl"} }
+
+func shipped(cmd string) bool { return slices.Contains(shippedCommands(), cmd) }
+
+// command is the command a package of cmd/ belongs to (cmd/zl for
+// cmd/zl/internal/cli), "" for a package outside cmd/.
+func command(pkg string) string {
+	parts := strings.SplitN(pkg, "/", 3)
+	if len(parts) < 2 || parts[0] != "cmd" {
+		return ""
+	}
+	return parts[0] + "/" + parts[1]
 }
 
 func layerOf(pkg string) int {
@@ -114,6 +140,16 @@ func TestRule(t *testing.T) {
 		{"cmd/zl-local", "internal/showcase", true},
 		{"internal/showcase", "core/limiter", true},
 		{"internal/soak", "cmd/zl-soak", false},
+		{"cmd/zl", "cmd/zl/internal/cli", true},                 // a command's own subpackage
+		{"cmd/zl/internal/cli", "cmd/zl/internal/output", true}, // between its subpackages
+		{"cmd/zl/internal/cli", "core/control", true},           // the library's operator door
+		{"cmd/zl-soak", "cmd/zl/internal/cli", false},           // another command's parts
+		{"cmd/zl/internal/cli", "cmd/zl-local", false},          // another command
+		{"cmd/zl/internal/cli", "cmd/zl", false},                // its own command
+		{"internal/showcase", "cmd/zl/internal/output", false},  // tooling on a command's parts
+		{"cmd/zl", "internal/ddbtest", false},                   // a shipped tool on dev tooling
+		{"cmd/zl/internal/awsconf", "internal/ddblocal", false}, // … from a subpackage too
+		{"cmd/zl-soak", "internal/soak", true},                  // tooling's own front end
 	} {
 		if err := allowed(c.from, c.to); (err == nil) != c.ok {
 			t.Errorf("%s → %s: %v, want allowed=%v", c.from, c.to, err, c.ok)

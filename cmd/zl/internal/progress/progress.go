@@ -1,0 +1,67 @@
+// Package progress shows an operator that a long write is under way: the
+// config written, then the fan-out that brings every bucket already in
+// use in line (docs/design.md §8), which can take a while on a busy
+// namespace. It draws only on a terminal, so scripts and logs see the
+// result alone.
+package progress
+
+import (
+	"io"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+)
+
+// Indicator is what a command updates while it works.
+type Indicator interface {
+	// Step names what is being done now.
+	Step(description string)
+	// Done removes the indicator.
+	Done()
+}
+
+// Start shows description on w with a spinner and the elapsed time when
+// terminal is true (w is a terminal and the operator did not ask for
+// quiet); otherwise it shows nothing.
+func Start(w io.Writer, terminal bool, description string) Indicator {
+	if !terminal {
+		return silent{}
+	}
+	bar := progressbar.NewOptions(-1,
+		progressbar.OptionSetWriter(w),
+		progressbar.OptionSetDescription(description),
+		progressbar.OptionSpinnerType(14),
+		progressbar.OptionSetElapsedTime(true),
+		progressbar.OptionSetSpinnerChangeInterval(100*time.Millisecond),
+		progressbar.OptionClearOnFinish(),
+	)
+	_ = bar.RenderBlank()
+	return &spinner{bar: bar}
+}
+
+// Counter is a bar for work of a known size: the buckets of a fan-out,
+// the targets of an apply.
+func Counter(w io.Writer, terminal bool, total int, description string) *progressbar.ProgressBar {
+	return progressbar.NewOptions(total,
+		progressbar.OptionSetWriter(w),
+		progressbar.OptionSetVisibility(terminal),
+		progressbar.OptionSetDescription(description),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetElapsedTime(true),
+		progressbar.OptionClearOnFinish(),
+	)
+}
+
+type spinner struct{ bar *progressbar.ProgressBar }
+
+func (s *spinner) Step(description string) { s.bar.Describe(description) }
+
+func (s *spinner) Done() {
+	_ = s.bar.Finish()
+	_ = s.bar.Clear()
+}
+
+type silent struct{}
+
+func (silent) Step(string) {}
+func (silent) Done()       {}
