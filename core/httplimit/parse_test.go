@@ -44,9 +44,9 @@ func TestResourceForPattern(t *testing.T) {
 	}
 }
 
-// TestPatternResource: the name comes from the request's pattern, "" for
+// TestPatternResourceNames: the name comes from the request's pattern, "" for
 // none or one the table refuses.
-func TestPatternResource(t *testing.T) {
+func TestPatternResourceNames(t *testing.T) {
 	res := PatternResource()
 	r := httptest.NewRequest(http.MethodGet, "/v1/chat/7", nil)
 	if got := res(r); got != "" {
