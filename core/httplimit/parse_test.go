@@ -24,7 +24,7 @@ func TestResourceForPattern(t *testing.T) {
 		{"POST /v1/chat", "POST/v1/chat"},
 		{"/v1/files/{path...}", "ANY/v1/files/_path"},
 		{"/v1/items/{id:[0-9]+}", "ANY/v1/items/_id"}, // chi
-		{"/v1/*", "ANY/v1/_"},                        // chi's catch-all
+		{"/v1/*", "ANY/v1/_"},                         // chi's catch-all
 		{"GET /{$}", "GET/"},
 		{"/", "ANY/"},
 		{"GET\t /a", "GET/a"},
