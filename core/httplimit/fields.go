@@ -255,9 +255,10 @@ func oneMember(m member) (policy, rateLimit string, ok bool) {
 
 // retryAfterValue is Retry-After for the members of a 429: the longest wait
 // of the exhausted ones in whole seconds, rounded up; "" when one of them no
-// wait can end (retrying cannot succeed: no header).
+// wait can end (retrying cannot succeed: no header), or none is exhausted.
 func retryAfterValue(ms []member) string {
 	var longest time.Duration
+	exhausted := false
 	for _, m := range ms {
 		if !m.exceeded {
 			continue
@@ -265,7 +266,10 @@ func retryAfterValue(ms []member) string {
 		if m.never {
 			return ""
 		}
-		longest = max(longest, m.wait)
+		longest, exhausted = max(longest, m.wait), true
+	}
+	if !exhausted {
+		return ""
 	}
 	return strconv.FormatInt(ceilSeconds(longest), 10)
 }
@@ -284,7 +288,10 @@ func violated(ms []member) []string {
 // describeViolations is the detail of a 429: "rpm exhausted; retry after 13 s".
 func describeViolations(ms []member, retryAfter string) string {
 	names := strings.Join(violated(ms), ", ")
-	if retryAfter == "" {
+	switch {
+	case names == "":
+		return "rate limit exceeded"
+	case retryAfter == "":
 		return names + " exhausted; the request is larger than the limit can ever hold"
 	}
 	return names + " exhausted; retry after " + retryAfter + " s"

@@ -54,7 +54,7 @@ func TestFieldValues(t *testing.T) {
 			// 60 tokens short of 100 at 100 a minute: full in 36 s.
 			name:     "one limit, admitted",
 			statuses: []limiter.LimitStatus{perMinute("rpm", 100, 40)},
-			policy:   `"rpm";q=100;w=60`, rateLimit: `"rpm";r=40;t=36`, retryAfter: "0", violated: []string{},
+			policy:   `"rpm";q=100;w=60`, rateLimit: `"rpm";r=40;t=36`, retryAfter: "", violated: []string{},
 		},
 		{
 			// The brief's example: rpm exhausted, 12.001 s to wait (13 rounded
@@ -93,14 +93,14 @@ func TestFieldValues(t *testing.T) {
 			statuses:   []limiter.LimitStatus{perMinute("rpm", 100, 50), perMinute("tpm", 100_000, 10_000), perMinute("rpd", 10, 5)},
 			policy:     `"tpm";q=100000;w=60, "rpd";q=10;w=60, "rpm";q=100;w=60`,
 			rateLimit:  `"tpm";r=10000;t=54, "rpd";r=5;t=30, "rpm";r=50;t=30`,
-			retryAfter: "0", violated: []string{},
+			retryAfter: "", violated: []string{},
 		},
 		{
 			// A soft limit in debt shows no tokens left and refills from
 			// the debt: 105 tokens at 100 a minute, 63 s.
 			name:     "soft limit in debt",
 			statuses: []limiter.LimitStatus{func() limiter.LimitStatus { s := perMinute("tpm", 100, -5); s.Soft = true; return s }()},
-			policy:   `"tpm";q=100;w=60`, rateLimit: `"tpm";r=0;t=63`, retryAfter: "0", violated: []string{},
+			policy:   `"tpm";q=100;w=60`, rateLimit: `"tpm";r=0;t=63`, retryAfter: "", violated: []string{},
 		},
 		{
 			// A cascading pair reports rpm for the entity and its parent:
@@ -110,7 +110,7 @@ func TestFieldValues(t *testing.T) {
 				perMinute("rpm", 100, 90),
 				func() limiter.LimitStatus { s := perMinute("rpm", 1000, 100); s.EntityID = "org-1"; return s }(),
 			},
-			policy: `"rpm";q=1000;w=60`, rateLimit: `"rpm";r=100;t=54`, retryAfter: "0", violated: []string{},
+			policy: `"rpm";q=1000;w=60`, rateLimit: `"rpm";r=100;t=54`, retryAfter: "", violated: []string{},
 		},
 		{
 			// A calendar quota: w is its reset period, t the time to its
@@ -131,7 +131,7 @@ func TestFieldValues(t *testing.T) {
 			statuses:   []limiter.LimitStatus{{LimitName: "tpd", Capacity: 1000, RefillPeriod: time.Second, Available: 400}},
 			policy:     `"tpd";q=1000`,
 			rateLimit:  `"tpd";r=400`,
-			retryAfter: "0", violated: []string{},
+			retryAfter: "", violated: []string{},
 		},
 		{
 			// RFC 8941 Strings escape `"` and `\`; a name a String cannot
@@ -144,7 +144,7 @@ func TestFieldValues(t *testing.T) {
 			},
 			policy:     `"a\"b\\c";q=10;w=60`,
 			rateLimit:  `"a\"b\\c";r=5;t=30`,
-			retryAfter: "0", violated: []string{},
+			retryAfter: "", violated: []string{},
 		},
 		{
 			// Integers of more than 15 digits are written as the largest
@@ -153,7 +153,7 @@ func TestFieldValues(t *testing.T) {
 			statuses:   []limiter.LimitStatus{perMinute("tpm", 9_000_000_000_000_000, 8_000_000_000_000_000)},
 			policy:     `"tpm";q=999999999999999;w=60`,
 			rateLimit:  `"tpm";r=999999999999999;t=7`,
-			retryAfter: "0", violated: []string{},
+			retryAfter: "", violated: []string{},
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -171,16 +171,16 @@ func (m *middleware) admittedFields(ctx context.Context, h http.Header, statuses
 	h[fieldPolicy] = vals[0:1:1]
 	h[fieldRateLimit] = vals[1:2:2]
 	if m.o.LegacyHeaders {
-		m.legacyFields(h, tight, q)
+		m.legacyFields(h, tight)
 	}
 }
 
-// legacyFields writes X-RateLimit-Limit, -Remaining and -Reset of m.
-func (m *middleware) legacyFields(h http.Header, mem member, q *quotaReader) {
+// legacyFields writes X-RateLimit-Limit, -Remaining and -Reset of mem.
+func (m *middleware) legacyFields(h http.Header, mem member) {
 	h.Set(legacyLimit, strconv.FormatInt(mem.quota, 10))
 	h.Set(legacyRemaining, strconv.FormatInt(mem.remaining, 10))
 	if mem.reset >= 0 {
-		h.Set(legacyReset, strconv.FormatInt(q.now().Unix()+mem.reset, 10))
+		h.Set(legacyReset, strconv.FormatInt(m.o.Clock().Unix()+mem.reset, 10))
 	}
 }
 
@@ -240,7 +240,7 @@ func (m *middleware) tooMany(ctx context.Context, w http.ResponseWriter, rle *li
 		h.Set(fieldRateLimit, rateLimit)
 	}
 	if m.o.LegacyHeaders && len(ms) > 0 {
-		m.legacyFields(h, ms[0], q)
+		m.legacyFields(h, ms[0])
 	}
 	writeProblem(w, Problem{
 		Type: QuotaExceededType, Title: quotaExceededTitle, Status: http.StatusTooManyRequests,
@@ -268,13 +268,8 @@ func (m *middleware) quotaReader(ctx context.Context, statuses []limiter.LimitSt
 			return &quotaReader{m: m, ctx: ctx, at: m.o.Clock()}
 		}
 	}
-	if m.o.LegacyHeaders {
-		return &quotaReader{m: m, ctx: ctx, at: m.o.Clock()}
-	}
 	return nil
 }
-
-func (q *quotaReader) now() time.Time { return q.at }
 
 // clock is q as a quotaClock; nil when q is.
 func (q *quotaReader) clock() quotaClock {
