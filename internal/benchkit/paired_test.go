@@ -26,7 +26,9 @@ func TestPairedCost(t *testing.T) {
 	if opCalls != n || refCalls != n {
 		t.Fatalf("op ran %d times, ref %d, want %d each", opCalls, refCalls, n)
 	}
-	if o.Allocs-r.Allocs < 0.8 || o.Allocs-r.Allocs > 1.2 || o.Bytes <= r.Bytes || o.CPU <= 0 || r.CPU <= 0 {
+	// Exact counts are not to be had (and the race detector allocates
+	// too): op must show about one allocation and 64 bytes a call more.
+	if o.Allocs-r.Allocs < 0.5 || o.Bytes-r.Bytes < 32 || o.CPU <= 0 || r.CPU <= 0 {
 		t.Errorf("op %+v, ref %+v: want one more allocation per call on op, and time on both", o, r)
 	}
 	boom := errors.New("boom")
