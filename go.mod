@@ -17,6 +17,7 @@ require (
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/spf13/cobra v1.10.2
+	github.com/go-chi/chi/v5 v5.5.0
 	go.yaml.in/yaml/v3 v3.0.6
 )
 

@@ -29,7 +29,7 @@ var coreLayers = [][]string{
 	{"core/config", "core/aggregator/maintenance", "core/limiter/internal/bucketwrite"},
 	{"core/aggregator"},
 	{"core/limiter", "core/manifest"},
-	{"core/control"},
+	{"core/control", "core/httplimit"},
 	{"core/provision"},
 }
 

@@ -93,6 +93,7 @@ func Run(ctx context.Context, out io.Writer, o Options) error {
 		{"The aggregator turns that traffic into usage snapshots", d.snapshots},
 		{"Operator controls: disable with a carve-out, soft limits, bypass, top-up and reset, audited", d.controls},
 		{"Declarative limits: a manifest applied by the provisioner as CloudFormation does", d.provisioner},
+		{"HTTP: the middleware's RateLimit fields, then a 429 with problem details", d.httpMiddleware},
 	}
 	for i, s := range steps {
 		fmt.Fprintf(out, "\n== %d. %s\n", i+1, s.title)

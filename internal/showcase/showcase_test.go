@@ -49,7 +49,7 @@ func TestRunShowsEachStep(t *testing.T) {
 	// The acquire step, line by line: each admission with its balances and
 	// the path its DynamoDB calls show, the 429 with its retry-after, body
 	// and header, admission once the clock has moved past it, and leases.
-	step := text[strings.Index(text, "== 7. Acquire"):]
+	step := text[strings.Index(text, "== 7. Acquire"):strings.Index(text, "== 8. ")]
 	for _, want := range []string{
 		"the limiter's clock starts at 2026-11-29T19:30:00Z and moves only when this step moves it",
 		"  #1      admitted, rpm 4, tpm 8500 left     slow path, new bucket: UpdateItem (condition failed), BatchGetItem ×3, PutItem",
@@ -85,6 +85,35 @@ func TestRunShowsEachStep(t *testing.T) {
 	}
 	if n := strings.Count(step, "429 Too Many Requests"); n != 2 {
 		t.Errorf("the acquire step shows %d 429s, want 2 (one local, the same from another process)", n)
+	}
+	// The HTTP step: two 200s with the tightest limit's fields, then a 429
+	// with every limit's, Retry-After and the problem body; the estimate
+	// settled to the usage the handler reported.
+	httpStep := text[strings.Index(text, "== 11. HTTP"):]
+	reset := func(s int64) string {
+		return strconv.FormatInt(time.Date(2026, 11, 29, 19, 30, 0, 0, time.UTC).Unix()+s, 10)
+	}
+	for _, want := range []string{
+		"request 1: HTTP/1.1 200 OK",
+		`  Ratelimit: "rpm";r=1;t=30`,
+		`  Ratelimit-Policy: "rpm";q=2;w=60`,
+		"  X-Ratelimit-Reset: " + reset(30),
+		"request 2: HTTP/1.1 200 OK",
+		`  Ratelimit: "rpm";r=0;t=60`,
+		"request 3: HTTP/1.1 429 Too Many Requests",
+		"  Content-Type: application/problem+json",
+		`  Ratelimit: "rpm";r=0;t=31, "tpm";r=9200;t=5`,
+		`  Ratelimit-Policy: "rpm";q=2;w=60, "tpm";q=10000;w=60`,
+		"  Retry-After: 31",
+		"  X-Ratelimit-Reset: " + reset(31),
+		`    "type": "https://iana.org/assignments/http-problem-types#quota-exceeded",`,
+		`    "detail": "rpm exhausted; retry after 31 s",`,
+		`        "retry_after_seconds": 31`,
+		"the bucket holds tpm 9200: two requests settled at the 400 they used, not the 1000 estimated",
+	} {
+		if !strings.Contains(httpStep, "\n"+want+"\n") {
+			t.Errorf("the HTTP step lacks the line %q\n%s", want, httpStep)
+		}
 	}
 }
 
