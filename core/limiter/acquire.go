@@ -22,10 +22,21 @@ import (
 // The common case is one conditional UpdateItem (docs/design.md §5). The lease is
 // already committed: Commit writes only what was adjusted afterwards.
 func (l *Limiter) Acquire(ctx context.Context, entity, resource string, consume Consume, opts ...AcquireOption) (*Lease, error) {
+	ctx, call := l.tel.startAcquire(ctx, entity, resource)
 	req, err := l.newRequest(entity, resource, consume, opts)
 	if err != nil {
+		l.tel.endAcquire(ctx, call, pathNone, nil, err)
 		return nil, err
 	}
+	lease, err := l.answer(ctx, req)
+	l.tel.endAcquire(ctx, call, req.path, lease, err)
+	return lease, err
+}
+
+// answer runs a validated request and turns what it ends in into
+// Acquire's answer: on_unavailable for an infrastructure failure, the
+// degraded flag and the counters of Stats.
+func (l *Limiter) answer(ctx context.Context, req *request) (*Lease, error) {
 	lease, err := l.acquire(ctx, req)
 	if err == nil {
 		l.answered()
@@ -82,6 +93,7 @@ func (l *Limiter) acquire(ctx context.Context, req *request) (*Lease, error) {
 	// steer the draw away from shards known short.
 	rejected, tried := l.rejectLocally(req, st)
 	if rejected != nil {
+		req.path = pathLocal
 		return nil, rejected
 	}
 	shard, _ := l.drawShard(st.shardCount, &tried)
@@ -139,8 +151,10 @@ speculation:
 		}
 		var c, p speculation
 		if warmParent != "" {
+			req.path = pathCascade
 			c, p = l.speculatePair(ctx, req, shard, shape, warmParent)
 		} else {
+			req.path = pathFast
 			c = l.speculate(ctx, req, shard, shape)
 		}
 		if c.ok && c.err == nil {

@@ -33,6 +33,7 @@ func (l *Limiter) speculatePair(ctx context.Context, req *request, shard int, sh
 // that cascades: the parent's write (p, the warm parent write, or the zero
 // value: it is sent now) and the cascade outcomes of docs/design.md §5.
 func (l *Limiter) cascadeAdmitted(ctx context.Context, req *request, c, p speculation) (*Lease, error) {
+	req.path = pathCascade
 	if parent := c.img.ParentID; p.req == nil || p.req.entity != parent {
 		if p.ok {
 			l.refund(ctx, p) // the parent changed under the cache

@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
 	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
@@ -49,6 +50,11 @@ type Lease struct {
 	mu    sync.Mutex
 	parts []leasePart // parts[0] is the requesting entity's
 	done  bool
+
+	// acquired is the Acquire's span, when traced: the parent of the
+	// spans of the lease's changes, linked from its Commit or Rollback
+	// (docs/design.md §16).
+	acquired trace.Span
 
 	// one and loneBuf back parts and parts[0].entries of a lone fast-path
 	// admission (admitted), so that lease is one allocation.
@@ -177,6 +183,12 @@ func (l *Lease) entries(name string) ([]*leaseEntry, error) {
 // and changes nothing. Nothing is written until Commit. A soft limit never
 // rejects, nor does a bypassed part.
 func (l *Lease) Consume(name string, tokens int64) error {
+	err := l.consume(name, tokens)
+	l.lim.tel.leaseChanged(l, "consume", name, tokens, err)
+	return err
+}
+
+func (l *Lease) consume(name string, tokens int64) error {
 	if tokens < 0 {
 		return schema.NewValidationError("amount", name, "consume amounts must be ≥ 0")
 	}
@@ -221,6 +233,12 @@ func (l *Lease) Consume(name string, tokens int64) error {
 // gives tokens back) on every part. It never rejects and may drive a
 // balance negative.
 func (l *Lease) Adjust(name string, delta int64) error {
+	err := l.change(name, delta)
+	l.lim.tel.leaseChanged(l, "adjust", name, delta, err)
+	return err
+}
+
+func (l *Lease) change(name string, delta int64) error {
 	milli, ok := bucket.ToMilli(delta)
 	if !ok {
 		return schema.NewValidationError("amount", name, "amount × 1000 must fit in 64 bits")
@@ -239,20 +257,30 @@ func (l *Lease) Adjust(name string, delta int64) error {
 }
 
 // Release gives back tokens of a declared limit: Adjust(name, −tokens).
-func (l *Lease) Release(name string, tokens int64) error { return l.Adjust(name, -tokens) }
+func (l *Lease) Release(name string, tokens int64) error {
+	err := l.change(name, -tokens)
+	l.lim.tel.leaseChanged(l, "release", name, tokens, err)
+	return err
+}
 
 // Commit writes the changes made since admission — one Adjust-shaped write
 // (docs/design.md §3) per part that changed, independent of each other — and ends
 // the lease. Every part is attempted; the errors are joined.
 func (l *Lease) Commit(ctx context.Context) error {
-	return l.finish(ctx, func(e leaseEntry) int64 { return e.delta })
+	ctx, call := l.lim.tel.startLease(ctx, leaseCommit, l)
+	err := l.finish(ctx, func(e leaseEntry) int64 { return e.delta })
+	l.lim.tel.endLease(ctx, call, l, err)
+	return err
 }
 
 // Rollback gives back the admission — one Adjust write per part negating
 // the initial consumption (changes made since were never written) — and
 // ends the lease. Failed writes are logged and returned.
 func (l *Lease) Rollback(ctx context.Context) error {
-	return l.finish(ctx, func(e leaseEntry) int64 { return -e.initial })
+	ctx, call := l.lim.tel.startLease(ctx, leaseRollback, l)
+	err := l.finish(ctx, func(e leaseEntry) int64 { return -e.initial })
+	l.lim.tel.endLease(ctx, call, l, err)
+	return err
 }
 
 func (l *Lease) finish(ctx context.Context, delta func(leaseEntry) int64) error {

@@ -3,11 +3,14 @@ package limiter
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"runtime"
 	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/bucketwrite"
@@ -47,6 +50,7 @@ type Limiter struct {
 	// error: no local rejection then (docs/design.md §10).
 	degraded atomic.Bool
 	stats    counters
+	tel      *telemetry
 	now      func() time.Time
 	intn     func(int) int
 	log      *slog.Logger
@@ -65,7 +69,14 @@ func New(db DB, table, ns string, o Options) (*Limiter, error) {
 	if err := schema.ValidateNamespaceID(ns); err != nil {
 		return nil, err
 	}
-	return newLimiter(db, table, ns, o)
+	l, err := newLimiter(db, table, ns, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.observeCache(); err != nil {
+		return nil, err
+	}
+	return l, nil
 }
 
 // newLimiter is New without the namespace check: Open sets the namespace
@@ -78,6 +89,12 @@ func newLimiter(db DB, table, ns string, o Options) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
+	tel, err := newTelemetry(o, table)
+	if err != nil {
+		return nil, err
+	}
+	// Every call, the config store's included, is observed (docs/design.md §16).
+	db = observedDB{DB: db, t: tel}
 	rejects := newRejectionCache(o.RejectionCacheSize, o.RejectionCacheTTL, o.Clock)
 	// This process's config and entity writes through Store() clear the
 	// rejection cache before and after (docs/design.md §10).
@@ -85,7 +102,7 @@ func newLimiter(db DB, table, ns string, o Options) (*Limiter, error) {
 		config.WithOnChange(rejects.clear))
 	return &Limiter{
 		db: newOnceWrites(db, o.Sleep), table: table, ns: ns,
-		store: store, resolver: store.Resolver(), rejects: rejects,
+		store: store, resolver: store.Resolver(), rejects: rejects, tel: tel,
 		writes: bucketwrite.NewWrites(table), pairs: newPairCache(o.PairCacheSize, o.PairCacheTTL, o.Clock),
 		now: o.Clock, intn: o.Rand, log: o.Logger, sleep: o.Sleep,
 		speculative:   !o.DisableSpeculativeWrites,
@@ -121,7 +138,25 @@ func Open(ctx context.Context, db DB, table, namespace string, o Options) (*Limi
 	if l.ns, err = resolveNamespace(ctx, l.store, namespace); err != nil {
 		return nil, err
 	}
+	if err := l.observeCache(); err != nil {
+		return nil, err
+	}
 	return l, nil
+}
+
+// observeCache has the rejection cache's counters reported to the meter
+// provider (telemetry.go) until the limiter is collected: the callback
+// holds the cache, and a cleanup on the limiter drops the registration.
+func (l *Limiter) observeCache() error {
+	if l.rejects == nil {
+		return nil
+	}
+	reg, err := l.tel.observeCache(l.rejects, l.ns)
+	if err != nil {
+		return fmt.Errorf("limiter: telemetry: %w", err)
+	}
+	runtime.AddCleanup(l, func(r metric.Registration) { _ = r.Unregister() }, reg)
+	return nil
 }
 
 // resolveNamespace is the namespace id of namespace, a name or an id (see
@@ -177,6 +212,15 @@ type Stats struct {
 	// RejectionCacheEntries is the number of bucket shards the rejection
 	// cache holds now.
 	RejectionCacheEntries int
+	// RejectionCacheHits counts the rejection cache's lookups that found a
+	// trusted state of the pair (one per pair judged: an acquire judges
+	// its pair, and the parent's when the child's state names one),
+	// whether or not the state then rejected.
+	RejectionCacheHits int64
+	// RejectionCacheEvictions counts the pairs the rejection cache dropped
+	// to stay within Options.RejectionCacheSize, least recently stored
+	// first.
+	RejectionCacheEvictions int64
 }
 
 type counters struct {
@@ -185,10 +229,13 @@ type counters struct {
 
 // Stats returns the limiter's counters, for a caller's metrics.
 func (l *Limiter) Stats() Stats {
+	rc := l.rejects.stats()
 	return Stats{
-		LocalRejections:       l.stats.localRejections.Load(),
-		ServerRejections:      l.stats.serverRejections.Load(),
-		RejectionCacheEntries: l.rejects.len(),
+		LocalRejections:         l.stats.localRejections.Load(),
+		ServerRejections:        l.stats.serverRejections.Load(),
+		RejectionCacheEntries:   rc.entries,
+		RejectionCacheHits:      rc.hits,
+		RejectionCacheEvictions: rc.evictions,
 	}
 }
 

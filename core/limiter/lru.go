@@ -14,6 +14,9 @@ type lruPart[K comparable, V any] struct {
 	max   int
 	order list.List // of *lruEntry[K, V], most recent first
 	byKey map[K]*list.Element
+	// evicted counts the entries put dropped to stay within max (init
+	// keeps it).
+	evicted int64
 }
 
 type lruEntry[K comparable, V any] struct {
@@ -55,6 +58,7 @@ func (p *lruPart[K, V]) put(k K, v V, at time.Time) *lruEntry[K, V] {
 	p.byKey[k] = p.order.PushFront(e)
 	for p.order.Len() > p.max {
 		p.remove(p.order.Back())
+		p.evicted++
 	}
 	return e
 }

@@ -6,6 +6,9 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/internal/wait"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
@@ -60,6 +63,24 @@ type Options struct {
 	// Sleep waits between transaction-conflict and throttle retries (default a timer
 	// that honours ctx). Tests inject one that does not sleep.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// MeterProvider receives the limiter's metrics: acquisitions by
+	// result, acquire durations by path, DynamoDB calls and write units,
+	// lease commits, rollbacks and changes, the rejection cache's entries,
+	// hits and evictions (README "Metrics and traces", docs/design.md §16).
+	// Nil means the global provider (otel.GetMeterProvider()), which
+	// records nothing until the program sets one.
+	MeterProvider metric.MeterProvider
+	// TracerProvider receives a span per Acquire, Commit, Rollback and
+	// lease change, with a child span per DynamoDB call. Nil means the
+	// global provider (otel.GetTracerProvider()): no span is started
+	// until the program sets one, and one set after the limiter was made
+	// is used from then on.
+	TracerProvider trace.TracerProvider
+	// TelemetryEntityIDs adds the entity id (zae_limiter.entity) to the
+	// acquisition and lease metrics and to the spans. Off by default: a
+	// series per entity can be unbounded, and an entity id may be a key a
+	// service keeps to itself.
+	TelemetryEntityIDs bool
 }
 
 // Pair cache bounds (Options.PairCacheSize, Options.PairCacheTTL).

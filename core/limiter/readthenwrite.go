@@ -46,6 +46,7 @@ var errContention = errors.New("limiter: slow path lost its write race repeatedl
 // passes or the back-offs run out, the request is rejected from the
 // freshest state read (contended). Only DynamoDB failing is an error.
 func (l *Limiter) readThenWrite(ctx context.Context, req *request, shard int) (*Lease, error) {
+	req.path = pathSlow
 	conflicts := 0
 	var verdict *RateLimitExceeded
 	for pass := 0; pass < maxPasses+conflicts; pass++ {

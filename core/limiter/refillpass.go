@@ -270,6 +270,7 @@ const (
 // this request): a held image may predate another process's credit, so a
 // shortfall on it sends the request to the fast path instead.
 func (l *Limiter) refillAcquire(ctx context.Context, req *request, id schema.BucketID, img *bucketitem.Image, fresh, cascade bool) (*Lease, next, error) {
+	req.path = pathRefillPass
 	for range maxPasses {
 		now := l.nowMs()
 		if img != nil && img.HasVU && img.VU > now {

@@ -9,6 +9,7 @@ package limiter
 import (
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
@@ -45,6 +46,9 @@ type rejectionPart struct {
 	// epoch moves on every forget and clear: a response whose mark is
 	// older may predate a credit and is not stored.
 	epoch uint64
+	// hits counts the lookups (trusted) that found a trusted state of the
+	// pair; read by Limiter.Stats.
+	hits atomic.Int64
 	lruPart[pairKey, *shardStates]
 }
 
@@ -125,10 +129,14 @@ func (c *rejectionCache) trusted(entity, resource string, count int, dst *[schem
 	if e == nil {
 		return
 	}
+	hit := false
 	for s, slot := range e.val.slots[:min(count, len(e.val.slots))] {
 		if slot.img != nil && now.Sub(slot.at) < c.ttl {
-			dst[s] = slot.img
+			dst[s], hit = slot.img, true
 		}
+	}
+	if hit {
+		p.hits.Add(1)
 	}
 }
 
@@ -160,26 +168,33 @@ func (c *rejectionCache) clear() {
 	}
 }
 
-// len is the number of shard states held (stale ones included until
-// evicted).
-func (c *rejectionCache) len() int {
+// rejectionCacheStats are the rejection cache's counters (Limiter.Stats).
+type rejectionCacheStats struct {
+	entries         int   // shard states held (stale ones included until evicted)
+	hits, evictions int64 // lookups that found a trusted state; pairs evicted
+}
+
+// stats reads the cache's counters, part by part.
+func (c *rejectionCache) stats() rejectionCacheStats {
+	var st rejectionCacheStats
 	if c == nil {
-		return 0
+		return st
 	}
-	n := 0
 	for i := range c.parts {
 		p := &c.parts[i]
 		p.mu.RLock()
 		for _, el := range p.byKey {
 			for _, s := range el.Value.(*lruEntry[pairKey, *shardStates]).val.slots {
 				if s.img != nil {
-					n++
+					st.entries++
 				}
 			}
 		}
+		st.evictions += p.evicted
 		p.mu.RUnlock()
+		st.hits += p.hits.Load()
 	}
-	return n
+	return st
 }
 
 // remember stores a state DynamoDB returned for id, unless something was

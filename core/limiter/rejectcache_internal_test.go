@@ -333,7 +333,8 @@ func TestRejectLocallyCascade(t *testing.T) {
 }
 
 // TestRejectionCacheBounded: a million distinct shards leave the cache at
-// its bound, the most recently stored kept.
+// its bound, the most recently stored kept, and every pair dropped is
+// counted as an eviction (Stats.RejectionCacheEvictions).
 func TestRejectionCacheBounded(t *testing.T) {
 	now := time.UnixMilli(rcNow)
 	c := newRejectionCache(10_000, time.Second, func() time.Time { return now })
@@ -342,8 +343,12 @@ func TestRejectionCacheBounded(t *testing.T) {
 		k := shardKey{"key-" + strconv.Itoa(i), "api", 0}
 		c.store(k, img, c.mark(k.entity, k.resource))
 	}
-	if n := c.len(); n > 10_000+rejectionParts || n < 9_000 {
+	st := c.stats()
+	if n := st.entries; n > 10_000+rejectionParts || n < 9_000 {
 		t.Fatalf("the cache holds %d shards, want about 10 000", n)
+	}
+	if st.evictions != int64(1_000_000-st.entries) {
+		t.Fatalf("%d evictions with %d of 1 000 000 pairs held, want %d", st.evictions, st.entries, 1_000_000-st.entries)
 	}
 	if c.lookup(shardKey{"key-999999", "api", 0}) == nil {
 		t.Fatal("the last shard stored is gone")

@@ -39,6 +39,9 @@ type request struct {
 	// lostMoves counts the slow passes whose quota move off a sibling was
 	// lost (ADR-145: re-read once, then start a covered slot empty).
 	lostMoves int
+	// path is the acquire path entered last: the one that answered
+	// (telemetry.go).
+	path acquirePath
 	// small holds declared for the common request of a few limits, so a
 	// request is one allocation.
 	small [4]bucketwrite.Declared

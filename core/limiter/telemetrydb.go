@@ -1,0 +1,305 @@
+package limiter
+
+// The DynamoDB side of the telemetry (docs/design.md §16): every call the
+// limiter sends, counted by operation and outcome, its write units
+// estimated, and a client span per call, a child of the Acquire or lease
+// span it was made under.
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// dbOp is a DynamoDB operation of the DB interface.
+type dbOp uint8
+
+const (
+	opUpdateItem dbOp = iota
+	opPutItem
+	opGetItem
+	opBatchGetItem
+	opQuery
+	opTransactWriteItems
+	opBatchWriteItem
+	opDeleteItem
+	numDBOps
+)
+
+var dbOpNames = [numDBOps]string{"UpdateItem", "PutItem", "GetItem", "BatchGetItem", "Query", "TransactWriteItems", "BatchWriteItem", "DeleteItem"}
+
+// observedDB is the limiter's DB with every call observed. It sits under
+// onceWrites, so each throttle retry is a call of its own, and under the
+// config store, so config reads are observed too.
+type observedDB struct {
+	DB
+	t *telemetry
+}
+
+// startCall begins a call's span, when spans are on.
+func (t *telemetry) startCall(ctx context.Context, op dbOp) (context.Context, trace.Span) {
+	if !t.tracing() {
+		return ctx, nil
+	}
+	return t.tracer.Start(ctx, t.callNames[op], t.callStart[op]...)
+}
+
+// endCall counts a call by its outcome, adds the write units units()
+// estimates when it wrote (or was charged as if it had), and ends its
+// span.
+func (t *telemetry) endCall(ctx context.Context, span trace.Span, op dbOp, err error, units func() int64) {
+	o := outcomeOf(err)
+	t.calls.Add(ctx, 1, t.callOpts[op][o]...)
+	if units != nil && (o == outcomeOK || o == outcomeConditionalFailed) && t.writeUnits.Enabled(ctx) {
+		t.writeUnits.Add(ctx, units(), t.unitOpts[op]...)
+	}
+	if span == nil {
+		return
+	}
+	span.SetAttributes(t.outcomeKVs[o]...)
+	if err != nil {
+		span.SetAttributes(semconv.ErrorTypeKey.String(errorType(err)))
+		if o == outcomeThrottled || o == outcomeError {
+			// A failed condition or a conflict is the limiter's answer
+			// (a verdict, contention), not a fault: the span stays unset.
+			failed(span, err)
+		}
+	}
+	span.End()
+}
+
+// outcomeOf classifies a call's error.
+func outcomeOf(err error) outcome {
+	if err == nil {
+		return outcomeOK
+	}
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return outcomeConditionalFailed
+	}
+	var tce *types.TransactionCanceledException
+	if errors.As(err, &tce) {
+		o := outcomeError
+		for _, r := range tce.CancellationReasons {
+			switch aws.ToString(r.Code) {
+			case "ConditionalCheckFailed":
+				return outcomeConditionalFailed
+			case "TransactionConflict":
+				o = outcomeConflict
+			case "ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded":
+				if o == outcomeError {
+					o = outcomeThrottled
+				}
+			}
+		}
+		return o
+	}
+	if throttled(err) {
+		return outcomeThrottled
+	}
+	return outcomeError
+}
+
+// errorType is the error.type of a failed call: DynamoDB's error code, or
+// _OTHER (the semantic conventions' fallback).
+func errorType(err error) string {
+	var api smithy.APIError
+	if errors.As(err, &api) && api.ErrorCode() != "" {
+		return api.ErrorCode()
+	}
+	return "_OTHER"
+}
+
+// Write units, estimated the way docs/costs.md prices a write: one unit
+// per started KB of the item, at least one, a failed condition charged as
+// a write of the item it failed on (one unit when there is none), and
+// every item of a transaction twice. The size is the item the call shows —
+// the image it returns, the item it puts — and one unit where it shows
+// none (a write that returns nothing, a transaction's update). Index
+// writes are not counted: the limiter cannot see the table's projections.
+
+func (d observedDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	ctx, span := d.t.startCall(ctx, opUpdateItem)
+	out, err := d.DB.UpdateItem(ctx, in, opts...)
+	d.t.endCall(ctx, span, opUpdateItem, err, func() int64 {
+		if out != nil {
+			return itemUnits(out.Attributes)
+		}
+		return failedItemUnits(err)
+	})
+	return out, err
+}
+
+func (d observedDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	ctx, span := d.t.startCall(ctx, opPutItem)
+	out, err := d.DB.PutItem(ctx, in, opts...)
+	d.t.endCall(ctx, span, opPutItem, err, func() int64 { return max(itemUnits(in.Item), failedItemUnits(err)) })
+	return out, err
+}
+
+func (d observedDB) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	ctx, span := d.t.startCall(ctx, opDeleteItem)
+	out, err := d.DB.DeleteItem(ctx, in, opts...)
+	d.t.endCall(ctx, span, opDeleteItem, err, func() int64 {
+		if out != nil {
+			return itemUnits(out.Attributes)
+		}
+		return failedItemUnits(err)
+	})
+	return out, err
+}
+
+func (d observedDB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	ctx, span := d.t.startCall(ctx, opTransactWriteItems)
+	out, err := d.DB.TransactWriteItems(ctx, in, opts...)
+	d.t.endCall(ctx, span, opTransactWriteItems, err, func() int64 {
+		var n int64
+		for _, it := range in.TransactItems {
+			if it.Put != nil {
+				n += itemUnits(it.Put.Item)
+			} else {
+				n++
+			}
+		}
+		return 2 * n
+	})
+	return out, err
+}
+
+func (d observedDB) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error) {
+	ctx, span := d.t.startCall(ctx, opBatchWriteItem)
+	out, err := d.DB.BatchWriteItem(ctx, in, opts...)
+	d.t.endCall(ctx, span, opBatchWriteItem, err, func() int64 {
+		n := batchUnits(in.RequestItems)
+		if out != nil {
+			n -= batchUnits(out.UnprocessedItems)
+		}
+		return max(n, 0)
+	})
+	return out, err
+}
+
+func (d observedDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	ctx, span := d.t.startCall(ctx, opGetItem)
+	out, err := d.DB.GetItem(ctx, in, opts...)
+	d.t.endCall(ctx, span, opGetItem, err, nil)
+	return out, err
+}
+
+func (d observedDB) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	ctx, span := d.t.startCall(ctx, opBatchGetItem)
+	out, err := d.DB.BatchGetItem(ctx, in, opts...)
+	d.t.endCall(ctx, span, opBatchGetItem, err, nil)
+	return out, err
+}
+
+func (d observedDB) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	ctx, span := d.t.startCall(ctx, opQuery)
+	out, err := d.DB.Query(ctx, in, opts...)
+	d.t.endCall(ctx, span, opQuery, err, nil)
+	return out, err
+}
+
+// failedItemUnits is what a write whose condition failed is charged: the
+// item it failed on (ReturnValuesOnConditionCheckFailure), or one unit.
+func failedItemUnits(err error) int64 {
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return itemUnits(ccf.Item)
+	}
+	return 1
+}
+
+// batchUnits is the write units of a BatchWriteItem's requests.
+func batchUnits(reqs map[string][]types.WriteRequest) int64 {
+	var n int64
+	for _, rs := range reqs {
+		for _, r := range rs {
+			if r.PutRequest != nil {
+				n += itemUnits(r.PutRequest.Item)
+			} else {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// itemUnits is the write units of an item: one per started KB, at least
+// one (an empty or absent item is one).
+func itemUnits(item map[string]types.AttributeValue) int64 {
+	return max(1, (int64(itemSize(item))+1023)/1024)
+}
+
+// itemSize is an item's size as DynamoDB counts it: the names' and the
+// values' bytes, a number about one byte per two significant digits plus
+// one, a list or map three bytes plus one per element.
+func itemSize(item map[string]types.AttributeValue) int {
+	n := 0
+	for name, v := range item {
+		n += len(name) + valueSize(v)
+	}
+	return n
+}
+
+func valueSize(v types.AttributeValue) int {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return len(v.Value)
+	case *types.AttributeValueMemberN:
+		return numberSize(v.Value)
+	case *types.AttributeValueMemberB:
+		return len(v.Value)
+	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
+		return 1
+	case *types.AttributeValueMemberSS:
+		n := 0
+		for _, s := range v.Value {
+			n += len(s)
+		}
+		return n
+	case *types.AttributeValueMemberNS:
+		n := 0
+		for _, s := range v.Value {
+			n += numberSize(s)
+		}
+		return n
+	case *types.AttributeValueMemberBS:
+		n := 0
+		for _, b := range v.Value {
+			n += len(b)
+		}
+		return n
+	case *types.AttributeValueMemberL:
+		n := 3
+		for _, e := range v.Value {
+			n += 1 + valueSize(e)
+		}
+		return n
+	case *types.AttributeValueMemberM:
+		n := 3
+		for k, e := range v.Value {
+			n += 1 + len(k) + valueSize(e)
+		}
+		return n
+	}
+	return 0
+}
+
+// numberSize is a number's size: one byte per two significant digits,
+// plus one.
+func numberSize(s string) int {
+	s = strings.TrimPrefix(s, "-")
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		s = s[:i]
+	}
+	s = strings.Replace(s, ".", "", 1)
+	return (max(len(strings.Trim(s, "0")), 1)+1)/2 + 1
+}
