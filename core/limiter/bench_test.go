@@ -721,8 +721,16 @@ func cannedBare(tb testing.TB, canned *cannedDynamoDB) func() error {
 // the fast path fails.
 func cannedAcquire(tb testing.TB, canned *cannedDynamoDB) func() error {
 	tb.Helper()
+	return cannedAcquireWith(tb, canned, limiter.Options{})
+}
+
+// cannedAcquireWith is cannedAcquire by a limiter with options o (its
+// clock cannedClock).
+func cannedAcquireWith(tb testing.TB, canned *cannedDynamoDB, o limiter.Options) func() error {
+	tb.Helper()
 	ctx := context.Background()
-	lim, err := limiter.New(canned.client(), cannedTable, benchNS, limiter.Options{Clock: cannedClock})
+	o.Clock = cannedClock
+	lim, err := limiter.New(canned.client(), cannedTable, benchNS, o)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -939,12 +947,20 @@ func (d imageDB) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(
 // DB hands back the canned answer with no SDK call (imageDB).
 func sdkFreeAcquire(tb testing.TB) func() error {
 	tb.Helper()
+	return sdkFreeAcquireWith(tb, limiter.Options{})
+}
+
+// sdkFreeAcquireWith is sdkFreeAcquire by a limiter with options o (its
+// clock cannedClock).
+func sdkFreeAcquireWith(tb testing.TB, o limiter.Options) func() error {
+	tb.Helper()
 	ctx := context.Background()
 	out, err := newCannedDynamoDB().client().UpdateItem(ctx, cannedFastPath(tb, cannedTable, cannedNow))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	lim, err := limiter.New(imageDB{out: out}, cannedTable, benchNS, limiter.Options{Clock: cannedClock})
+	o.Clock = cannedClock
+	lim, err := limiter.New(imageDB{out: out}, cannedTable, benchNS, o)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -8,7 +8,6 @@ package limiter
 import (
 	"context"
 	"errors"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -63,9 +62,8 @@ func (t *telemetry) endCall(ctx context.Context, span trace.Span, op dbOp, err e
 	if span == nil {
 		return
 	}
-	span.SetAttributes(t.outcomeKVs[o]...)
 	if err != nil {
-		span.SetAttributes(semconv.ErrorTypeKey.String(errorType(err)))
+		span.SetAttributes(t.outcomeKVs[o][0], semconv.ErrorTypeKey.String(errorType(err)))
 		if o == outcomeThrottled || o == outcomeError {
 			// A failed condition or a conflict is the limiter's answer
 			// (a verdict, contention), not a fault: the span stays unset.
@@ -296,10 +294,20 @@ func valueSize(v types.AttributeValue) int {
 // numberSize is a number's size: one byte per two significant digits,
 // plus one.
 func numberSize(s string) int {
-	s = strings.TrimPrefix(s, "-")
-	if i := strings.IndexAny(s, "eE"); i >= 0 {
-		s = s[:i]
+	digits, zeros := 0, 0 // significant digits so far; trailing zeros among them
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == 'e' || c == 'E':
+			i = len(s) // the exponent adds no digits
+		case c == '0':
+			if digits > 0 {
+				digits++
+				zeros++
+			}
+		case c >= '1' && c <= '9':
+			digits++
+			zeros = 0
+		}
 	}
-	s = strings.Replace(s, ".", "", 1)
-	return (max(len(strings.Trim(s, "0")), 1)+1)/2 + 1
+	return (max(digits-zeros, 1)+1)/2 + 1
 }

@@ -1,0 +1,107 @@
+package limiter_test
+
+// What the limiter's metrics and spans (docs/design.md §16) cost a
+// fast-path acquire, on BenchmarkClientCost's canned endpoint.
+
+import (
+	"context"
+	"testing"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/zae-limiter/zae-limiter-go/core/limiter"
+)
+
+// telemetryOn returns options with the SDK's providers, exporting
+// nothing: a meter provider read by a manual reader that is never
+// collected, a tracer provider with no exporter (every span sampled and
+// recorded, then dropped at End). They are shut down when tb ends.
+func telemetryOn(tb testing.TB) limiter.Options {
+	tb.Helper()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	tp := sdktrace.NewTracerProvider()
+	tb.Cleanup(func() {
+		_ = mp.Shutdown(context.Background())
+		_ = tp.Shutdown(context.Background())
+	})
+	return limiter.Options{MeterProvider: mp, TracerProvider: tp}
+}
+
+// BenchmarkTelemetryCost measures the CPU time and allocations metrics
+// and tracing add to a fast-path acquire: on is BenchmarkClientCost's
+// acquire by a limiter with the SDK's providers (telemetryOn), off the
+// same acquire with no provider set (the global no-op), both against the
+// canned endpoint; metrics-only has the SDK's meter provider and the
+// no-op tracer provider. After its timed loop, each of on and metrics-only
+// runs b.N more acquires interleaved with b.N of off (pairedCost) and
+// reports itself over off: ns-ratio (CPU time; the goal is ≤ 1.03),
+// allocs-ratio, and the allocations and bytes it adds per acquire
+// (allocs-added, B-added). limiter-only-off and limiter-only-on are the
+// acquire with no SDK call (BenchmarkClientCost's limiter-only), off and
+// on: the instrumentation's share in absolute terms.
+func BenchmarkTelemetryCost(b *testing.B) {
+	b.Run("off", func(b *testing.B) {
+		measureClientCost(b, cannedAcquire(b, newCannedDynamoDB()))
+	})
+	paired := func(b *testing.B, o limiter.Options) {
+		canned := newCannedDynamoDB()
+		acquire := cannedAcquireWith(b, canned, o)
+		before := canned.calls.Load()
+		measureClientCost(b, acquire)
+		op, ref, err := pairedCost(b.N, acquire, cannedAcquire(b, newCannedDynamoDB()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if calls := canned.calls.Load() - before; calls != 2*int64(b.N) {
+			b.Fatalf("%d acquires sent %d requests, want one each", 2*b.N, calls)
+		}
+		b.ReportMetric(op.cpu/ref.cpu, "ns-ratio")
+		b.ReportMetric(op.allocs/ref.allocs, "allocs-ratio")
+		b.ReportMetric(op.allocs-ref.allocs, "allocs-added")
+		b.ReportMetric(op.bytes-ref.bytes, "B-added")
+	}
+	b.Run("on", func(b *testing.B) { paired(b, telemetryOn(b)) })
+	b.Run("metrics-only", func(b *testing.B) {
+		o := telemetryOn(b)
+		o.TracerProvider = tracenoop.NewTracerProvider()
+		paired(b, o)
+	})
+	b.Run("limiter-only-off", func(b *testing.B) {
+		measureClientCost(b, sdkFreeAcquire(b))
+	})
+	b.Run("limiter-only-on", func(b *testing.B) {
+		measureClientCost(b, sdkFreeAcquireWith(b, telemetryOn(b)))
+	})
+}
+
+// TestTelemetryCostSetup runs BenchmarkTelemetryCost's on side as the
+// benchmark does, with a span recorder and a reader beside: every acquire
+// is one UpdateItem on the fast path, counted, timed and traced (an
+// acquire span and its call's span), so the benchmark measures the
+// instrumentation at work and not a path that skips it.
+func TestTelemetryCostSetup(t *testing.T) {
+	ob := newObserved(t)
+	canned := newCannedDynamoDB()
+	acquire := cannedAcquireWith(t, canned, ob.options(limiter.Options{}))
+	const n = 2*pairBlock + 1
+	before, spans := canned.calls.Load(), len(ob.spans.Ended())
+	op, ref, err := pairedCost(n, acquire, cannedAcquire(t, newCannedDynamoDB()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls := canned.calls.Load() - before; calls != n {
+		t.Errorf("%d acquires sent %d requests, want one each", n, calls)
+	}
+	if got := len(ob.spans.Ended()) - spans; got != 2*n {
+		t.Errorf("%d acquires ended %d spans, want 2 each", n, got)
+	}
+	fast := ob.count("zae_limiter.acquire.duration", limiter.AttrPath.String("fast"), limiter.AttrResult.String("admitted"))
+	if fast != n+1 { // and the setup's acquire
+		t.Errorf("%d fast-path admissions timed, want %d", fast, n+1)
+	}
+	if op.cpu <= 0 || ref.cpu <= 0 {
+		t.Errorf("pairedCost measured %+v and %+v per call", op, ref)
+	}
+}
