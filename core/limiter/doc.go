@@ -39,6 +39,16 @@
 //
 // Contention is never an outage: a hot key gets an admission or a 429.
 //
+// # Metrics and traces
+//
+// Options.MeterProvider and Options.TracerProvider (the global
+// OpenTelemetry providers when unset) receive counts of acquisitions by
+// result, acquire durations by the path that answered, the DynamoDB calls
+// and their write units, lease settles and changes, and the rejection
+// cache's counters, and a span per Acquire, Commit, Rollback and lease
+// change with each DynamoDB call as a child. Unused, they cost no
+// allocation. The attribute keys are the Attr constants.
+//
 // # Guarantees
 //
 // A bucket never admits more than a token bucket of its capacity would,

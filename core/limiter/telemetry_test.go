@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"runtime"
 	"slices"
 	"strconv"
 	"testing"
@@ -629,4 +630,44 @@ func TestTelemetryRejectionCache(t *testing.T) {
 	if hits < 3 {
 		t.Fatalf("%d hits, want at least the 3 acquires on a pair just stored", hits)
 	}
+}
+
+// TestTelemetryCacheObservationEndsWithTheLimiter: a limiter that is no
+// longer used stops being observed (its callback is unregistered once it
+// is collected), so a process that makes limiters and drops them keeps
+// neither them nor their series.
+func TestTelemetryCacheObservationEndsWithTheLimiter(t *testing.T) {
+	ob := newObserved(t)
+	const gone = "gOnEnAmEsP0"
+	where := limiter.AttrNamespace.String(gone)
+	observedNow := func() bool {
+		m := ob.metric("zae_limiter.rejection_cache.entries")
+		if m == nil {
+			return false
+		}
+		for _, set := range dataPointSets(*m) {
+			if has(set, []attribute.KeyValue{where}) {
+				return true
+			}
+		}
+		return false
+	}
+	func() { // the limiter is garbage once this returns
+		lim, err := limiter.New(nil, "t", gone, ob.options(limiter.Options{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !observedNow() {
+			t.Fatal("a live limiter's rejection cache is not observed")
+		}
+		runtime.KeepAlive(lim)
+	}()
+	for range 50 {
+		runtime.GC()
+		runtime.Gosched()
+		if !observedNow() {
+			return
+		}
+	}
+	t.Fatal("a collected limiter's rejection cache is still observed after 50 collections")
 }
