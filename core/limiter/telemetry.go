@@ -394,11 +394,15 @@ func (t *telemetry) startAcquire(ctx context.Context, entity, resource string) (
 // that answered and ends its span. The lease, if any, keeps the span as
 // the parent of its changes' spans.
 func (t *telemetry) endAcquire(ctx context.Context, c acquireCall, path acquirePath, lease *Lease, err error) {
+	counting, timing := t.acquisitions.Enabled(ctx), !c.start.IsZero() && path != pathNone
+	if !counting && !timing && c.span == nil {
+		return // unused: not even the result is worked out
+	}
 	res := resultOf(lease, err)
-	if t.acquisitions.Enabled(ctx) {
+	if counting {
 		t.acquisitions.Add(ctx, 1, t.acquisitionOpts(c.entity, c.resource, res)...)
 	}
-	if !c.start.IsZero() && path != pathNone {
+	if timing {
 		t.duration.Record(ctx, time.Since(c.start).Seconds(), t.durOpts[path][res]...)
 	}
 	if c.span == nil {
@@ -421,6 +425,12 @@ func resultOf(lease *Lease, err error) acquireResult {
 			return resultUnavailable // on_unavailable=allow
 		}
 		return resultAdmitted
+	}
+	if rle, ok := err.(*RateLimitExceeded); ok { //nolint:errorlint // the common 429, cheaply
+		if rle.Local {
+			return resultRejectedLocally
+		}
+		return resultRejected
 	}
 	var (
 		rle *RateLimitExceeded

@@ -72,3 +72,22 @@ func TestGlobalTracerProviderUnsetStartsNoSpan(t *testing.T) {
 		}
 	}
 }
+
+// FuzzNumberSize: the size of any number string DynamoDB could return
+// (or any string at all) is at least 2 bytes and at most one per two
+// characters plus two, and never panics.
+func FuzzNumberSize(f *testing.F) {
+	for _, s := range []string{"0", "-1795953600001", "1.50", "105.0", "1e10", "-0.000", "", "9999999999999999999999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n := numberSize(s)
+		if hi := (max(len(s), 1)+1)/2 + 1; n < 2 || n > hi {
+			t.Fatalf("numberSize(%q) = %d, want 2..%d", s, n, hi)
+		}
+		item := map[string]types.AttributeValue{s: &types.AttributeValueMemberN{Value: s}}
+		if got := itemSize(item); got != len(s)+n {
+			t.Fatalf("itemSize of {%q: N %q} = %d, want %d", s, s, got, len(s)+n)
+		}
+	})
+}

@@ -54,9 +54,15 @@ func (t *telemetry) startCall(ctx context.Context, op dbOp) (context.Context, tr
 // estimates when it wrote (or was charged as if it had), and ends its
 // span.
 func (t *telemetry) endCall(ctx context.Context, span trace.Span, op dbOp, err error, units func() int64) {
+	counting, pricing := t.calls.Enabled(ctx), units != nil && t.writeUnits.Enabled(ctx)
+	if !counting && !pricing && span == nil {
+		return // unused: the error is not even classified
+	}
 	o := outcomeOf(err)
-	t.calls.Add(ctx, 1, t.callOpts[op][o]...)
-	if units != nil && (o == outcomeOK || o == outcomeConditionalFailed) && t.writeUnits.Enabled(ctx) {
+	if counting {
+		t.calls.Add(ctx, 1, t.callOpts[op][o]...)
+	}
+	if pricing && (o == outcomeOK || o == outcomeConditionalFailed) {
 		t.writeUnits.Add(ctx, units(), t.unitOpts[op]...)
 	}
 	if span == nil {
