@@ -53,7 +53,7 @@ type Lease struct {
 
 	// acquired is the Acquire's span, when traced: the parent of the
 	// spans of the lease's changes, linked from its Commit or Rollback
-	// (docs/design.md §16).
+	// (docs/design.md §18).
 	acquired trace.Span
 
 	// one and loneBuf back parts and parts[0].entries of a lone fast-path

@@ -93,7 +93,7 @@ func newLimiter(db DB, table, ns string, o Options) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Every call, the config store's included, is observed (docs/design.md §16).
+	// Every call, the config store's included, is observed (docs/design.md §18).
 	db = observedDB{DB: db, t: tel}
 	rejects := newRejectionCache(o.RejectionCacheSize, o.RejectionCacheTTL, o.Clock)
 	// This process's config and entity writes through Store() clear the

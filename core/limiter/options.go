@@ -66,7 +66,7 @@ type Options struct {
 	// MeterProvider receives the limiter's metrics: acquisitions by
 	// result, acquire durations by path, DynamoDB calls and write units,
 	// lease commits, rollbacks and changes, the rejection cache's entries,
-	// hits and evictions (README "Metrics and traces", docs/design.md §16).
+	// hits and evictions (README "Metrics and traces", docs/design.md §18).
 	// Nil means the global provider (otel.GetMeterProvider()), which
 	// records nothing until the program sets one.
 	MeterProvider metric.MeterProvider

@@ -1,6 +1,6 @@
 package limiter
 
-// Telemetry (docs/design.md §16): the limiter's OpenTelemetry metrics and
+// Telemetry (docs/design.md §18): the limiter's OpenTelemetry metrics and
 // spans. The acquire and lease code calls the methods of a *telemetry and
 // nothing else of OpenTelemetry; the DynamoDB calls are observed by the DB
 // wrapper of telemetrydb.go.
@@ -8,7 +8,7 @@ package limiter
 // Unused, it costs next to nothing: with no provider set (the global
 // no-op), no span is started, no clock is read and no attribute is built;
 // each instrument is asked whether it is enabled, and a measurement that
-// is made passes an option list built once (docs/decisions.md P49).
+// is made passes an option list built once (docs/decisions.md P50).
 
 import (
 	"context"

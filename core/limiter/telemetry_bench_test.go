@@ -1,6 +1,6 @@
 package limiter_test
 
-// What the limiter's metrics and spans (docs/design.md §16) cost a
+// What the limiter's metrics and spans (docs/design.md §18) cost a
 // fast-path acquire, on BenchmarkClientCost's canned endpoint.
 
 import (

@@ -1,6 +1,6 @@
 package limiter_test
 
-// The limiter's metrics and spans (docs/design.md §16) read back through
+// The limiter's metrics and spans (docs/design.md §18) read back through
 // the SDK's manual reader and span recorder, on DynamoDB Local.
 
 import (

@@ -1,6 +1,6 @@
 package limiter
 
-// The DynamoDB side of the telemetry (docs/design.md §16): every call the
+// The DynamoDB side of the telemetry (docs/design.md §18): every call the
 // limiter sends, counted by operation and outcome, its write units
 // estimated, and a client span per call, a child of the Acquire or lease
 // span it was made under.
