@@ -25,7 +25,6 @@ import (
 	"net/http"
 	"reflect"
 	"runtime"
-	"runtime/metrics"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -607,12 +606,6 @@ func cannedFastPath(tb testing.TB, table string, now time.Time) *dynamodb.Update
 	return in
 }
 
-// clientCost is one side's cost per call in pairedCost: CPU time (wall
-// time where benchkit.CPUTime cannot tell), heap allocations and bytes.
-type clientCost struct {
-	cpu, allocs, bytes float64
-}
-
 // measureClientCost runs op b.N times, reporting cpu-ns/op (process CPU
 // time per call) beside the standard columns.
 func measureClientCost(b *testing.B, op func() error) {
@@ -631,59 +624,6 @@ func measureClientCost(b *testing.B, op func() error) {
 	if cpuOK {
 		b.ReportMetric(float64((cpu1-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
-}
-
-// pairBlock is the number of calls of each side in one block of
-// pairedCost.
-const pairBlock = 64
-
-// pairedCost runs op and ref n times each, alternating blocks of
-// pairBlock calls, and returns the cost per call of each: time (CPU time
-// where benchkit.CPUTime can tell, else wall time), heap allocations and
-// bytes (runtime/metrics, read without stopping the world). Interleaving
-// makes a change of load on the machine weigh on both alike, so their
-// ratio is steadier than that of two runs one after the other.
-func pairedCost(n int, op, ref func() error) (opCost, refCost clientCost, err error) {
-	now := func() time.Duration {
-		if d, ok := benchkit.CPUTime(); ok {
-			return d
-		}
-		return time.Duration(time.Now().UnixNano())
-	}
-	samples := []metrics.Sample{
-		{Name: "/gc/heap/allocs:objects"}, {Name: "/gc/heap/tiny/allocs:objects"}, {Name: "/gc/heap/allocs:bytes"},
-	}
-	heap := func() (objects, bytes uint64) {
-		metrics.Read(samples)
-		return samples[0].Value.Uint64() + samples[1].Value.Uint64(), samples[2].Value.Uint64()
-	}
-	var spent [2]time.Duration
-	var objects, bytes [2]uint64
-	for done := 0; done < n; done += pairBlock {
-		k := min(pairBlock, n-done)
-		for side, f := range [2]func() error{op, ref} {
-			o0, b0 := heap()
-			t0 := now()
-			for range k {
-				if err := f(); err != nil {
-					return clientCost{}, clientCost{}, err
-				}
-			}
-			spent[side] += now() - t0
-			o1, b1 := heap()
-			objects[side] += o1 - o0
-			bytes[side] += b1 - b0
-		}
-	}
-	var out [2]clientCost
-	for side := range out {
-		out[side] = clientCost{
-			cpu:    float64(spent[side].Nanoseconds()) / float64(n),
-			allocs: float64(objects[side]) / float64(n),
-			bytes:  float64(bytes[side]) / float64(n),
-		}
-	}
-	return out[0], out[1], nil
 }
 
 // cannedClock is the clock of the limiter and of the bare request of
@@ -753,7 +693,7 @@ func cannedAcquireWith(tb testing.TB, canned *cannedDynamoDB, o limiter.Options)
 // same canned endpoint, which answers UpdateItem only. Each reports
 // cpu-ns/op (process CPU time per call) beside ns/op (wall time). After its
 // timed loop, acquire runs b.N more acquires interleaved with b.N bare
-// calls (pairedCost) and reports acquire over bare: ns-ratio (CPU time),
+// calls (benchkit.PairedCost) and reports acquire over bare: ns-ratio (CPU time),
 // allocs-ratio and B-ratio. The goals are ns-ratio ≤ 1.10 and
 // allocs-ratio ≤ 1.05 (docs/costs.md). limiter-only is the acquire with
 // no SDK call at all.
@@ -769,16 +709,16 @@ func BenchmarkClientCost(b *testing.B) {
 		if calls := canned.calls.Load() - before; calls != int64(b.N) {
 			b.Fatalf("%d acquires sent %d requests, want one each", b.N, calls)
 		}
-		op, ref, err := pairedCost(b.N, acquire, cannedBare(b, newCannedDynamoDB()))
+		op, ref, err := benchkit.PairedCost(b.N, acquire, cannedBare(b, newCannedDynamoDB()))
 		if err != nil {
 			b.Fatal(err)
 		}
 		if calls := canned.calls.Load() - before; calls != 2*int64(b.N) {
 			b.Fatalf("%d acquires sent %d requests, want one each", 2*b.N, calls)
 		}
-		b.ReportMetric(op.cpu/ref.cpu, "ns-ratio")
-		b.ReportMetric(op.allocs/ref.allocs, "allocs-ratio")
-		b.ReportMetric(op.bytes/ref.bytes, "B-ratio")
+		b.ReportMetric(op.CPU/ref.CPU, "ns-ratio")
+		b.ReportMetric(op.Allocs/ref.Allocs, "allocs-ratio")
+		b.ReportMetric(op.Bytes/ref.Bytes, "B-ratio")
 	})
 	// limiter-only is the same acquire on a DB that hands back the canned
 	// answer with no SDK call: the limiter's own share, which the two
@@ -822,24 +762,24 @@ func TestBareCallSendsTheFastPathRequest(t *testing.T) {
 }
 
 // TestClientCostSetup runs BenchmarkClientCost's acquire as the timed loop
-// and pairedCost run it: many times in a row, each one UpdateItem (the only
+// and benchkit.PairedCost run it: many times in a row, each one UpdateItem (the only
 // call the canned endpoint answers), so the benchmark's setup cannot break
 // unnoticed (it did once: the canned image's vu fell behind the wall
 // clock, and every timed acquire became a refill pass).
 func TestClientCostSetup(t *testing.T) {
 	canned := newCannedDynamoDB()
 	acquire := cannedAcquire(t, canned)
-	const n = 2*pairBlock + 1
+	const n = 2*benchkit.PairBlock + 1
 	before := canned.calls.Load()
-	op, ref, err := pairedCost(n, acquire, cannedBare(t, newCannedDynamoDB()))
+	op, ref, err := benchkit.PairedCost(n, acquire, cannedBare(t, newCannedDynamoDB()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if calls := canned.calls.Load() - before; calls != n {
 		t.Errorf("%d acquires sent %d requests, want one each", n, calls)
 	}
-	if op.cpu <= 0 || ref.cpu <= 0 || op.allocs <= 0 || ref.allocs <= 0 {
-		t.Errorf("pairedCost measured %+v and %+v per call, want time and allocations on both sides", op, ref)
+	if op.CPU <= 0 || ref.CPU <= 0 || op.Allocs <= 0 || ref.Allocs <= 0 {
+		t.Errorf("PairedCost measured %+v and %+v per call, want time and allocations on both sides", op, ref)
 	}
 }
 

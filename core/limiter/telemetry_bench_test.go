@@ -12,6 +12,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
+	"github.com/zae-limiter/zae-limiter-go/internal/benchkit"
 )
 
 // telemetryOn returns options with the SDK's providers, exporting
@@ -35,7 +36,7 @@ func telemetryOn(tb testing.TB) limiter.Options {
 // same acquire with no provider set (the global no-op), both against the
 // canned endpoint; metrics-only has the SDK's meter provider and the
 // no-op tracer provider. After its timed loop, each of on and metrics-only
-// runs b.N more acquires interleaved with b.N of off (pairedCost) and
+// runs b.N more acquires interleaved with b.N of off (benchkit.PairedCost) and
 // reports itself over off: ns-ratio (CPU time; the goal is ≤ 1.03),
 // allocs-ratio, and the allocations and bytes it adds per acquire
 // (allocs-added, B-added). limiter-only-off and limiter-only-on are the
@@ -50,17 +51,17 @@ func BenchmarkTelemetryCost(b *testing.B) {
 		acquire := cannedAcquireWith(b, canned, o)
 		before := canned.calls.Load()
 		measureClientCost(b, acquire)
-		op, ref, err := pairedCost(b.N, acquire, cannedAcquire(b, newCannedDynamoDB()))
+		op, ref, err := benchkit.PairedCost(b.N, acquire, cannedAcquire(b, newCannedDynamoDB()))
 		if err != nil {
 			b.Fatal(err)
 		}
 		if calls := canned.calls.Load() - before; calls != 2*int64(b.N) {
 			b.Fatalf("%d acquires sent %d requests, want one each", 2*b.N, calls)
 		}
-		b.ReportMetric(op.cpu/ref.cpu, "ns-ratio")
-		b.ReportMetric(op.allocs/ref.allocs, "allocs-ratio")
-		b.ReportMetric(op.allocs-ref.allocs, "allocs-added")
-		b.ReportMetric(op.bytes-ref.bytes, "B-added")
+		b.ReportMetric(op.CPU/ref.CPU, "ns-ratio")
+		b.ReportMetric(op.Allocs/ref.Allocs, "allocs-ratio")
+		b.ReportMetric(op.Allocs-ref.Allocs, "allocs-added")
+		b.ReportMetric(op.Bytes-ref.Bytes, "B-added")
 	}
 	b.Run("on", func(b *testing.B) { paired(b, telemetryOn(b)) })
 	b.Run("metrics-only", func(b *testing.B) {
@@ -85,9 +86,9 @@ func TestTelemetryCostSetup(t *testing.T) {
 	ob := newObserved(t)
 	canned := newCannedDynamoDB()
 	acquire := cannedAcquireWith(t, canned, ob.options(limiter.Options{}))
-	const n = 2*pairBlock + 1
+	const n = 2*benchkit.PairBlock + 1
 	before, spans := canned.calls.Load(), len(ob.spans.Ended())
-	op, ref, err := pairedCost(n, acquire, cannedAcquire(t, newCannedDynamoDB()))
+	op, ref, err := benchkit.PairedCost(n, acquire, cannedAcquire(t, newCannedDynamoDB()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,7 @@ func TestTelemetryCostSetup(t *testing.T) {
 	if fast != n+1 { // and the setup's acquire
 		t.Errorf("%d fast-path admissions timed, want %d", fast, n+1)
 	}
-	if op.cpu <= 0 || ref.cpu <= 0 {
-		t.Errorf("pairedCost measured %+v and %+v per call", op, ref)
+	if op.CPU <= 0 || ref.CPU <= 0 {
+		t.Errorf("PairedCost measured %+v and %+v per call", op, ref)
 	}
 }
