@@ -2,8 +2,8 @@
 // chart for a terminal: time on the x axis, one line per series, drawn by
 // github.com/guptarohit/asciigraph. Each window is a flat step as wide as
 // the chart allows, so a count reads as it is, not as a slope between
-// neighbours. Off a terminal it uses no color and each series has a glyph
-// of its own, so the chart reads the same in a file.
+// neighbours. On a terminal each series has a color of its own; off one,
+// a glyph of its own, so the chart reads the same in a file.
 package chart
 
 import (
@@ -41,7 +41,8 @@ type Options struct {
 	// y axis steps by 1, 2 or 5 times a power of ten, as few rows as that
 	// takes.
 	Height int
-	// Color draws each series in its own ANSI color (for a terminal).
+	// Color draws each series in its own ANSI color with lines (for a
+	// terminal); without it, each series has its own glyph.
 	Color bool
 	// Edge names the edge before window i on the x axis, for i from 0 to
 	// the number of windows (the end of the last one); default i.
@@ -135,7 +136,7 @@ func Render(series []Series, o Options) (string, error) {
 	chars := make([]asciigraph.CharSet, len(series))
 	for i := range series {
 		chars[i] = asciigraph.DefaultCharSet
-		if glyphs[i] != "" {
+		if glyphs[i] != "" && !o.Color {
 			chars[i] = asciigraph.CreateCharSet(glyphs[i])
 		}
 	}
@@ -151,11 +152,11 @@ func Render(series []Series, o Options) (string, error) {
 			b.WriteString("   ")
 		}
 		mark := glyphs[i]
-		if mark == "" {
+		switch {
+		case o.Color:
+			mark = colors[i].String() + asciigraph.DefaultCharSet.Horizontal + asciigraph.Default.String()
+		case mark == "":
 			mark = asciigraph.DefaultCharSet.Horizontal
-		}
-		if o.Color {
-			mark = colors[i].String() + mark + asciigraph.Default.String()
 		}
 		b.WriteString(mark + " " + s.Name)
 	}
