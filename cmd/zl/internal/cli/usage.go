@@ -94,7 +94,7 @@ consumption over a period, zl usage summary sums the snapshots instead.`,
 	}
 	top.Flags().StringVar(&topResource, "resource", "", "the resource whose entities to rank")
 	top.Flags().StringVar(&topLimit, "limit", "", "the limit whose consumption ranks them")
-	top.Flags().IntVarP(&topN, "top", "n", 10, "how many entities to show")
+	top.Flags().IntVarP(&topN, "count", "n", 10, "how many entities to show")
 
 	var showEntity, showResource string
 	show := &cobra.Command{
