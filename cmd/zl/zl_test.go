@@ -63,10 +63,11 @@ func TestScripts(t *testing.T) {
 		Setup:               setupScript,
 		RequireExplicitExec: true,
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){
-			"code":     cmdCode,
-			"nsid":     cmdNamespaceID,
-			"snapshot": cmdSnapshot,
-			"redact":   cmdRedact,
+			"code":       cmdCode,
+			"nsid":       cmdNamespaceID,
+			"snapshot":   cmdSnapshot,
+			"redact":     cmdRedact,
+			"seed-usage": cmdSeedUsage,
 		},
 		// ZL_UPDATE_GOLDEN=1 rewrites the goldens a cmp finds different.
 		UpdateScripts: os.Getenv("ZL_UPDATE_GOLDEN") != "",

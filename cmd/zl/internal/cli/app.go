@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
+	xterm "golang.org/x/term"
 
 	"github.com/zae-limiter/zae-limiter-go/cmd/zl/internal/awsconf"
 	"github.com/zae-limiter/zae-limiter-go/cmd/zl/internal/output"
@@ -50,6 +51,9 @@ type Env struct {
 	// stdin is asked to confirm destructive commands, a terminal stderr
 	// shows progress.
 	StdinTerminal, StdoutTerminal, StderrTerminal bool
+	// TerminalWidth returns the stdout terminal's width in columns, 0 when
+	// it cannot tell (nil: unknown). Charts fit it.
+	TerminalWidth func() int
 	// Getenv reads the environment (ZAEL_TABLE, AWS_ENDPOINT_URL_DYNAMODB,
 	// USER).
 	Getenv func(string) string
@@ -67,6 +71,13 @@ func ProcessEnv() Env {
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 		StdinTerminal: term(os.Stdin), StdoutTerminal: term(os.Stdout), StderrTerminal: term(os.Stderr),
 		Getenv: os.Getenv, Clock: time.Now, BuildInfo: debug.ReadBuildInfo,
+		TerminalWidth: func() int {
+			w, _, err := xterm.GetSize(int(os.Stdout.Fd()))
+			if err != nil {
+				return 0
+			}
+			return w
+		},
 	}
 }
 

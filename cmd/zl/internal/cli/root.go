@@ -16,10 +16,15 @@ func groups() []func(*App) *cobra.Command {
 		(*App).namespaceCommand,
 		(*App).limitsCommand,
 		(*App).statusCommand,
+		(*App).usageCommand,
 		(*App).tableCommand,
 		(*App).versionCommand,
 	}
 }
+
+// annotationCSV marks a command that takes --output csv: its result reads
+// as one table (output.CSVTabler, or a single output.Table).
+const annotationCSV = "zl:output-csv"
 
 // rootCommand builds the command tree with its global flags.
 func (a *App) rootCommand() *cobra.Command {
@@ -48,8 +53,14 @@ JSON otherwise; --output chooses), errors and questions to stderr. Exit codes:
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			if _, err := output.ParseFormat(a.flags.output, output.FormatJSON); err != nil {
+			f, err := output.ParseFormat(a.flags.output, output.FormatJSON)
+			switch {
+			case err != nil && cmd.Annotations[annotationCSV] != "":
+				return &output.FormatError{Given: a.flags.output, Accepted: output.CSVFormats()}
+			case err != nil:
 				return err
+			case f == output.FormatCSV && cmd.Annotations[annotationCSV] == "":
+				return &output.FormatError{Given: a.flags.output}
 			}
 			a.flags.namespaceSet = cmd.Flags().Changed("namespace")
 			a.flags.outputSet = cmd.Flags().Changed("output")
@@ -65,12 +76,15 @@ JSON otherwise; --output chooses), errors and questions to stderr. Exit codes:
 	pf.StringVar(&a.flags.region, "region", "", "AWS region (default: the AWS configuration's)")
 	pf.StringVar(&a.flags.profile, "profile", "", "AWS shared config profile")
 	pf.StringVar(&a.flags.endpoint, "endpoint-url", a.env.Getenv("AWS_ENDPOINT_URL_DYNAMODB"), "DynamoDB endpoint, e.g. DynamoDB Local's (env AWS_ENDPOINT_URL_DYNAMODB)")
-	pf.StringVarP(&a.flags.output, "output", "o", "", "output format: table, json or yaml (default: table on a terminal, json otherwise)")
+	pf.StringVarP(&a.flags.output, "output", "o", "", "output format: table, json or yaml, csv where a command says so (default: table on a terminal, json otherwise)")
 	pf.BoolVar(&a.flags.yes, "yes", false, "answer yes to every confirmation (needed for destructive commands off a terminal)")
 	pf.BoolVarP(&a.flags.quiet, "quiet", "q", false, "no progress, notes or warnings on stderr")
 	pf.StringVar(&a.flags.principal, "principal", "", "who the audit trail records for writes (default zl:$USER)")
 
-	_ = root.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	_ = root.RegisterFlagCompletionFunc("output", func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+		if cmd.Annotations[annotationCSV] != "" {
+			return output.CSVFormats(), cobra.ShellCompDirectiveNoFileComp
+		}
 		return output.Formats(), cobra.ShellCompDirectiveNoFileComp
 	})
 	_ = root.RegisterFlagCompletionFunc("namespace", func(cmd *cobra.Command, _ []string, prefix string) ([]string, cobra.ShellCompDirective) {

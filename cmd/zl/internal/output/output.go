@@ -3,11 +3,13 @@
 // A command hands Render a typed value whose JSON field names are stable
 // snake_case (the JSON and YAML forms are the same document) and which
 // says how it reads as tables (Tabler); a plain list of rows with column
-// names is a Table.
+// names is a Table. A command whose result is one table may also offer
+// CSV; a long list is written item by item with a ListWriter.
 package output
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -26,30 +28,45 @@ const (
 	FormatTable Format = "table"
 	FormatJSON  Format = "json"
 	FormatYAML  Format = "yaml"
+	// FormatCSV is comma-separated values under a header row (RFC 4180):
+	// only for commands whose result is one table, which say so.
+	FormatCSV Format = "csv"
 )
 
-// Formats lists the formats, as --output takes them.
+// Formats lists the formats every command takes, as --output takes them.
 func Formats() []string {
 	return []string{string(FormatTable), string(FormatJSON), string(FormatYAML)}
 }
 
-// FormatError refuses an unknown output format.
+// CSVFormats lists the formats of a command that offers CSV.
+func CSVFormats() []string { return append(Formats(), string(FormatCSV)) }
+
+// FormatError refuses an unknown output format, or one the command does
+// not offer.
 type FormatError struct {
 	// Given is the format asked for.
 	Given string
+	// Accepted are the formats the command takes (default Formats()).
+	Accepted []string
 }
 
 // Error implements error.
 func (e *FormatError) Error() string {
-	return fmt.Sprintf("output format %q is not one of %s: pass --output table, json or yaml", e.Given, strings.Join(Formats(), ", "))
+	acc := e.Accepted
+	if len(acc) == 0 {
+		acc = Formats()
+	}
+	last := len(acc) - 1
+	return fmt.Sprintf("output format %q is not one of %s: pass --output %s or %s", e.Given, strings.Join(acc, ", "), strings.Join(acc[:last], ", "), acc[last])
 }
 
-// ParseFormat reads a format's name; "" is def.
+// ParseFormat reads a format's name; "" is def. It takes csv too: a
+// command that does not offer it refuses it with a *FormatError.
 func ParseFormat(s string, def Format) (Format, error) {
 	switch f := Format(strings.ToLower(strings.TrimSpace(s))); f {
 	case "":
 		return def, nil
-	case FormatTable, FormatJSON, FormatYAML:
+	case FormatTable, FormatJSON, FormatYAML, FormatCSV:
 		return f, nil
 	}
 	return "", &FormatError{Given: s}
@@ -57,25 +74,23 @@ func ParseFormat(s string, def Format) (Format, error) {
 
 // Table is rows under column names, with an optional title above and a
 // caption below. As JSON it is the list of its rows, each an object keyed
-// by the snake_case form of the column names.
+// by the snake_case form of the column names (or by Keys); as CSV the
+// same keys head its rows.
 type Table struct {
 	Title   string
 	Columns []string
+	// Keys, when set, are the field names of the JSON and CSV forms, one
+	// per column, used as given.
+	Keys    []string
 	Rows    [][]string
 	Caption string
 }
 
-// Tabler is a value that reads as one or more tables.
-type Tabler interface {
-	Tables() []Table
-}
-
-// Tables implements Tabler.
-func (t Table) Tables() []Table { return []Table{t} }
-
-// MarshalJSON writes the rows as objects keyed by the column names in
-// snake_case, in column order (a repeated name gets _2, _3…).
-func (t Table) MarshalJSON() ([]byte, error) {
+// keys are the field names of t's JSON and CSV forms.
+func (t Table) keys() []string {
+	if len(t.Keys) == len(t.Columns) {
+		return t.Keys
+	}
 	keys := make([]string, len(t.Columns))
 	seen := make(map[string]bool, len(t.Columns))
 	for i, c := range t.Columns {
@@ -86,6 +101,27 @@ func (t Table) MarshalJSON() ([]byte, error) {
 		seen[k] = true
 		keys[i] = k
 	}
+	return keys
+}
+
+// Tabler is a value that reads as one or more tables.
+type Tabler interface {
+	Tables() []Table
+}
+
+// Tables implements Tabler.
+func (t Table) Tables() []Table { return []Table{t} }
+
+// CSVTabler is a value whose CSV form is not its one table: several
+// tables flattened into one, or columns of their own.
+type CSVTabler interface {
+	CSVTable() Table
+}
+
+// MarshalJSON writes the rows as objects keyed by the column names in
+// snake_case (a repeated name gets _2, _3…) or by Keys, in column order.
+func (t Table) MarshalJSON() ([]byte, error) {
+	keys := t.keys()
 	var b bytes.Buffer
 	b.WriteByte('[')
 	for r, row := range t.Rows {
@@ -154,8 +190,49 @@ func Render(w io.Writer, f Format, v any) error {
 			return fmt.Errorf("output: %T has no table form: pass --output json or yaml", v)
 		}
 		return WriteTables(w, tb.Tables())
+	case FormatCSV:
+		if ct, ok := v.(CSVTabler); ok {
+			return WriteCSV(w, ct.CSVTable())
+		}
+		tb, ok := v.(Tabler)
+		var ts []Table
+		if ok {
+			ts = tb.Tables()
+		}
+		if len(ts) != 1 {
+			return &FormatError{Given: string(f)}
+		}
+		return WriteCSV(w, ts[0])
 	}
 	return &FormatError{Given: string(f)}
+}
+
+// WriteCSV writes t as CSV: a header row of its keys (Keys, else the
+// snake_case column names), then its rows, every row as wide as the
+// header. Title and caption are left out.
+func WriteCSV(w io.Writer, t Table) error {
+	cw := csv.NewWriter(w)
+	keys := t.keys()
+	if err := cw.Write(keys); err != nil {
+		return err
+	}
+	for _, r := range t.Rows {
+		if err := cw.Write(fitRow(r, len(keys))); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// fitRow returns r cut or padded with empty cells to n cells.
+func fitRow(r []string, n int) []string {
+	if len(r) == n {
+		return r
+	}
+	out := make([]string, n)
+	copy(out, r)
+	return out
 }
 
 // WriteTables writes tables one after another, a blank line between them.
