@@ -86,7 +86,7 @@ type operationView struct {
 
 func (v operationView) Tables() []output.Table {
 	t := output.Table{
-		Title:   fmt.Sprintf("%s of entity %s on %s (namespace %s), operation %s", v.Operation, v.Entity, v.Resource, v.Namespace, v.OperationID),
+		Title:   fmt.Sprintf("%s of entity %s on %s (namespace %s), operation %s", strings.ToUpper(v.Operation[:1])+v.Operation[1:], v.Entity, v.Resource, v.Namespace, v.OperationID),
 		Columns: []string{"LIMIT", "GRANTED"},
 	}
 	names := make([]string, 0, len(v.Granted))
