@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/limiter"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddblocal"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
 )
@@ -230,5 +232,75 @@ func refusedOffATerminal(t *testing.T, env []string, args ...string) {
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "stdin is not a terminal: pass --yes to go ahead") {
 		t.Fatalf("zl %v off a terminal: %v\n%s", args, err, out)
+	}
+}
+
+// TestFanoutBarAndPromptOnATerminal: on a terminal, a fan-out shows a bar
+// of the buckets it brings in line and ends with their counts; --quiet
+// shows no bar; a destructive command asks, n keeps the entity and y
+// deletes it.
+func TestFanoutBarAndPromptOnATerminal(t *testing.T) {
+	t.Parallel()
+	tbl := ddbtest.NewTable(t)
+	env := scriptEnv(tbl)
+	ctx := context.Background()
+	st := config.NewStore(tbl.DB, tbl.Name)
+	run := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("zl", args...)
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("zl %v: %v\n%s", args, err, out)
+		}
+	}
+	run("namespace", "register", "tenant")
+	run("-N", "tenant", "resource", "set", "gpt-4", "rpm:100/min")
+	run("-N", "tenant", "entity", "create", "key-0")
+	now, _ := time.Parse(time.RFC3339, testNow)
+	lim, err := limiter.Open(ctx, tbl.DB, tbl.Name, "tenant", limiter.Options{Clock: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const buckets = 24
+	for i := range buckets {
+		if _, err := lim.Acquire(ctx, fmt.Sprintf("key-%d", i), "gpt-4", limiter.Consume{"rpm": 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	tm := startTerminal(t, env, "-N", "tenant", "access", "disable", "--resource", "gpt-4")
+	code, out := tm.exit()
+	if code != 0 || !strings.Contains(out, "resource gpt-4") || !strings.Contains(out, fmt.Sprintf("| (0/%d)", buckets)) ||
+		!strings.Contains(out, fmt.Sprintf("Buckets in use: %d found, %d stamped, 0 skipped, 0 failed.", buckets, buckets)) || !strings.Contains(out, "│ -      │ gpt-4    │ disabled │") {
+		t.Fatalf("disable on a terminal: exit %d, want a bar of %d buckets and their counts:\n%s", code, buckets, out)
+	}
+	tm = startTerminal(t, env, "-N", "tenant", "--quiet", "access", "inherit", "--resource", "gpt-4")
+	code, out = tm.exit()
+	if code != 0 || strings.Contains(out, fmt.Sprintf("/%d", buckets)) || !strings.Contains(out, fmt.Sprintf("Buckets in use: %d found, %d stamped", buckets, buckets)) {
+		t.Fatalf("--quiet on a terminal: exit %d, want the counts and no bar:\n%s", code, out)
+	}
+
+	ns, err := st.ResolveNamespace(ctx, "tenant")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm = startTerminal(t, env, "-N", "tenant", "entity", "delete", "key-0")
+	tm.waitFor("Delete entity key-0 of namespace tenant with its config, buckets and usage? Its audit trail stays. [y/N] ")
+	tm.answer("n")
+	if code, out := tm.exit(); code != 1 || !strings.Contains(out, "not confirmed: nothing was written") {
+		t.Fatalf("declined delete: exit %d\n%s", code, out)
+	}
+	if _, err := st.GetEntity(ctx, ns, "key-0"); err != nil {
+		t.Fatalf("a declined delete deleted: %v", err)
+	}
+	tm = startTerminal(t, env, "-N", "tenant", "entity", "delete", "key-0")
+	tm.waitFor("[y/N] ")
+	tm.answer("y")
+	if code, out := tm.exit(); code != 0 || !strings.Contains(out, "│ key-0  │ tenant    │ deleted │") {
+		t.Fatalf("confirmed delete: exit %d\n%s", code, out)
+	}
+	var nf *config.EntityNotFoundError
+	if _, err := st.GetEntity(ctx, ns, "key-0"); !errors.As(err, &nf) {
+		t.Fatalf("after a confirmed delete: %v", err)
 	}
 }

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/zae-limiter/zae-limiter-go/cmd/zl/internal/cli"
 	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/limiter"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddblocal"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
 )
@@ -68,6 +71,8 @@ func TestScripts(t *testing.T) {
 			"snapshot":   cmdSnapshot,
 			"redact":     cmdRedact,
 			"seed-usage": cmdSeedUsage,
+			"acquire":    cmdAcquire,
+			"jsonget":    cmdJSONGet,
 		},
 		// ZL_UPDATE_GOLDEN=1 rewrites the goldens a cmp finds different.
 		UpdateScripts: os.Getenv("ZL_UPDATE_GOLDEN") != "",
@@ -218,7 +223,8 @@ func cmdSnapshot(ts *testscript.TestScript, neg bool, args []string) {
 // differs between runs spelled as placeholders: each namespace id as its
 // name, padded with dots or cut to the id's 11 characters, after @ (~ for a
 // deleted one), so that tables keep their widths; the script's table as
-// <table> padded with dots to its length, the endpoint as <endpoint>.
+// <table> padded with dots to its length, the endpoint as <endpoint>, each
+// ULID (audit event ids, minted operation ids) as <ulid> padded to 26.
 // `redact stdout got.json` then `cmp got.json want.json`.
 func cmdRedact(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 || (args[0] != "stdout" && args[0] != "stderr") {
@@ -238,10 +244,70 @@ func cmdRedact(ts *testscript.TestScript, neg bool, args []string) {
 		text = strings.ReplaceAll(text, n.ID, (mark + n.Name + strings.Repeat(".", len(n.ID)))[:len(n.ID)])
 	}
 	text = strings.ReplaceAll(text, ts.Getenv("AWS_ENDPOINT_URL_DYNAMODB"), "<endpoint>")
+	// Audit event and minted operation ids (ULIDs): their random part
+	// differs between runs.
+	text = ulidPattern.ReplaceAllString(text, "<ulid>"+strings.Repeat(".", 26-len("<ulid>")))
 	if table := ts.Getenv("ZAEL_TABLE"); table != "" {
 		text = strings.ReplaceAll(text, table, "<table>"+strings.Repeat(".", max(len(table)-len("<table>"), 0)))
 	}
 	if err := os.WriteFile(ts.MkAbs(args[1]), []byte(text), 0o644); err != nil {
 		ts.Fatalf("redact: %v", err)
 	}
+}
+
+// ulidPattern matches a ULID: 26 characters of Crockford base32 whose
+// first is 0-7, alone.
+var ulidPattern = regexp.MustCompile(`\b[0-7][0-9A-HJKMNP-TV-Z]{25}\b`)
+
+// cmdAcquire acquires as a service would, so that buckets exist for
+// fan-outs, resets and top-ups to reach: `acquire NAMESPACE ENTITY
+// RESOURCE LIMIT=N...`, at the scripts' clock (ZL_TEST_NOW). With !, the
+// acquire must be refused.
+func cmdAcquire(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 4 {
+		ts.Fatalf("usage: acquire NAMESPACE ENTITY RESOURCE LIMIT=N...")
+	}
+	now, err := time.Parse(time.RFC3339, ts.Getenv("ZL_TEST_NOW"))
+	if err != nil {
+		ts.Fatalf("acquire: ZL_TEST_NOW: %v", err)
+	}
+	ctx := context.Background()
+	lim, err := limiter.Open(ctx, ddblocal.DynamoDB(ts.Getenv("AWS_ENDPOINT_URL_DYNAMODB")), ts.Getenv("ZAEL_TABLE"), args[0],
+		limiter.Options{Clock: func() time.Time { return now }, Rand: func(int) int { return 0 }})
+	if err != nil {
+		ts.Fatalf("acquire: %v", err)
+	}
+	want := limiter.Consume{}
+	for _, kv := range args[3:] {
+		name, n, _ := strings.Cut(kv, "=")
+		v, err := strconv.ParseInt(n, 10, 64)
+		if err != nil {
+			ts.Fatalf("acquire: %q: %v", kv, err)
+		}
+		want[name] = v
+	}
+	_, err = lim.Acquire(ctx, args[1], args[2], want)
+	switch {
+	case neg && err == nil:
+		ts.Fatalf("acquire %v was admitted", args)
+	case !neg && err != nil:
+		ts.Fatalf("acquire %v: %v", args, err)
+	}
+}
+
+// cmdJSONGet sets VAR to the top-level field FIELD of the last command's
+// stdout, a JSON object: `jsonget next_page PAGE`.
+func cmdJSONGet(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: jsonget FIELD VAR")
+	}
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(ts.ReadFile("stdout")), &doc); err != nil {
+		ts.Fatalf("jsonget: %v", err)
+	}
+	v, ok := doc[args[0]].(string)
+	if !ok {
+		ts.Fatalf("jsonget: no string field %q", args[0])
+	}
+	ts.Setenv(args[1], v)
 }

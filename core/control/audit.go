@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/zae-limiter/zae-limiter-go/core/internal/ulid"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
@@ -132,6 +133,109 @@ func (c *Controls) AuditEvents(ctx context.Context, ns, trail string) ([]AuditEv
 		}
 		start = res.LastEvaluatedKey
 	}
+}
+
+// AuditQuery selects the events of one audit trail a page at a time.
+type AuditQuery struct {
+	// Since keeps the events recorded at or after it (to the
+	// millisecond); zero keeps every event.
+	Since time.Time
+	// Limit is the most events a page holds; 0 or less is no limit.
+	Limit int
+	// NewestFirst pages from the latest event back (the default is
+	// oldest first, as AuditEvents).
+	NewestFirst bool
+	// After is the page token a previous page returned: the page goes on
+	// past that event, in the same order. "" starts at the beginning.
+	After string
+}
+
+// zeroEntropy is the entropy of the smallest ULID of a millisecond.
+type zeroEntropy struct{}
+
+func (zeroEntropy) Read(b []byte) (int, error) {
+	clear(b)
+	return len(b), nil
+}
+
+// AuditPage lists one page of the events of audit trail trail of namespace
+// ns (see AuditEvents for the trails), read strongly consistently: those
+// recorded at or after q.Since, in the order q asks, at most q.Limit of
+// them. next is the token of the page after this one ("" when this page
+// reached the trail's end; a full page may be followed by an empty one).
+// The events' ids (ULIDs) begin with their time, so Since and the token
+// are conditions on the sort key: a page reads only the events it returns.
+// A malformed token is a *schema.ValidationError.
+func (c *Controls) AuditPage(ctx context.Context, ns, trail string, q AuditQuery) (events []AuditEvent, next string, err error) {
+	pk := schema.AuditPK(ns, trail)
+	if _, _, err := schema.ParseAuditPK(pk); err != nil {
+		return nil, "", err
+	}
+	if q.After != "" && !validEventID(q.After) {
+		return nil, "", schema.NewValidationError("page_token", q.After, "is not an audit event id (a ULID) this trail returned")
+	}
+	cond := "#pk = :pk AND begins_with(#sk, :sk)"
+	values := map[string]types.AttributeValue{":pk": schema.Str(pk), ":sk": schema.Str(schema.SKAuditPrefix)}
+	if !q.Since.IsZero() {
+		if q.Since.UnixMilli() < 0 {
+			q.Since = time.UnixMilli(0)
+		}
+		low, err := ulid.New(q.Since, zeroEntropy{})
+		if err != nil {
+			return nil, "", schema.NewValidationError("since", q.Since.UTC().Format(time.RFC3339), err.Error())
+		}
+		// Every event id sorts below "~" (ULIDs are digits and capitals).
+		cond = "#pk = :pk AND #sk BETWEEN :lo AND :hi"
+		values = map[string]types.AttributeValue{":pk": schema.Str(pk),
+			":lo": schema.Str(schema.SKAuditPrefix + low), ":hi": schema.Str(schema.SKAuditPrefix + "~")}
+	}
+	var start map[string]types.AttributeValue
+	if q.After != "" {
+		start = schema.AuditKey(ns, trail, q.After).AttributeValues()
+	}
+	for {
+		in := &dynamodb.QueryInput{
+			TableName:                 aws.String(c.table),
+			KeyConditionExpression:    aws.String(cond),
+			ExpressionAttributeNames:  map[string]string{"#pk": schema.AttrPK, "#sk": schema.AttrSK},
+			ExpressionAttributeValues: values,
+			ConsistentRead:            aws.Bool(true),
+			ScanIndexForward:          aws.Bool(!q.NewestFirst),
+			ExclusiveStartKey:         start,
+		}
+		if q.Limit > 0 {
+			in.Limit = aws.Int32(int32(min(q.Limit-len(events), 1000)))
+		}
+		res, err := c.db.Query(ctx, in)
+		if err != nil {
+			return nil, "", fmt.Errorf("control: audit events of %s: %w", trail, err)
+		}
+		for _, it := range res.Items {
+			events = append(events, decodeAudit(it))
+		}
+		switch {
+		case len(res.LastEvaluatedKey) == 0:
+			return events, "", nil
+		case q.Limit > 0 && len(events) >= q.Limit:
+			return events, events[len(events)-1].EventID, nil
+		}
+		start = res.LastEvaluatedKey
+	}
+}
+
+// validEventID reports whether id has the shape of an event id: 26
+// characters of Crockford base32.
+func validEventID(id string) bool {
+	if len(id) != 26 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		ch := id[i]
+		if !(ch >= '0' && ch <= '9' || ch >= 'A' && ch <= 'Z') || ch == 'I' || ch == 'L' || ch == 'O' || ch == 'U' {
+			return false
+		}
+	}
+	return true
 }
 
 func decodeAudit(it map[string]types.AttributeValue) AuditEvent {

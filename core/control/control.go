@@ -72,6 +72,13 @@ type Options struct {
 	// after it writes, so that no limiter here rejects locally from a
 	// bucket state the call changed (docs/design.md §10).
 	Caches []Cache
+	// OnProgress, when set, is told a fan-out's counts as they change: after
+	// each discovery pass has counted the buckets it found (Buckets grows)
+	// and after each bucket's outcome, with the scope being fanned out. The
+	// last call of a fan-out carries the counts the write returns. Calls are
+	// serialised but come from the fan-out's workers: keep them quick (a
+	// progress bar, a log line).
+	OnProgress func(Scope, Progress)
 }
 
 // Cache is a process-local cache an operator write makes stale: what a
@@ -97,6 +104,7 @@ type Controls struct {
 	ids     ulid.Monotonic // event ids sort in the order events happen
 	caches  []Cache
 	ttlMult int64
+	onProg  func(Scope, Progress)
 }
 
 // New returns the controls of table through db.
@@ -125,7 +133,7 @@ func New(db DB, table string, o Options) *Controls {
 	c := &Controls{
 		db: db, table: table,
 		now: o.Clock, ttl: o.StampTTL, workers: o.Workers, audit: o.AuditRetention, log: o.Logger, entropy: o.Entropy,
-		caches: slices.Clone(o.Caches), ttlMult: max(o.BucketTTLMultiplier, 0),
+		caches: slices.Clone(o.Caches), ttlMult: max(o.BucketTTLMultiplier, 0), onProg: o.OnProgress,
 	}
 	c.store = config.NewStore(db, table, config.WithClock(o.Clock), config.WithLogger(o.Logger), config.WithCacheTTL(-1),
 		config.WithOnChange(c.invalidate))

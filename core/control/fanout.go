@@ -92,6 +92,12 @@ func (c *Controls) fanout(ctx context.Context, ns string, sc Scope, stamp stampe
 		first error
 		seen  = map[schema.Key]bool{}
 	)
+	// report tells OnProgress the counts; the caller holds mu.
+	report := func() {
+		if c.onProg != nil {
+			c.onProg(sc, p)
+		}
+	}
 	fail := func(err error) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -99,6 +105,7 @@ func (c *Controls) fanout(ctx context.Context, ns string, sc Scope, stamp stampe
 		if first == nil {
 			first = err
 		}
+		report()
 	}
 	for pass := 0; pass < 2; pass++ {
 		keys, err := c.discover(ctx, ns, sc)
@@ -127,10 +134,12 @@ func (c *Controls) fanout(ctx context.Context, ns string, sc Scope, stamp stampe
 					default:
 						p.Stamped++
 					}
+					report()
 					mu.Unlock()
 				}
 			}()
 		}
+		var found []schema.BucketID
 		for _, k := range keys {
 			if seen[k] {
 				continue
@@ -140,7 +149,15 @@ func (c *Controls) fanout(ctx context.Context, ns string, sc Scope, stamp stampe
 			if err != nil {
 				continue // not a bucket the index should hold; nothing to stamp
 			}
-			p.Buckets++
+			found = append(found, id)
+		}
+		// The pass's buckets are counted before the first of them is
+		// stamped, so a progress report always knows its total so far.
+		mu.Lock()
+		p.Buckets += len(found)
+		report()
+		mu.Unlock()
+		for _, id := range found {
 			jobs <- id
 		}
 		close(jobs)

@@ -11,12 +11,14 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -134,6 +136,9 @@ type App struct {
 
 	db   *dynamodb.Client
 	conf *prompt.Confirmer
+	// bar is the bar of the fan-out under way, which the controls'
+	// progress reports fill (App.fanout).
+	bar atomic.Pointer[progress.Fanout]
 }
 
 // globalFlags are the flags every command takes.
@@ -194,7 +199,65 @@ func (a *App) Controls(ctx context.Context) (*control.Controls, error) {
 	if err != nil {
 		return nil, err
 	}
-	return control.New(db, table, control.Options{Clock: a.env.Clock, Logger: a.logger()}), nil
+	return control.New(db, table, control.Options{Clock: a.env.Clock, Logger: a.logger(), OnProgress: a.fanoutProgress}), nil
+}
+
+// Namespace returns the controls and the id of the live namespace
+// --namespace names, with what to do when it is not registered or is
+// deleted.
+func (a *App) Namespace(ctx context.Context) (*control.Controls, string, error) {
+	ctl, err := a.Controls(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	ns, err := a.NamespaceID(ctx, ctl, a.flags.namespace)
+	return ctl, ns, err
+}
+
+// fanoutProgress is the controls' progress report: it fills the bar of the
+// fan-out under way, if any.
+func (a *App) fanoutProgress(_ control.Scope, p control.Progress) {
+	if b := a.bar.Load(); b != nil {
+		b.Set(p.Buckets, p.Stamped+p.Unchanged+p.Vanished+p.Failed)
+	}
+}
+
+// bucketCounts are what a fan-out did to the buckets already in use
+// (docs/design.md §8): found, stamped, skipped (they needed no write, or
+// were gone before it), failed.
+type bucketCounts struct {
+	Found   int `json:"found"`
+	Stamped int `json:"stamped"`
+	Skipped int `json:"skipped"`
+	Failed  int `json:"failed"`
+}
+
+func countsOf(p control.Progress) bucketCounts {
+	return bucketCounts{Found: p.Buckets, Stamped: p.Stamped, Skipped: p.Unchanged + p.Vanished, Failed: p.Failed}
+}
+
+// caption says the counts in a sentence, under a result's table.
+func (b bucketCounts) caption() string {
+	return fmt.Sprintf("Buckets in use: %d found, %d stamped, %d skipped, %d failed.", b.Found, b.Stamped, b.Skipped, b.Failed)
+}
+
+// fanout runs write, a control call that brings the buckets already in
+// use in line, with a bar of its buckets on a terminal (nothing with
+// --quiet or off one), and returns its counts. A fan-out that stopped part
+// way says how far it got and to run the command again.
+func (a *App) fanout(description string, write func() (control.Progress, error)) (bucketCounts, error) {
+	bar := progress.StartFanout(a.env.Stderr, a.env.StderrTerminal && !a.flags.quiet, description)
+	a.bar.Store(bar)
+	p, err := write()
+	a.bar.Store(nil)
+	bar.Done()
+	var inc *control.FanoutIncompleteError
+	if errors.As(err, &inc) {
+		c := countsOf(inc.Progress)
+		return c, withHint(&restated{msg: fmt.Sprintf("the change is stored, but %d of %d buckets in use could not be brought in line (%d stamped, %d skipped): %v",
+			c.Failed, c.Found, c.Stamped, c.Skipped, inc.Err), err: err}, "run the same command again to finish")
+	}
+	return countsOf(p), err
 }
 
 // Provisioner returns the manifest engine of the table (core/provision),

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/zae-limiter/zae-limiter-go/cmd/zl/internal/limitspec"
 	"github.com/zae-limiter/zae-limiter-go/cmd/zl/internal/output"
 	"github.com/zae-limiter/zae-limiter-go/cmd/zl/internal/prompt"
 	"github.com/zae-limiter/zae-limiter-go/core/config"
@@ -63,7 +64,8 @@ func isUsage(err error) bool {
 	var me *manifest.InvalidManifestError
 	var ny *prompt.NeedYesError
 	var fe *output.FormatError
-	return errors.As(err, &ue) || errors.As(err, &me) || errors.As(err, &ny) || errors.As(err, &fe) || schema.IsValidationError(err)
+	var se *limitspec.SyntaxError
+	return errors.As(err, &ue) || errors.As(err, &me) || errors.As(err, &ny) || errors.As(err, &fe) || errors.As(err, &se) || schema.IsValidationError(err)
 }
 
 // explain adds what to do to the errors a command does not explain
@@ -118,6 +120,14 @@ func explain(err error, a *App) error {
 	var se *config.NamespaceStateError
 	if errors.As(err, &se) && se.State == config.NamespaceDeleted {
 		return withHint(err, "zl namespace recover %s", se.Name)
+	}
+	var enf *config.EntityNotFoundError
+	if errors.As(err, &enf) {
+		return withHint(err, "zl entity list shows the namespace's entities (zl entity create %s records one)", enf.EntityID)
+	}
+	var ee *config.EntityExistsError
+	if errors.As(err, &ee) {
+		return withHint(err, "zl entity show %s shows it", ee.EntityID)
 	}
 	msg := err.Error()
 	var op *net.OpError

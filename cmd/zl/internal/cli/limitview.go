@@ -1,11 +1,16 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
+	"github.com/zae-limiter/zae-limiter-go/cmd/zl/internal/limitspec"
+	"github.com/zae-limiter/zae-limiter-go/cmd/zl/internal/output"
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/schedule"
@@ -87,7 +92,11 @@ func (l limitView) row() []string {
 // refill reads "100 per minute", or "resets 0 0 1 * *" for a quota.
 func (l limitView) refill() string {
 	if len(l.ResetSchedule) > 0 {
-		return "resets " + strings.Join(l.ResetSchedule, " | ")
+		s := "resets " + strings.Join(l.ResetSchedule, " | ")
+		if l.TZ != "" && len(l.Schedule) == 0 { // else the schedule column names the zone
+			s += " (" + l.TZ + ")"
+		}
+		return s
 	}
 	return strconv.FormatInt(l.RefillAmount, 10) + " " + per(l.RefillPeriodSeconds)
 }
@@ -187,4 +196,45 @@ func limitsCell(ls []limitView) string {
 		lines[i] = l.Name + ": " + l.summary()
 	}
 	return strings.Join(lines, "\n")
+}
+
+// limitInput is the limits a command takes: arguments in the limit
+// syntax, --limit for more of the same, --zone for quotas' resets.
+type limitInput struct {
+	flags []string
+	zone  string
+}
+
+// register adds --limit and --zone to cmd.
+func (l *limitInput) register(cmd *cobra.Command) {
+	cmd.Flags().StringArrayVar(&l.flags, "limit", nil, "a limit, "+limitspec.Syntax+" (repeatable; the same as an argument)")
+	cmd.Flags().StringVar(&l.zone, "zone", "", "the IANA time zone quotas reset in (default UTC), e.g. America/New_York")
+}
+
+// read reads the limits of args and --limit; a malformed one, or none, is
+// a usage error that shows the syntax.
+func (l *limitInput) read(args []string) ([]limit.Limit, error) {
+	specs := append(append([]string{}, args...), l.flags...)
+	if len(specs) == 0 {
+		return nil, usageErrorf("no limits given: pass one or more LIMIT (or --limit), %s, e.g. %s", limitspec.Syntax, limitspec.Examples)
+	}
+	ls, err := limitspec.Parse(specs, l.zone)
+	var se *limitspec.SyntaxError
+	if errors.As(err, &se) {
+		return nil, &UsageError{Err: err}
+	}
+	return ls, err
+}
+
+// limitsTable lists limits under title, with caption below; "No limits."
+// when there are none.
+func limitsTable(title string, ls []limitView, caption string) output.Table {
+	t := output.Table{Title: title, Columns: limitColumns(), Caption: caption}
+	for _, l := range ls {
+		t.Rows = append(t.Rows, l.row())
+	}
+	if len(ls) == 0 {
+		t.Caption = strings.TrimSpace("No limits. " + caption)
+	}
+	return t
 }

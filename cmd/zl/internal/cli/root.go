@@ -15,6 +15,13 @@ func groups() []func(*App) *cobra.Command {
 	return []func(*App) *cobra.Command{
 		(*App).namespaceCommand,
 		(*App).limitsCommand,
+		(*App).systemCommand,
+		(*App).resourceCommand,
+		(*App).entityCommand,
+		(*App).accessCommand,
+		(*App).resetCommand,
+		(*App).topUpCommand,
+		(*App).auditCommand,
 		(*App).statusCommand,
 		(*App).usageCommand,
 		(*App).tableCommand,
@@ -30,13 +37,15 @@ const annotationCSV = "zl:output-csv"
 func (a *App) rootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "zl",
-		Short: "Operate a zae-limiter table: namespaces, limits manifests, status",
+		Short: "Operate a zae-limiter table: namespaces, limits, entities, access, audit",
 		Long: `zl operates the DynamoDB table of a zae-limiter deployment: it registers and
 deletes namespaces, plans and applies limits manifests (the same engine as the
-stack's provisioner), and shows the table's version record and state. Every
-write goes through the library's one audited operator door, so it is recorded
-in the namespace's audit trail and reaches the buckets already in use before
-the command returns.
+stack's provisioner), sets the limits of the system, a resource or an entity,
+records entities, changes access, resets and tops up buckets, reads the audit
+trails, and shows the table's version record and state. Every write goes
+through the library's one audited operator door, so it is recorded in the
+namespace's audit trail and reaches the buckets already in use before the
+command returns.
 
 The table comes from --table or ZAEL_TABLE; AWS credentials, region and profile
 from the usual AWS configuration. Results go to stdout (a table on a terminal,

@@ -186,7 +186,7 @@ func (f *selectionFlags) selection(cmd *cobra.Command, now time.Time) (usage.Sel
 	default:
 		d := defaultSince
 		if f.since != "" {
-			if d, err = parseSince(f.since); err != nil {
+			if d, err = parseLookback(f.since); err != nil {
 				return usage.Selection{}, usageErrorf("--since %q: %v", f.since, err)
 			}
 		}
@@ -215,10 +215,10 @@ func parseInstant(flag, s string) (time.Time, error) {
 // maxSinceDays is the most days a duration holds.
 const maxSinceDays = int64(1<<63-1) / int64(24*time.Hour)
 
-// parseSince reads how far back --since goes: a Go duration (90m, 24h,
+// parseLookback reads how far back --since goes: a Go duration (90m, 24h,
 // 1h30m), a whole number of days (7d), or days then a duration (1d12h).
 // It must be positive.
-func parseSince(s string) (time.Duration, error) {
+func parseLookback(s string) (time.Duration, error) {
 	const form = "pass a duration such as 24h, 90m, 7d or 1d12h"
 	rest := s
 	var days int64
@@ -853,11 +853,4 @@ func (l limitLiveView) refill() string {
 		return "resets (quota)"
 	}
 	return strconv.FormatInt(l.RefillAmount, 10) + " " + per(l.RefillPeriodSeconds)
-}
-
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
 }

@@ -25,8 +25,8 @@ func TestParseSince(t *testing.T) {
 		"106751d": 106751 * 24 * time.Hour,
 		"1.5h":    90 * time.Minute,
 	} {
-		if got, err := parseSince(in); err != nil || got != want {
-			t.Errorf("parseSince(%q) = %v, %v; want %v", in, got, err, want)
+		if got, err := parseLookback(in); err != nil || got != want {
+			t.Errorf("parseLookback(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
 	for in, reason := range map[string]string{
@@ -51,9 +51,9 @@ func TestParseSince(t *testing.T) {
 		"106751d24h": "too long",
 		"2562048h":   "not a duration", // past what a duration holds
 	} {
-		_, err := parseSince(in)
+		_, err := parseLookback(in)
 		if err == nil || !strings.HasPrefix(err.Error(), reason) || !strings.HasSuffix(err.Error(), "pass a duration such as 24h, 90m, 7d or 1d12h") {
-			t.Errorf("parseSince(%q) = %v, want %q and the accepted form", in, err, reason)
+			t.Errorf("parseLookback(%q) = %v, want %q and the accepted form", in, err, reason)
 		}
 	}
 }
@@ -66,7 +66,7 @@ func FuzzParseSince(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		d, err := parseSince(s)
+		d, err := parseLookback(s)
 		if err != nil {
 			if !strings.Contains(err.Error(), "pass a duration such as") {
 				t.Fatalf("%q: error without the accepted form: %v", s, err)
@@ -78,7 +78,7 @@ func FuzzParseSince(f *testing.F) {
 		}
 		days := d / (24 * time.Hour)
 		text := fmt.Sprintf("%dd%s", days, d-days*24*time.Hour)
-		back, err := parseSince(text)
+		back, err := parseLookback(text)
 		if err != nil || back != d {
 			t.Fatalf("%q = %v, written %q, read back %v (%v)", s, d, text, back, err)
 		}

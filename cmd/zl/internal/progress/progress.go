@@ -7,6 +7,7 @@ package progress
 
 import (
 	"io"
+	"sync"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -65,3 +66,57 @@ type silent struct{}
 
 func (silent) Step(string) {}
 func (silent) Done()       {}
+
+// Fanout is a bar over the buckets a fan-out brings in line
+// (docs/design.md §8): its total grows as the fan-out's discovery passes
+// count the buckets, and it fills as each is stamped, skipped or failed.
+// Off a terminal it draws nothing. Safe for concurrent use.
+type Fanout struct {
+	mu    sync.Mutex
+	bar   *progressbar.ProgressBar
+	total int
+}
+
+// StartFanout shows a bar described by description on w when terminal is
+// true (w is a terminal and the operator did not ask for quiet).
+func StartFanout(w io.Writer, terminal bool, description string) *Fanout {
+	if !terminal {
+		return &Fanout{}
+	}
+	bar := progressbar.NewOptions(-1,
+		progressbar.OptionSetWriter(w),
+		progressbar.OptionSetDescription(description),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetElapsedTime(true),
+		progressbar.OptionSetWidth(30),
+		progressbar.OptionClearOnFinish(),
+	)
+	_ = bar.RenderBlank()
+	return &Fanout{bar: bar}
+}
+
+// Set shows done of total buckets.
+func (f *Fanout) Set(total, done int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.bar == nil {
+		return
+	}
+	if total != f.total && total > 0 {
+		f.total = total
+		f.bar.ChangeMax(total)
+	}
+	_ = f.bar.Set(done)
+}
+
+// Done removes the bar.
+func (f *Fanout) Done() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.bar == nil {
+		return
+	}
+	_ = f.bar.Finish()
+	_ = f.bar.Clear()
+	f.bar = nil
+}
