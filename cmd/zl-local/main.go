@@ -17,7 +17,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := showcase.Run(ctx, os.Stdout, showcase.Options{Endpoint: os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")})
+	err := showcase.Run(ctx, os.Stdout, showcase.Options{Endpoint: os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"), ZL: os.Getenv("ZL")})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "zl-local:", err)
 		os.Exit(1)

@@ -11,6 +11,9 @@ import (
 	"slices"
 	"strings"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
 	"github.com/zae-limiter/zae-limiter-go/core/control"
 	"github.com/zae-limiter/zae-limiter-go/core/httplimit"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
@@ -30,9 +33,15 @@ const (
 // RateLimit fields of the tightest limit, the third a 429 with Retry-After,
 // every limit's fields and a problem body (docs/design.md §17). The
 // limiter's clock stands still, so the output is the same on every run.
+// Last, the limiter's OpenTelemetry counters (docs/design.md §18).
 func (d *demo) httpMiddleware(ctx context.Context) error {
 	clk := clock.NewManual(d.now)
-	lim, err := limiter.New(d.db, d.table, d.ns, limiter.Options{Clock: clk.Now})
+	// The limiter's OpenTelemetry metrics, read after the requests by a
+	// manual reader (a service would pass its own MeterProvider).
+	reader := sdkmetric.NewManualReader()
+	meters := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer func() { _ = meters.Shutdown(context.WithoutCancel(ctx)) }()
+	lim, err := limiter.New(d.db, d.table, d.ns, limiter.Options{Clock: clk.Now, MeterProvider: meters})
 	if err != nil {
 		return err
 	}
@@ -101,6 +110,40 @@ func (d *demo) httpMiddleware(ctx context.Context) error {
 	}
 	if left := remainingTPM(ctx, lim); left != "" {
 		fmt.Fprintln(d.out, left)
+	}
+	return printMetrics(ctx, d.out, reader)
+}
+
+// printMetrics prints the limiter's counters as the reader collects them:
+// one line per instrument and attribute set, sorted.
+func printMetrics(ctx context.Context, out io.Writer, reader *sdkmetric.ManualReader) error {
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		return err
+	}
+	var lines []string
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			sum, ok := m.Data.(metricdata.Sum[int64])
+			if !ok {
+				continue // the duration histogram: times vary from run to run
+			}
+			for _, p := range sum.DataPoints {
+				var attrs []string
+				for _, kv := range p.Attributes.ToSlice() {
+					if kv.Key == limiter.AttrNamespace || kv.Key == limiter.AttrTable {
+						continue
+					}
+					attrs = append(attrs, strings.TrimPrefix(string(kv.Key), "zae_limiter.")+"="+kv.Value.Emit())
+				}
+				lines = append(lines, fmt.Sprintf("  %s{%s} %d", m.Name, strings.Join(attrs, ","), p.Value))
+			}
+		}
+	}
+	slices.Sort(lines)
+	fmt.Fprintln(out, "the limiter's OpenTelemetry counters after these requests (histograms left out):")
+	for _, l := range lines {
+		fmt.Fprintln(out, l)
 	}
 	return nil
 }

@@ -36,11 +36,16 @@ type Options struct {
 	Table string
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// ZL is the zl binary the command-line step runs; empty builds one
+	// from this module with the go command.
+	ZL string
 }
 
 // demo holds one run's clients and table.
 type demo struct {
 	out       io.Writer
+	endpoint  string
+	zl        string
 	db        *dynamodb.Client
 	streams   *dynamodbstreams.Client
 	table     string
@@ -70,11 +75,13 @@ func Run(ctx context.Context, out io.Writer, o Options) error {
 		fmt.Fprintf(out, "Using DynamoDB Local at %s\n", endpoint)
 	}
 	d := &demo{
-		out:     out,
-		db:      ddblocal.DynamoDB(endpoint),
-		streams: ddblocal.Streams(endpoint),
-		table:   o.Table,
-		now:     o.Now().UTC(),
+		out:      out,
+		endpoint: endpoint,
+		zl:       o.ZL,
+		db:       ddblocal.DynamoDB(endpoint),
+		streams:  ddblocal.Streams(endpoint),
+		table:    o.Table,
+		now:      o.Now().UTC(),
 	}
 	if d.table == "" {
 		d.table = fmt.Sprintf("zae-limiter-local-%d", d.now.Unix())
@@ -94,6 +101,7 @@ func Run(ctx context.Context, out io.Writer, o Options) error {
 		{"Operator controls: disable with a carve-out, soft limits, bypass, top-up and reset, audited", d.controls},
 		{"Declarative limits: a manifest applied by the provisioner as CloudFormation does", d.provisioner},
 		{"HTTP: the middleware's RateLimit fields, then a 429 with problem details", d.httpMiddleware},
+		{"The command line: zl reads entities, limits, usage and the audit trail, and writes through the audited door", d.commandLine},
 	}
 	for i, s := range steps {
 		fmt.Fprintf(out, "\n== %d. %s\n", i+1, s.title)

@@ -3,6 +3,10 @@ package showcase_test
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,7 +16,25 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/internal/showcase"
 )
 
-func TestMain(m *testing.M) { ddbtest.Main(m) }
+// zlBin is the zl binary every run's command-line step runs, built once
+// by TestMain rather than by each run.
+var zlBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "showcase-zl-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	zlBin = filepath.Join(dir, "zl")
+	if out, err := exec.Command("go", "build", "-o", zlBin, "github.com/zae-limiter/zae-limiter-go/cmd/zl").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building zl: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := ddbtest.Run(m)
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
 
 // TestRunShowsEachStep keeps `make run` honest: the walk-through runs on the
 // emulator and prints every step with the results the queries must return.
@@ -22,6 +44,7 @@ func TestRunShowsEachStep(t *testing.T) {
 		Endpoint: ddbtest.Endpoint(t),
 		Table:    ddbtest.TableName(t.Name()),
 		Now:      func() time.Time { return time.Date(2026, 11, 29, 19, 30, 0, 0, time.UTC) },
+		ZL:       zlBin,
 	})
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
@@ -89,7 +112,7 @@ func TestRunShowsEachStep(t *testing.T) {
 	// The HTTP step: two 200s with the tightest limit's fields, then a 429
 	// with every limit's, Retry-After and the problem body; the estimate
 	// settled to the usage the handler reported.
-	httpStep := text[strings.Index(text, "== 11. HTTP"):]
+	httpStep := text[strings.Index(text, "== 11. HTTP"):strings.Index(text, "== 12. ")]
 	reset := func(s int64) string {
 		return strconv.FormatInt(time.Date(2026, 11, 29, 19, 30, 0, 0, time.UTC).Unix()+s, 10)
 	}
@@ -110,9 +133,39 @@ func TestRunShowsEachStep(t *testing.T) {
 		`    "detail": "rpm exhausted; retry after 31 s",`,
 		`        "retry_after_seconds": 31`,
 		"the bucket holds tpm 9200: two requests settled at the 400 they used, not the 1000 estimated",
+		// The limiter's counters: three admissions (two requests and the
+		// balance check) and one 429, each counted once.
+		"  zae_limiter.acquisitions{resource=http/chat,result=admitted} 3",
+		"  zae_limiter.acquisitions{resource=http/chat,result=rejected} 1",
+		"  zae_limiter.lease.adjustments{resource=http/chat} 2",
+		"  zae_limiter.lease.commits{outcome=ok,resource=http/chat} 3",
 	} {
 		if !strings.Contains(httpStep, "\n"+want+"\n") {
 			t.Errorf("the HTTP step lacks the line %q\n%s", want, httpStep)
+		}
+	}
+	// The command-line step: the real zl binary reads what the earlier
+	// steps wrote, writes through the audited door, and answers mistakes
+	// with the exit codes it documents.
+	cliStep := text[strings.Index(text, "== 12. The command line"):]
+	for _, want := range []string{
+		"$ zl -N demo entity list -o table",
+		"│ org-acme │ Acme Corp │ -        │ no      │ 2026-11-29T19:30:00Z │",
+		"│ rpm   │ 5        │ 5 per minute     │ no   │ -        │",
+		"Buckets in use: 1 found, 1 stamped, 0 skipped, 0 failed.",
+		"    action: access_set",
+		`zl: namespace "nope" is not registered: zl namespace register nope`,
+		"(exit 1)",
+		`zl: --window "weekly" is not a window kind: pass hourly, daily or monthly`,
+		"(exit 2)",
+	} {
+		if !strings.Contains(cliStep, "\n"+want+"\n") {
+			t.Errorf("the command-line step lacks the line %q\n%s", want, cliStep)
+		}
+	}
+	for _, entity := range []string{"key-a", "key-vip"} {
+		if n := strings.Count(cliStep, "│ "+entity+" "); n != 2 {
+			t.Errorf("the command-line step shows %s in %d rows, want 2 (its snapshot and its rank)\n%s", entity, n, cliStep)
 		}
 	}
 }
@@ -127,6 +180,7 @@ func TestRunShowsSnapshots(t *testing.T) {
 		Endpoint: ddbtest.Endpoint(t),
 		Table:    ddbtest.TableName(t.Name()),
 		Now:      func() time.Time { return time.Date(2026, 11, 29, 19, 30, 0, 0, time.UTC) },
+		ZL:       zlBin,
 	})
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
@@ -192,6 +246,7 @@ func TestRunShowsOperatorControls(t *testing.T) {
 		Endpoint: ddbtest.Endpoint(t),
 		Table:    ddbtest.TableName(t.Name()),
 		Now:      func() time.Time { return time.Date(2026, 11, 29, 19, 30, 0, 0, time.UTC) },
+		ZL:       zlBin,
 	})
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
@@ -245,6 +300,7 @@ func TestRunShowsTheProvisioner(t *testing.T) {
 		Endpoint: ddbtest.Endpoint(t),
 		Table:    ddbtest.TableName(t.Name()),
 		Now:      func() time.Time { return time.Date(2028, 2, 29, 0, 10, 0, 0, time.UTC) },
+		ZL:       zlBin,
 	})
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())

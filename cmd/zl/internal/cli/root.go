@@ -42,10 +42,11 @@ func (a *App) rootCommand() *cobra.Command {
 deletes namespaces, plans and applies limits manifests (the same engine as the
 stack's provisioner), sets the limits of the system, a resource or an entity,
 records entities, changes access, resets and tops up buckets, reads the audit
-trails, and shows the table's version record and state. Every write goes
-through the library's one audited operator door, so it is recorded in the
-namespace's audit trail and reaches the buckets already in use before the
-command returns.
+trails and the usage the aggregator records (snapshots, sums, a chart, live
+buckets, top consumers), and shows the table's version record and state.
+Every write goes through the library's one audited operator door, so it is
+recorded in the namespace's audit trail and reaches the buckets already in use
+before the command returns.
 
 The table comes from --table or ZAEL_TABLE; AWS credentials, region and profile
 from the usual AWS configuration. Results go to stdout (a table on a terminal,
