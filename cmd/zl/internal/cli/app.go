@@ -188,14 +188,20 @@ func (a *App) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(a.env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
+// tableDB returns the table's name and the DynamoDB client.
+func (a *App) tableDB(ctx context.Context) (string, *dynamodb.Client, error) {
+	table, err := a.Table()
+	if err != nil {
+		return "", nil, err
+	}
+	db, err := a.DB(ctx)
+	return table, db, err
+}
+
 // Controls returns the operator API of the table (core/control), the one
 // door for operator writes.
 func (a *App) Controls(ctx context.Context) (*control.Controls, error) {
-	table, err := a.Table()
-	if err != nil {
-		return nil, err
-	}
-	db, err := a.DB(ctx)
+	table, db, err := a.tableDB(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -263,11 +269,7 @@ func (a *App) fanout(description string, write func() (control.Progress, error))
 // Provisioner returns the manifest engine of the table (core/provision),
 // the code the provisioner Lambda runs.
 func (a *App) Provisioner(ctx context.Context) (*provision.Provisioner, error) {
-	table, err := a.Table()
-	if err != nil {
-		return nil, err
-	}
-	db, err := a.DB(ctx)
+	table, db, err := a.tableDB(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -192,6 +192,15 @@ func (s *scopeFlags) scope(cmdPath string) (string, error) {
 	return s.resource, nil
 }
 
+// entityScope validates the entity id, then returns the scope as scope
+// does.
+func (s *scopeFlags) entityScope(id, cmdPath string) (string, error) {
+	if err := schema.ValidateEntityID(id); err != nil {
+		return "", err
+	}
+	return s.scope(cmdPath)
+}
+
 // entityView is an entity's record.
 type entityView struct {
 	ID        string            `json:"id"`
@@ -425,10 +434,7 @@ func (a *App) entityLevel(ctx context.Context, ctl *control.Controls, ns, id, re
 }
 
 func (a *App) entityGet(ctx context.Context, id string, sf *scopeFlags) error {
-	if err := schema.ValidateEntityID(id); err != nil {
-		return err
-	}
-	resource, err := sf.scope("zl entity get")
+	resource, err := sf.entityScope(id, "zl entity get")
 	if err != nil {
 		return err
 	}
@@ -444,10 +450,7 @@ func (a *App) entityGet(ctx context.Context, id string, sf *scopeFlags) error {
 }
 
 func (a *App) entitySet(ctx context.Context, id string, sf *scopeFlags, lim *limitInput, args []string) error {
-	if err := schema.ValidateEntityID(id); err != nil {
-		return err
-	}
-	resource, err := sf.scope("zl entity set")
+	resource, err := sf.entityScope(id, "zl entity set")
 	if err != nil {
 		return err
 	}
@@ -473,10 +476,7 @@ func (a *App) entitySet(ctx context.Context, id string, sf *scopeFlags, lim *lim
 }
 
 func (a *App) entityDeleteLimits(ctx context.Context, id string, sf *scopeFlags) error {
-	if err := schema.ValidateEntityID(id); err != nil {
-		return err
-	}
-	resource, err := sf.scope("zl entity delete-limits")
+	resource, err := sf.entityScope(id, "zl entity delete-limits")
 	if err != nil {
 		return err
 	}

@@ -167,20 +167,30 @@ func (a *App) request(f *manifestFlags) (provision.Request, error) {
 	return req, nil
 }
 
-func (a *App) limitsPlan(ctx context.Context, f *manifestFlags, diff bool) error {
+// manifestSetup reads what the manifest commands start from: the manifest
+// and the provisioner request of f, the provisioner and the operator door.
+func (a *App) manifestSetup(ctx context.Context, f *manifestFlags) (*manifest.Manifest, provision.Request, *provision.Provisioner, *control.Controls, error) {
 	m, err := a.readManifest(f)
 	if err != nil {
-		return err
+		return nil, provision.Request{}, nil, nil, err
 	}
 	req, err := a.request(f)
 	if err != nil {
-		return err
+		return nil, provision.Request{}, nil, nil, err
 	}
 	p, err := a.Provisioner(ctx)
 	if err != nil {
-		return err
+		return nil, provision.Request{}, nil, nil, err
 	}
 	ctl, err := a.Controls(ctx)
+	if err != nil {
+		return nil, provision.Request{}, nil, nil, err
+	}
+	return m, req, p, ctl, nil
+}
+
+func (a *App) limitsPlan(ctx context.Context, f *manifestFlags, diff bool) error {
+	m, req, p, ctl, err := a.manifestSetup(ctx, f)
 	if err != nil {
 		return err
 	}
@@ -220,19 +230,7 @@ func explainPlan(err error) error {
 }
 
 func (a *App) limitsApply(ctx context.Context, f *manifestFlags) error {
-	m, err := a.readManifest(f)
-	if err != nil {
-		return err
-	}
-	req, err := a.request(f)
-	if err != nil {
-		return err
-	}
-	p, err := a.Provisioner(ctx)
-	if err != nil {
-		return err
-	}
-	ctl, err := a.Controls(ctx)
+	m, req, p, ctl, err := a.manifestSetup(ctx, f)
 	if err != nil {
 		return err
 	}

@@ -267,11 +267,7 @@ func (a *App) usageReader(ctx context.Context) (*usage.Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	table, err := a.Table()
-	if err != nil {
-		return nil, err
-	}
-	db, err := a.DB(ctx)
+	table, db, err := a.tableDB(ctx)
 	if err != nil {
 		return nil, err
 	}
