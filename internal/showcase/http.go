@@ -134,7 +134,7 @@ func printMetrics(ctx context.Context, out io.Writer, reader *sdkmetric.ManualRe
 					if kv.Key == limiter.AttrNamespace || kv.Key == limiter.AttrTable {
 						continue
 					}
-					attrs = append(attrs, strings.TrimPrefix(string(kv.Key), "zae_limiter.")+"="+kv.Value.Emit())
+					attrs = append(attrs, strings.TrimPrefix(string(kv.Key), "zae_limiter.")+"="+kv.Value.String())
 				}
 				lines = append(lines, fmt.Sprintf("  %s{%s} %d", m.Name, strings.Join(attrs, ","), p.Value))
 			}
