@@ -318,7 +318,7 @@ func javaBinary() (string, error) {
 	}
 	p, err := exec.LookPath("java")
 	if err != nil {
-		return "", fmt.Errorf("Java 17 or later is needed to run DynamoDB Local: %w", err)
+		return "", fmt.Errorf("running DynamoDB Local needs Java 17 or later: %w", err)
 	}
 	return p, nil
 }
