@@ -668,6 +668,7 @@ func localEnvLines(endpoint, table string) [][2]string {
 		{"AWS_ENDPOINT_URL_DYNAMODB", endpoint},
 		{"AWS_ENDPOINT_URL_DYNAMODB_STREAMS", endpoint},
 		{"AWS_REGION", localRegion},
+		{"AWS_DEFAULT_REGION", localRegion},
 		{"AWS_ACCESS_KEY_ID", localAccessKey},
 		{"AWS_SECRET_ACCESS_KEY", localSecret},
 		{"ZAEL_TABLE", table},

@@ -30,6 +30,7 @@ func TestLocalEnvFormats(t *testing.T) {
 		"sh": `export AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:8000
 export AWS_ENDPOINT_URL_DYNAMODB_STREAMS=http://127.0.0.1:8000
 export AWS_REGION=us-east-1
+export AWS_DEFAULT_REGION=us-east-1
 export AWS_ACCESS_KEY_ID=local
 export AWS_SECRET_ACCESS_KEY=local
 export ZAEL_TABLE=zae-limiter
@@ -37,6 +38,7 @@ export ZAEL_TABLE=zae-limiter
 		"fish": `set -gx AWS_ENDPOINT_URL_DYNAMODB http://127.0.0.1:8000
 set -gx AWS_ENDPOINT_URL_DYNAMODB_STREAMS http://127.0.0.1:8000
 set -gx AWS_REGION us-east-1
+set -gx AWS_DEFAULT_REGION us-east-1
 set -gx AWS_ACCESS_KEY_ID local
 set -gx AWS_SECRET_ACCESS_KEY local
 set -gx ZAEL_TABLE zae-limiter
@@ -44,6 +46,7 @@ set -gx ZAEL_TABLE zae-limiter
 		"powershell": `$env:AWS_ENDPOINT_URL_DYNAMODB = "http://127.0.0.1:8000"
 $env:AWS_ENDPOINT_URL_DYNAMODB_STREAMS = "http://127.0.0.1:8000"
 $env:AWS_REGION = "us-east-1"
+$env:AWS_DEFAULT_REGION = "us-east-1"
 $env:AWS_ACCESS_KEY_ID = "local"
 $env:AWS_SECRET_ACCESS_KEY = "local"
 $env:ZAEL_TABLE = "zae-limiter"
@@ -51,6 +54,7 @@ $env:ZAEL_TABLE = "zae-limiter"
 		"dotenv": `AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:8000
 AWS_ENDPOINT_URL_DYNAMODB_STREAMS=http://127.0.0.1:8000
 AWS_REGION=us-east-1
+AWS_DEFAULT_REGION=us-east-1
 AWS_ACCESS_KEY_ID=local
 AWS_SECRET_ACCESS_KEY=local
 ZAEL_TABLE=zae-limiter
