@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -147,6 +146,23 @@ type localState struct {
 	Ready     bool      `json:"ready"`
 	// LastManifest is the outcome of the last manifest pass.
 	LastManifest *manifestPass `json:"last_manifest,omitempty"`
+	// Aggregator is how far the aggregator has read the stream.
+	Aggregator *aggregatorProgress `json:"aggregator,omitempty"`
+}
+
+// aggregatorProgress is how far the in-process aggregator has read the
+// table's stream.
+type aggregatorProgress struct {
+	Records  int64 `json:"records"`
+	Batches  int64 `json:"batches"`
+	Reported int64 `json:"failures_reported"`
+	// Position is the sequence number of the last record delivered.
+	Position string `json:"position,omitempty"`
+	// LastBatch is when the last batch was handled, LagSeconds how old its
+	// newest record was then (by the stream's approximate creation time,
+	// which DynamoDB Local rounds).
+	LastBatch  *time.Time `json:"last_batch,omitempty"`
+	LagSeconds float64    `json:"lag_seconds"`
 }
 
 // manifestPass is one pass over the manifest folder.
@@ -293,7 +309,9 @@ func (a *App) localUp(ctx context.Context, f localFlags) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		errc <- a.localAggregate(ctx, db, srv.Endpoint, table, streamARN, log)
+		errc <- a.localAggregate(ctx, db, srv.Endpoint, table, streamARN, log, func(p aggregatorProgress) {
+			save(func(s *localState) { s.Aggregator = &p })
+		})
 	}()
 	if manifests != "" {
 		wg.Add(1)
@@ -406,7 +424,7 @@ func (a *App) localEnsureTable(ctx context.Context, db *dynamodb.Client, table s
 // would (docs/design.md §6). It reads from the start of the stream, so a
 // restart re-delivers what an earlier run read; the snapshots' sequence
 // number high-water marks make that a no-op.
-func (a *App) localAggregate(ctx context.Context, db *dynamodb.Client, endpoint, table, streamARN string, log *slog.Logger) error {
+func (a *App) localAggregate(ctx context.Context, db *dynamodb.Client, endpoint, table, streamARN string, log *slog.Logger, report func(aggregatorProgress)) error {
 	h, err := handler.New(db, handler.Settings{Config: aggregator.Config{TableName: table}}, log)
 	if err != nil {
 		return err
@@ -414,13 +432,26 @@ func (a *App) localAggregate(ctx context.Context, db *dynamodb.Client, endpoint,
 	streams := dynamodbstreams.NewFromConfig(localConfig(), func(o *dynamodbstreams.Options) {
 		o.BaseEndpoint = aws.String(endpoint)
 	}, streampoll.FixEmptyMaps)
-	var records, failures atomic.Int64
+	var mu sync.Mutex
+	var prog aggregatorProgress
+	var dirty bool
 	p, err := streampoll.New(streams, streamARN, streampoll.Options{
 		Logger: log, MaxRetries: 3, BisectOnError: true, PollInterval: 200 * time.Millisecond,
 		Handler: func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 			resp, err := h.Handle(ctx, ev)
-			records.Add(int64(len(ev.Records)))
-			failures.Add(int64(len(resp.BatchItemFailures)))
+			now := a.Now().UTC()
+			mu.Lock()
+			defer mu.Unlock()
+			prog.Records += int64(len(ev.Records))
+			prog.Batches++
+			prog.Reported += int64(len(resp.BatchItemFailures))
+			prog.LastBatch = &now
+			if n := len(ev.Records); n > 0 {
+				last := ev.Records[n-1].Change
+				prog.Position = last.SequenceNumber
+				prog.LagSeconds = max(0, now.Sub(last.ApproximateCreationDateTime.Time).Seconds())
+			}
+			dirty = true
 			return resp, err
 		},
 	})
@@ -428,8 +459,32 @@ func (a *App) localAggregate(ctx context.Context, db *dynamodb.Client, endpoint,
 		return err
 	}
 	log.Info("aggregator reading the stream", "stream", streamARN)
+	// Progress reaches the state file at most every half second.
+	saved := make(chan struct{})
+	go func() {
+		defer close(saved)
+		tick := time.NewTicker(500 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			mu.Lock()
+			if dirty {
+				dirty = false
+				report(prog)
+			}
+			mu.Unlock()
+		}
+	}()
 	err = p.Poll(ctx)
-	log.Info("aggregator stopped", "records", records.Load(), "failures_reported", failures.Load())
+	<-saved
+	mu.Lock()
+	report(prog)
+	log.Info("aggregator stopped", "records", prog.Records, "batches", prog.Batches, "failures_reported", prog.Reported)
+	mu.Unlock()
 	return err
 }
 
@@ -541,16 +596,17 @@ func (a *App) applyManifests(ctx context.Context, db *dynamodb.Client, table str
 
 // localStatusView is what `zl local status` shows.
 type localStatusView struct {
-	Running      bool           `json:"running"`
-	Endpoint     string         `json:"endpoint,omitempty"`
-	Table        string         `json:"table,omitempty"`
-	PID          int            `json:"pid,omitempty"`
-	JavaPID      int            `json:"java_pid,omitempty"`
-	Data         string         `json:"data,omitempty"`
-	Manifests    string         `json:"manifests,omitempty"`
-	Started      *time.Time     `json:"started,omitempty"`
-	Items        map[string]int `json:"items,omitempty"`
-	LastManifest *manifestPass  `json:"last_manifest,omitempty"`
+	Running      bool                `json:"running"`
+	Endpoint     string              `json:"endpoint,omitempty"`
+	Table        string              `json:"table,omitempty"`
+	PID          int                 `json:"pid,omitempty"`
+	JavaPID      int                 `json:"java_pid,omitempty"`
+	Data         string              `json:"data,omitempty"`
+	Manifests    string              `json:"manifests,omitempty"`
+	Started      *time.Time          `json:"started,omitempty"`
+	Items        map[string]int      `json:"items,omitempty"`
+	LastManifest *manifestPass       `json:"last_manifest,omitempty"`
+	Aggregator   *aggregatorProgress `json:"aggregator,omitempty"`
 }
 
 func (v localStatusView) Tables() []output.Table {
@@ -571,6 +627,13 @@ func (v localStatusView) Tables() []output.Table {
 			res += "; problems: " + strings.ReplaceAll(m.Error, "\n", "; ")
 		}
 		rows = append(rows, []string{"last manifest pass", res})
+	}
+	if g := v.Aggregator; g != nil {
+		res := fmt.Sprintf("%d record(s) in %d batch(es), %d failure(s) reported", g.Records, g.Batches, g.Reported)
+		if g.LastBatch != nil {
+			res += fmt.Sprintf("; last batch %s, lag %.1fs, position %s", g.LastBatch.Format(time.RFC3339), g.LagSeconds, g.Position)
+		}
+		rows = append(rows, []string{"aggregator", res})
 	}
 	out := []output.Table{{Columns: []string{"WHAT", "VALUE"}, Rows: rows}}
 	if len(v.Items) > 0 {
@@ -601,7 +664,7 @@ func (a *App) localStatus(ctx context.Context) error {
 		return a.Render(localStatusView{})
 	}
 	v := localStatusView{Running: true, Endpoint: st.Endpoint, Table: st.Table, PID: st.PID, JavaPID: st.JavaPID,
-		Data: st.DataDir, Manifests: st.Manifests, Started: &st.Started, LastManifest: st.LastManifest}
+		Data: st.DataDir, Manifests: st.Manifests, Started: &st.Started, LastManifest: st.LastManifest, Aggregator: st.Aggregator}
 	if v.Items, err = itemKinds(ctx, localDB(st.Endpoint), st.Table); err != nil {
 		return err
 	}

@@ -84,12 +84,14 @@ func TestLocalStatusView(t *testing.T) {
 	started := time.Date(2028, 2, 29, 23, 59, 0, 0, time.UTC)
 	v := localStatusView{Running: true, Endpoint: "http://127.0.0.1:8000", Table: "zae-limiter", PID: 10, JavaPID: 11,
 		Manifests: "/m", Started: &started, Items: map[string]int{"STATE": 2, "CONFIG": 1},
+		Aggregator:   &aggregatorProgress{Records: 12, Batches: 3, Reported: 1, Position: "000042", LastBatch: &started, LagSeconds: 1.25},
 		LastManifest: &manifestPass{At: started, Files: []string{"a.yaml"}, Changes: 3, Error: "a.yaml: bad\nb.yaml: worse"}}
 	var b bytes.Buffer
 	if err := output.Render(&b, output.FormatTable, v); err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{"http://127.0.0.1:8000", "zl 10, DynamoDB Local 11", "in memory", "2028-02-29T23:59:00Z: 1 file(s), 3 change(s); problems: a.yaml: bad; b.yaml: worse", "CONFIG", "STATE"} {
+	for _, w := range []string{"http://127.0.0.1:8000", "zl 10, DynamoDB Local 11", "in memory", "2028-02-29T23:59:00Z: 1 file(s), 3 change(s); problems: a.yaml: bad; b.yaml: worse", "CONFIG", "STATE",
+		"12 record(s) in 3 batch(es), 1 failure(s) reported; last batch 2028-02-29T23:59:00Z, lag 1.2s, position 000042"} {
 		if !strings.Contains(b.String(), w) {
 			t.Errorf("status table lacks %q:\n%s", w, b.String())
 		}
@@ -262,6 +264,10 @@ func TestLocalUp(t *testing.T) {
 	eventually(t, "usage snapshots from the aggregator", 15*time.Second, func() bool {
 		k, err := itemKinds(ctx, db, "zae-limiter")
 		return err == nil && k["USAGE"] > 0
+	})
+	eventually(t, "the aggregator's progress in the state", 15*time.Second, func() bool {
+		g := state().Aggregator
+		return g != nil && g.Records > 0 && g.Position != "" && g.Reported == 0
 	})
 
 	// A bad manifest prints every problem with its path, and changes nothing.
