@@ -344,9 +344,14 @@ func (a *App) localUp(ctx context.Context, f localFlags) error {
 // localDetach runs `zl local up` again in the background, without
 // --detach, and returns once it is ready (or says why it is not).
 func (a *App) localDetach(ctx context.Context, home string) error {
-	self, err := os.Executable()
-	if err != nil {
-		return err
+	// The program as it was invoked (zl on the PATH, or a path to it).
+	self := os.Args[0]
+	if !strings.ContainsRune(self, os.PathSeparator) {
+		p, err := exec.LookPath(self)
+		if err != nil {
+			return fmt.Errorf("find %s to run in the background: %w", self, err)
+		}
+		self = p
 	}
 	var args []string
 	for _, s := range os.Args[1:] {
