@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -120,6 +123,43 @@ func setupScript(env *testscript.Env) error {
 	} {
 		env.Setenv(k, v)
 	}
+	return setupLocal(env)
+}
+
+// setupLocal gives a script what `zl local` needs: its own local home, a
+// free port, the emulator the tests use; a stack the script left running
+// is stopped by its pid.
+func setupLocal(env *testscript.Env) error {
+	emu := os.Getenv("ZL_DYNAMODB_LOCAL_DIR")
+	if emu == "" {
+		d, err := ddblocal.DefaultDir()
+		if err != nil {
+			return err
+		}
+		emu = d
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	home := filepath.Join(env.WorkDir, "local-home")
+	env.Setenv("ZL_LOCAL_HOME", home)
+	env.Setenv("ZL_LOCAL_PORT", strconv.Itoa(port))
+	env.Setenv("ZL_DYNAMODB_LOCAL_DIR", emu)
+	env.Defer(func() {
+		b, err := os.ReadFile(filepath.Join(home, "state.json"))
+		if err != nil {
+			return
+		}
+		var st struct {
+			PID int `json:"pid"`
+		}
+		if json.Unmarshal(b, &st) == nil && st.PID > 1 {
+			_ = syscall.Kill(st.PID, syscall.SIGTERM)
+		}
+	})
 	return nil
 }
 

@@ -25,6 +25,7 @@ func groups() []func(*App) *cobra.Command {
 		(*App).statusCommand,
 		(*App).usageCommand,
 		(*App).tableCommand,
+		(*App).localCommand,
 		(*App).versionCommand,
 	}
 }
