@@ -45,15 +45,17 @@ lint:
 	cd infra && go tool staticcheck ./...
 	go tool actionlint
 
-# The provisioner's scale test (its own DynamoDB Local, minutes of CPU) runs
-# after the other packages, not beside them: on a 2-core machine it would
-# starve the load-sensitive ones (the soak's "did the run exercise the
-# system" check).
+# Two packages run after the others, one at a time, not beside them. The
+# provisioner's scale test (its own DynamoDB Local, minutes of CPU) would
+# starve the other packages on a 2-core machine, and the soak measures a
+# system under load: beside other test binaries its "did the run exercise
+# the system" check fails for want of CPU, not for a fault of the limiter.
 SCALE_PKG := ./core/provision/scale
-## unit: every test of the main module under -race (the provisioner's scale test last)
+SOAK_PKG := ./internal/soak
+## unit: every test of the main module under -race (the soak and the provisioner's scale test last, alone)
 unit:
-	go test -race -count=1 $$(go list ./... | grep -v '/core/provision/scale$$')
-	go test -race -count=1 -timeout 20m $(SCALE_PKG)
+	go test -race -count=1 $$(go list ./... | grep -v -e '/core/provision/scale$$' -e '/internal/soak$$')
+	go test -race -count=1 -p 1 -timeout 20m $(SOAK_PKG) $(SCALE_PKG)
 
 ## fuzz: a short run of every fuzz target (FUZZTIME, 20000x by default)
 fuzz:
