@@ -92,6 +92,7 @@ import (
 
 	"github.com/zae-limiter/zae-limiter-go/core/aggregator"
 	"github.com/zae-limiter/zae-limiter-go/core/aggregator/maintenance"
+	"github.com/zae-limiter/zae-limiter-go/core/dynamodblocal"
 	"github.com/zae-limiter/zae-limiter-go/core/internal/capability"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
@@ -730,14 +731,11 @@ func (d loggingDB) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteIt
 // stop, so that the stream made there cannot slow down the measured
 // replays (see the top of the file).
 func dedicatedTable(ctx context.Context, name string) (_ *ddbtest.Table, stop func(), err error) {
-	dir, err := ddblocal.DefaultDir()
-	if err == nil {
-		err = ddblocal.Install(ctx, dir)
-	}
+	dir, err := ddblocal.InstallDefault(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	srv, err := ddblocal.Start(ctx, ddblocal.Options{Dir: dir})
+	srv, err := dynamodblocal.Start(ctx, dynamodblocal.Options{Dir: dir})
 	if err != nil {
 		return nil, nil, err
 	}

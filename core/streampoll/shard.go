@@ -358,9 +358,10 @@ func (p *Poller) ensureIterator(ctx context.Context, sh *shard) error {
 	return nil
 }
 
-// refresh lists the stream's shards and adds the ones it has not seen. On
-// the first listing with Latest, open shards start at LATEST and closed ones
-// are skipped; every other new shard starts at TRIM_HORIZON.
+// refresh lists the stream's shards and adds the ones it has not seen. A
+// shard Options.Resume lists resumes where it says. Otherwise, on the first
+// listing with Latest and no Resume, open shards start at LATEST and closed
+// ones are skipped; every other new shard starts at TRIM_HORIZON.
 func (p *Poller) refresh(ctx context.Context, initial bool) (added int, err error) {
 	var after *string
 	for {
@@ -381,7 +382,9 @@ func (p *Poller) refresh(ctx context.Context, initial bool) (added int, err erro
 				continue
 			}
 			sh := &shard{id: id, parent: aws.ToString(s.ParentShardId), pos: position{kind: iterTrimHorizon}}
-			if initial && p.opts.StartingPosition == Latest {
+			if c, ok := p.resumeAt(id); ok {
+				sh.pos, sh.done = c.position(), c.Done
+			} else if initial && p.opts.Resume == nil && p.opts.StartingPosition == Latest {
 				if s.SequenceNumberRange != nil && s.SequenceNumberRange.EndingSequenceNumber != nil {
 					sh.done = true
 				} else {
@@ -398,4 +401,13 @@ func (p *Poller) refresh(ctx context.Context, initial bool) (added int, err erro
 			return added, nil
 		}
 	}
+}
+
+// resumeAt is where Options.Resume says shard id resumes, if it lists it.
+func (p *Poller) resumeAt(id string) (ShardCheckpoint, bool) {
+	if p.opts.Resume == nil {
+		return ShardCheckpoint{}, false
+	}
+	c, ok := p.opts.Resume.Shards[id]
+	return c, ok
 }

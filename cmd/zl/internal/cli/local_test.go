@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"os"
@@ -17,9 +18,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/cmd/zl/internal/output"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
+	"github.com/zae-limiter/zae-limiter-go/core/streampoll"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddblocal"
 )
 
@@ -198,11 +202,8 @@ func TestLocalUp(t *testing.T) {
 	ctx := context.Background()
 	emu := os.Getenv("ZL_DYNAMODB_LOCAL_DIR")
 	if emu == "" {
-		d, err := ddblocal.DefaultDir()
+		d, err := ddblocal.InstallDefault(ctx)
 		if err != nil {
-			t.Fatal(err)
-		}
-		if err := ddblocal.Install(ctx, d); err != nil {
 			t.Fatal(err)
 		}
 		emu = d
@@ -321,6 +322,23 @@ func TestLocalUp(t *testing.T) {
 		t.Errorf("state left after Ctrl-C: %v", err)
 	}
 
+	// The aggregator's checkpoint is in the data folder.
+	var saved streampoll.Checkpoint
+	if b, err := os.ReadFile(filepath.Join(data, checkpointFile)); err != nil {
+		t.Fatalf("no checkpoint saved: %v", err)
+	} else if err := json.Unmarshal(b, &saved); err != nil || len(saved.Shards) == 0 {
+		t.Fatalf("checkpoint %s: %v", b, err)
+	}
+	savedAt := ""
+	for _, c := range saved.Shards {
+		if c.Sequence != "" && (savedAt == "" || seqBefore(savedAt, c.Sequence)) {
+			savedAt = c.Sequence
+		}
+	}
+	if savedAt == "" {
+		t.Fatalf("the checkpoint has no position: %+v", saved)
+	}
+
 	// A restart on the same data finds the buckets, snapshots and limits.
 	stack = startLocal(t, vars, args...)
 	eventually(t, "restarted stack ready", 90*time.Second, func() bool {
@@ -340,9 +358,53 @@ func TestLocalUp(t *testing.T) {
 	if got := admitted(open(), "user-1", 1); got != 0 {
 		t.Errorf("user-1's bucket was empty before the restart and admits %d now", got)
 	}
+	// The aggregator goes on from its checkpoint: the first record it
+	// delivers after the restart is one written after the last it had
+	// delivered before, and the new pair's snapshot appears.
+	if got := admitted(open(), "user-4", 1); got != 1 {
+		t.Fatalf("user-4 after the restart: %d of 1 admitted", got)
+	}
+	eventually(t, "the aggregator delivers after the restart", 15*time.Second, func() bool {
+		g := state().Aggregator
+		return g != nil && g.First != ""
+	})
+	if g := state().Aggregator; !g.Resumed || !seqBefore(savedAt, g.First) {
+		t.Errorf("after the restart the aggregator resumed=%v and first delivered %s; the checkpoint was after %s", g.Resumed, g.First, savedAt)
+	}
+	eventually(t, "user-4's snapshot", 15*time.Second, func() bool {
+		n, err := usageItems(ctx, db, "zae-limiter", "user-4")
+		return err == nil && n > 0
+	})
 	code, out, _ := run(t, "", false, vars, "local", "status", "-o", "json")
 	if code != 0 || !strings.Contains(out, `"running": true`) || !strings.Contains(out, `"USAGE"`) {
 		t.Errorf("status: %d %s", code, out)
 	}
 	stack.stop(t)
+}
+
+// seqBefore orders stream sequence numbers: decimal strings whose length
+// varies.
+func seqBefore(a, b string) bool {
+	a, b = strings.TrimLeft(a, "0"), strings.TrimLeft(b, "0")
+	if len(a) != len(b) {
+		return len(a) < len(b)
+	}
+	return a < b
+}
+
+// usageItems counts the usage snapshots of entity in table.
+func usageItems(ctx context.Context, db *dynamodb.Client, table, entity string) (int, error) {
+	n := 0
+	p := dynamodb.NewScanPaginator(db, &dynamodb.ScanInput{TableName: aws.String(table),
+		FilterExpression:          aws.String("begins_with(#sk, :usage) AND #e = :e"),
+		ExpressionAttributeNames:  map[string]string{"#sk": schema.AttrSK, "#e": schema.AttrEntityID},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":usage": &types.AttributeValueMemberS{Value: "#USAGE"}, ":e": &types.AttributeValueMemberS{Value: entity}}})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return 0, err
+		}
+		n += len(page.Items)
+	}
+	return n, nil
 }

