@@ -1,7 +1,10 @@
 // Command infra is the CDK app of the limiter stack: one stack, named by the
 // context value stackName (default zae-limiter), holding the construct of
-// package construct with the Lambda zips of `make lambdas`. `cdk synth`
-// and `go run .` write the same template to cdk.out (docs/design.md §13).
+// package construct with the Lambda zips of `make lambdas` (context value
+// buildDir, default ../build). A CDK app outside this repository leaves
+// BuildDir out and the construct builds the Lambdas at synth; this one
+// deploys the zips `make lambdas` built. `cdk synth` and `go run .` write
+// the same template to cdk.out (docs/design.md §13).
 //
 // Context values (cdk -c key=value) set the construct's main props:
 // buildDir, gsi2ProjectAll, enableDeletionProtection, enableIamRoles,

@@ -38,7 +38,10 @@ type Limiter struct {
 }
 
 // New adds the limiter stack's resources to scope under id. It fails on
-// props out of range or on a Lambda zip that is missing.
+// props out of range, on a Lambda zip that is missing, or, when it builds
+// the Lambdas itself (no code, no BuildDir), on a go command that is
+// missing or too old (*GoToolchainError), a source it cannot find or a
+// build that fails (docs/design.md §13).
 func New(scope constructs.Construct, id string, props Props) (*Limiter, error) {
 	s, err := resolve(props)
 	if err != nil {
@@ -77,7 +80,18 @@ type namedRole struct {
 	role awsiam.CfnRole
 }
 
-func (b *builder) build() error {
+func (b *builder) build() (err error) {
+	// The CDK bundles an asset when it is created: a Lambda the construct
+	// builds is built as its function is added, and a build that fails
+	// comes back through the jsii runtime as a panic. That failure is
+	// New's error; any other panic goes on.
+	defer func() {
+		if f := b.s.bundleFailure; f != nil && f.err != nil {
+			if r := recover(); r != nil {
+				err = f.err
+			}
+		}
+	}()
 	b.buildTable()
 	b.buildPolicies()
 	b.buildAggregator()

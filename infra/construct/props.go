@@ -1,6 +1,7 @@
 package construct
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -17,10 +18,10 @@ import (
 )
 
 // Props are the stack's settings (docs/design.md §13). The zero value of
-// every field is its default, so Props{BuildDir: "../build"} deploys what
-// `sam deploy` deploys with every parameter at its default. Each field names
-// the template.yaml parameter it mirrors; a switch whose parameter defaults
-// to true is a Disable… field here.
+// every field is its default, so Props{} deploys what `sam deploy` deploys
+// with every parameter at its default, with Lambdas the construct builds.
+// Each field names the template.yaml parameter it mirrors; a switch whose
+// parameter defaults to true is a Disable… field here.
 type Props struct {
 	// GSI2ProjectAll projects every attribute into GSI2 (parameter
 	// GSI2Projection=ALL), for tables shared with Python clients, which
@@ -64,17 +65,22 @@ type Props struct {
 	// StampTTLSeconds is the provisioner's ZAEL_STAMP_TTL_SECONDS (0 = 60).
 	StampTTLSeconds int
 	// LambdaVersion is the version the stamp writes as lambda_version
-	// ("" = config.BuildVersion, the version of this build).
+	// ("" = the version of the code deployed: config.BuildVersion as the
+	// bundled source declares it when the construct builds the Lambdas,
+	// else config.BuildVersion of this build; docs/decisions.md P52).
 	LambdaVersion string
 	// SchemaVersion is the version the stamp writes as schema_version
 	// ("" = config.SchemaVersion).
 	SchemaVersion string
 
 	// BuildDir holds aggregator.zip and provisioner.zip as `make lambdas`
-	// builds them; required unless both codes below are given. A relative
-	// path is relative to the working directory of the synth.
+	// builds them. A relative path is relative to the working directory of
+	// the synth. "" (and no code below): the construct builds the Lambdas
+	// itself at synth, with the go command, from the source of ModulePath
+	// Go resolves in the synth's working directory (docs/design.md §13).
 	BuildDir string
-	// AggregatorCode and ProvisionerCode override the zips in BuildDir.
+	// AggregatorCode and ProvisionerCode override the zips in BuildDir or
+	// the code the construct would build.
 	AggregatorCode, ProvisionerCode awslambda.Code
 
 	// DisableAlarms leaves out every alarm (EnableAlarms=false).
@@ -164,6 +170,9 @@ type settings struct {
 	Props
 	aggregator, iam, externalRole, aggregatorRole, aggregatorLambda     bool
 	provisioner, iamRoles, alarms, aggregatorAlarms, dashboard, tracing bool
+	// bundleFailure is where the code the construct builds reports a build
+	// that failed (nil when nothing is built here).
+	bundleFailure *bundleFailure
 }
 
 func resolve(p Props) (settings, error) {
@@ -182,9 +191,6 @@ func resolve(p Props) (settings, error) {
 	def(&s.LambdaDurationThresholdMs, s.LambdaTimeoutSeconds*800)
 	def(&s.LogRetentionDays, DefaultLogRetentionDays)
 	def(&s.StampTTLSeconds, DefaultStampTTLSeconds)
-	if s.LambdaVersion == "" {
-		s.LambdaVersion = config.BuildVersion
-	}
 	if s.SchemaVersion == "" {
 		s.SchemaVersion = config.SchemaVersion
 	}
@@ -217,11 +223,6 @@ func resolve(p Props) (settings, error) {
 	if _, err := aggregatorhandler.SettingsFromEnv(func(k string) string { return aggregatorEnv(s, "table")[k] }); err != nil {
 		errs = append(errs, err)
 	}
-	for name, v := range map[string]string{"LambdaVersion": s.LambdaVersion, "SchemaVersion": s.SchemaVersion} {
-		if _, err := version.Parse(v); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", name, err))
-		}
-	}
 
 	s.aggregator = !s.DisableAggregator
 	s.iam = !s.DisableIAM
@@ -235,15 +236,16 @@ func resolve(p Props) (settings, error) {
 	s.dashboard = s.aggregatorLambda && !s.DisableDashboard
 	s.tracing = s.aggregatorLambda && s.EnableTracing
 
-	if s.aggregatorLambda && s.AggregatorCode == nil {
-		code, err := buildZip(s.BuildDir, "aggregator")
-		errs = append(errs, err)
-		s.AggregatorCode = code
+	codeErr := s.resolveCode()
+	errs = append(errs, codeErr)
+	versions := map[string]string{"SchemaVersion": s.SchemaVersion}
+	if s.LambdaVersion != "" || codeErr == nil { // "" when the source to read it from was not found
+		versions["LambdaVersion"] = s.LambdaVersion
 	}
-	if s.provisioner && s.ProvisionerCode == nil {
-		code, err := buildZip(s.BuildDir, "provisioner")
-		errs = append(errs, err)
-		s.ProvisionerCode = code
+	for name, v := range versions {
+		if _, err := version.Parse(v); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		}
 	}
 	if s.Limits != nil && !s.provisioner {
 		errs = append(errs, errors.New("Limits need the provisioner (DisableProvisioner and DisableIAM off)"))
@@ -254,11 +256,51 @@ func resolve(p Props) (settings, error) {
 	return s, nil
 }
 
+// resolveCode fills in the code of each function deployed without one:
+// the zip in BuildDir, or, without BuildDir, the code the construct builds
+// from the root module's source; and the default LambdaVersion, the
+// version of that source when it is built here (docs/decisions.md P52).
+func (s *settings) resolveCode() error {
+	type missing struct {
+		function string
+		code     *awslambda.Code
+	}
+	var need []missing
+	if s.aggregatorLambda && s.AggregatorCode == nil {
+		need = append(need, missing{"aggregator", &s.AggregatorCode})
+	}
+	if s.provisioner && s.ProvisionerCode == nil {
+		need = append(need, missing{"provisioner", &s.ProvisionerCode})
+	}
+	lambdaVersion := config.BuildVersion
+	var errs []error
+	switch {
+	case len(need) == 0:
+	case s.BuildDir != "":
+		for _, m := range need {
+			var err error
+			*m.code, err = buildZip(s.BuildDir, m.function)
+			errs = append(errs, err)
+		}
+	default:
+		src, err := locateSource(context.Background())
+		if err != nil {
+			return err
+		}
+		s.bundleFailure = &bundleFailure{}
+		for _, m := range need {
+			*m.code = bundledCode(src, m.function, s.bundleFailure)
+		}
+		lambdaVersion = src.BuildVersion
+	}
+	if s.LambdaVersion == "" {
+		s.LambdaVersion = lambdaVersion
+	}
+	return errors.Join(errs...)
+}
+
 // buildZip is the function's zip in dir as `make lambdas` builds it.
 func buildZip(dir, function string) (awslambda.Code, error) {
-	if dir == "" {
-		return nil, fmt.Errorf("BuildDir is empty and no %s code is given", function)
-	}
 	path := filepath.Join(dir, function+".zip")
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("%s code: %w (run `make lambdas`)", function, err)
