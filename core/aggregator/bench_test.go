@@ -40,7 +40,7 @@ package aggregator_test
 // limiter (limits rpm 100 and tpm 100,000 per minute; a hot key averages
 // about 10 requests a minute, so nothing is rejected and refills are rare)
 // over two hours of a fake clock from 12:20 UTC, so the hourly windows roll
-// twice (under -short, for make bench-smoke, a tenth of the acquires over
+// twice (under -short, for make test and make bench-smoke, a tenth of the acquires over
 // the same span). Seeds are fixed and the traffic is sequential, so every
 // count is the same on every run. The aggregator runs live while the stream is made,
 // as the deployed Lambda would: every 500 acquires the stream is drained
@@ -468,7 +468,7 @@ func generateStream(b *testing.B) (*benchStream, error) {
 	}
 	acquires := benchAcquires
 	if testing.Short() {
-		acquires = benchAcquires / 10 // make bench-smoke: the benchmark runs, its figures mean nothing
+		acquires = benchAcquires / 10 // -short (make test): the benchmark runs, its figures mean nothing
 	}
 	step := benchSpan / time.Duration(acquires)
 	for i := range acquires {

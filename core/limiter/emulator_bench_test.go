@@ -109,7 +109,7 @@ func runFor(ctx context.Context, g int, d time.Duration, op benchkit.Op) (int, t
 	return int(done.Load()), time.Since(start), first
 }
 
-// benchDuration is d, or a tenth of it under -short (make bench-smoke runs
+// benchDuration is d, or a tenth of it under -short (make test and make bench-smoke run
 // every benchmark once, quickly).
 func benchDuration(d time.Duration) time.Duration {
 	if testing.Short() {

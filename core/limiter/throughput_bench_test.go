@@ -22,7 +22,7 @@ import (
 var throughputGoroutines = []int{1, 8, 64}
 
 // throughputKeys are BenchmarkThroughput's numbers of distinct entities. Under
-// -short (make bench-smoke) the large set is 256: warming 10,000 buckets
+// -short (make test, make bench-smoke) the large set is 256: warming 10,000 buckets
 // takes tens of seconds.
 func throughputKeys() []int {
 	if testing.Short() {

@@ -11,9 +11,10 @@ package main
 //     suppressed: the loop only stats the file.
 //   - BenchmarkInit: the handler's start-up, beside goal-ms (≤ 30, the
 //     issue's goal), three ways, none of which adds code to main:
-//     exec-empty-event starts the host build of the same binary (same flags
-//     but the lambda.norpc tag, which leaves the -event mode out; native
-//     GOOS/GOARCH) in -event mode on an event with no records, with
+//     exec-empty-event starts the host build of the same binary (stripped
+//     the same way, but without the lambda.norpc tag, which would leave the
+//     -event mode out, and with the toolchain's default -trimpath and cgo
+//     settings; native GOOS/GOARCH) in -event mode on an event with no records, with
 //     the Lambda's environment against DynamoDB Local, and times it from
 //     fork to exit: process start, runtime and package init, config, client
 //     and handler wiring, one Invoke that has nothing to do, the response
@@ -59,7 +60,11 @@ const (
 // buildAggregator builds ./functions/aggregator into dir/name for goos and
 // goarch with the flags of scripts/build-lambdas.sh, from the module root;
 // with local set, without the lambda.norpc tag, so that the binary also
-// has its -event mode (local.go).
+// has its -event mode (local.go), and without -trimpath and CGO_ENABLED=0:
+// neither changes what the process does at start-up, and either would make
+// the go command compile every dependency once more for this build alone
+// (the build cache keys packages by them), which on a fresh machine is
+// most of what this benchmark costs `make test`.
 func buildAggregator(tb testing.TB, dir, name, goos, goarch string, local bool) string {
 	tb.Helper()
 	goBin, err := exec.LookPath("go")
@@ -67,14 +72,15 @@ func buildAggregator(tb testing.TB, dir, name, goos, goarch string, local bool) 
 		tb.Fatalf("no go command on PATH: %v", err)
 	}
 	out := filepath.Join(dir, name)
-	tags := "lambda.norpc"
+	args := []string{"build", "-tags", "lambda.norpc", "-trimpath", "-buildvcs=false"}
+	env := append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+goarch)
 	if local {
-		tags = ""
+		args = []string{"build", "-buildvcs=false"}
+		env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch)
 	}
-	cmd := exec.Command(goBin, "build", "-tags", tags, "-trimpath", "-buildvcs=false",
-		"-ldflags=-s -w -buildid=", "-o", out, "./functions/aggregator")
+	cmd := exec.Command(goBin, append(args, "-ldflags=-s -w -buildid=", "-o", out, "./functions/aggregator")...)
 	cmd.Dir = filepath.Join("..", "..")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+goarch)
+	cmd.Env = env
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		tb.Fatalf("go build (%s/%s): %v\n%s", goos, goarch, err, msg)
 	}
