@@ -39,7 +39,10 @@ func telemetryOn(tb testing.TB) limiter.Options {
 // runs b.N more acquires interleaved with b.N of off (benchkit.PairedCost) and
 // reports itself over off: ns-ratio (CPU time; the goal is ≤ 1.03),
 // allocs-ratio, and the allocations and bytes it adds per acquire
-// (allocs-added, B-added). limiter-only-off and limiter-only-on are the
+// (allocs-added, B-added). two-sdk-spans is off's acquire inside two bare
+// spans of the same SDK provider, measured the same way: the floor of the
+// tracing alone, so that on's ratio less its own is the limiter's share.
+// limiter-only-off and limiter-only-on are the
 // acquire with no SDK call (BenchmarkClientCost's limiter-only), off and
 // on: the instrumentation's share in absolute terms.
 func BenchmarkTelemetryCost(b *testing.B) {
@@ -48,20 +51,7 @@ func BenchmarkTelemetryCost(b *testing.B) {
 	})
 	paired := func(b *testing.B, o limiter.Options) {
 		canned := newCannedDynamoDB()
-		acquire := cannedAcquireWith(b, canned, o)
-		before := canned.calls.Load()
-		measureClientCost(b, acquire)
-		op, ref, err := benchkit.PairedCost(b.N, acquire, cannedAcquire(b, newCannedDynamoDB()))
-		if err != nil {
-			b.Fatal(err)
-		}
-		if calls := canned.calls.Load() - before; calls != 2*int64(b.N) {
-			b.Fatalf("%d acquires sent %d requests, want one each", 2*b.N, calls)
-		}
-		b.ReportMetric(op.CPU/ref.CPU, "ns-ratio")
-		b.ReportMetric(op.Allocs/ref.Allocs, "allocs-ratio")
-		b.ReportMetric(op.Allocs-ref.Allocs, "allocs-added")
-		b.ReportMetric(op.Bytes-ref.Bytes, "B-added")
+		pairedWith(b, canned, cannedAcquireWith(b, canned, o))
 	}
 	b.Run("on", func(b *testing.B) { paired(b, telemetryOn(b)) })
 	b.Run("metrics-only", func(b *testing.B) {
@@ -69,12 +59,50 @@ func BenchmarkTelemetryCost(b *testing.B) {
 		o.TracerProvider = tracenoop.NewTracerProvider()
 		paired(b, o)
 	})
+	b.Run("two-sdk-spans", func(b *testing.B) {
+		// off's acquire inside two spans of the SDK's default provider,
+		// one in the other, started and ended here with no attributes:
+		// the least that a span per Acquire with a child per DynamoDB
+		// call costs, whoever starts them.
+		tr := telemetryOn(b).TracerProvider.Tracer("floor")
+		canned := newCannedDynamoDB()
+		acquire := cannedAcquire(b, canned)
+		ctx := context.Background()
+		pairedWith(b, canned, func() error {
+			actx, outer := tr.Start(ctx, "acquire")
+			_, inner := tr.Start(actx, "call")
+			err := acquire()
+			inner.End()
+			outer.End()
+			return err
+		})
+	})
 	b.Run("limiter-only-off", func(b *testing.B) {
 		measureClientCost(b, sdkFreeAcquire(b))
 	})
 	b.Run("limiter-only-on", func(b *testing.B) {
 		measureClientCost(b, sdkFreeAcquireWith(b, telemetryOn(b)))
 	})
+}
+
+// pairedWith runs BenchmarkTelemetryCost's measurement of acquire, whose
+// requests go to canned: its timed loop, then b.N more interleaved with
+// b.N of the acquire with no telemetry (benchkit.PairedCost), reported as
+// ratios over it.
+func pairedWith(b *testing.B, canned *cannedDynamoDB, acquire func() error) {
+	before := canned.calls.Load()
+	measureClientCost(b, acquire)
+	op, ref, err := benchkit.PairedCost(b.N, acquire, cannedAcquire(b, newCannedDynamoDB()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if calls := canned.calls.Load() - before; calls != 2*int64(b.N) {
+		b.Fatalf("%d acquires sent %d requests, want one each", 2*b.N, calls)
+	}
+	b.ReportMetric(op.CPU/ref.CPU, "ns-ratio")
+	b.ReportMetric(op.Allocs/ref.Allocs, "allocs-ratio")
+	b.ReportMetric(op.Allocs-ref.Allocs, "allocs-added")
+	b.ReportMetric(op.Bytes-ref.Bytes, "B-added")
 }
 
 // TestTelemetryCostSetup runs BenchmarkTelemetryCost's on side as the

@@ -10,9 +10,12 @@ import (
 	"errors"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/middleware"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -134,7 +137,7 @@ func (d observedDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput
 	out, err := d.DB.UpdateItem(ctx, in, opts...)
 	d.t.endCall(ctx, span, opUpdateItem, err, func() int64 {
 		if out != nil {
-			return itemUnits(out.Attributes)
+			return answeredItemUnits(out.ResultMetadata, out.Attributes)
 		}
 		return failedItemUnits(err)
 	})
@@ -153,7 +156,7 @@ func (d observedDB) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput
 	out, err := d.DB.DeleteItem(ctx, in, opts...)
 	d.t.endCall(ctx, span, opDeleteItem, err, func() int64 {
 		if out != nil {
-			return itemUnits(out.Attributes)
+			return answeredItemUnits(out.ResultMetadata, out.Attributes)
 		}
 		return failedItemUnits(err)
 	})
@@ -234,6 +237,47 @@ func batchUnits(reqs map[string][]types.WriteRequest) int64 {
 		}
 	}
 	return n
+}
+
+// answeredItemUnits is itemUnits(item) for the item a write's answer
+// returned (ReturnValues), found without walking the item when the answer's
+// length shows the item is at most 1 KB: one unit. The walk over a bucket
+// item's thirty-odd attributes was the largest part of what the metrics
+// cost a fast-path acquire (docs/decisions.md P50).
+func answeredItemUnits(md middleware.Metadata, item map[string]types.AttributeValue) int64 {
+	if b := answeredItemBound(md, len(item)); b >= 0 && b <= 1024 {
+		return 1
+	}
+	return itemUnits(item)
+}
+
+// Bytes of an answer's JSON beyond the sizes DynamoDB counts for the item
+// it carries ({"Attributes":{"name":{"T":value},...}}): the envelope with
+// the braces of the attribute map, and
+// per attribute at least its name's quotes, the colon, the braces and the
+// type tag of its value (`"N"` the shortest) and the colon after it, less
+// one, since an empty list or map ([] or {}) is two bytes of JSON and
+// counts three; and a comma between two attributes. Every value's JSON is
+// at least the size counted for it (a string's quoted and escaped, a
+// number's digits quoted against one byte per two digits plus one, binary
+// in base64, a boolean spelt out, a non-empty list or map with its
+// elements' type tags).
+const (
+	answerEnvelopeJSON = len(`{"Attributes":{}}`)
+	attributeJSON      = len(`"":{"N":}`) - 1
+)
+
+// answeredItemBound is an upper bound of the size of the item an answer
+// carries in n attributes, from the answer's Content-Length, or -1 when
+// the answer does not say (no raw HTTP response in the metadata, as from a
+// DB that is not the SDK's client; a length unknown; a body
+// content-encoded).
+func answeredItemBound(md middleware.Metadata, n int) int64 {
+	resp, ok := awsmiddleware.GetRawResponse(md).(*smithyhttp.Response)
+	if !ok || resp == nil || resp.Response == nil || resp.ContentLength < 0 || resp.Header.Get("Content-Encoding") != "" {
+		return -1
+	}
+	return resp.ContentLength - int64(answerEnvelopeJSON) - int64(attributeJSON*n) - int64(max(n-1, 0))
 }
 
 // itemUnits is the write units of an item: one per started KB, at least
