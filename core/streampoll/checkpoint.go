@@ -2,9 +2,12 @@ package streampoll
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 
+	"github.com/aws/aws-lambda-go/events"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 )
 
@@ -87,4 +90,45 @@ func (p *Poller) checkpointed(ctx context.Context) {
 	if p.opts.OnCheckpoint != nil {
 		p.opts.OnCheckpoint(ctx, Checkpoint{StreamARN: p.streamARN, Shards: maps.Clone(shards)})
 	}
+}
+
+// Backlog counts the records a poller resuming from c has yet to read: in
+// each shard c lists and has not finished, those after its position (from
+// the record itself for AT_SEQUENCE_NUMBER, none for LATEST), and every
+// record of the shards the stream lists that c does not. It stops counting
+// at most, and reports whether it did (the count is then a lower bound).
+// It reads the stream with GetRecords as a poller does, without delivering
+// anything: a measure of a poller's lag in records, for a stream small
+// enough to read through (DynamoDB Local, whose records' creation times
+// are too coarse to time the lag; docs/design.md §6).
+func Backlog(ctx context.Context, client StreamsAPI, c Checkpoint, most int) (n int, capped bool, err error) {
+	p, err := New(client, c.StreamARN, Options{Handler: func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		return events.DynamoDBEventResponse{}, errors.New("streampoll: Backlog delivers nothing")
+	}, Resume: &c, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return 0, false, err
+	}
+	if _, err := p.refresh(ctx, true); err != nil {
+		return 0, false, err
+	}
+	for _, sh := range p.shards {
+		if sh.done || sh.pos.kind == iterLatest {
+			continue
+		}
+		for n < most && !sh.done {
+			rd, err := p.fill(ctx, sh, min(most-n, maxGetRecords))
+			if err != nil {
+				return n, false, err
+			}
+			n += rd.read
+			sh.pos, sh.iter = rd.pos, rd.next
+			if rd.closed || rd.read == 0 {
+				break
+			}
+		}
+		if n >= most {
+			return n, true, nil
+		}
+	}
+	return n, false, nil
 }

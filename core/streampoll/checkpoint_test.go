@@ -151,3 +151,48 @@ func TestCheckpointJSON(t *testing.T) {
 		t.Fatalf("round trip = %+v, %v", back, err)
 	}
 }
+
+// Backlog counts what a poller resuming from a checkpoint has yet to read:
+// after the position in a shard it was reading, from the record itself at
+// an AT position, all of a shard found since, nothing of a finished shard;
+// and it stops at its cap.
+func TestBacklog(t *testing.T) {
+	f := &fakeStream{}
+	old := f.addShard("old", "")
+	f.put(old, "o1")
+	f.close(old)
+	cur := f.addShard("cur", "old")
+	f.put(cur, "c1")
+	var saved checkpoints
+	drain(t, newPoller(t, f, fakeARN, streampoll.Options{Handler: (&recorder{}).handle, OnCheckpoint: saved.save}))
+	cp := saved.last(t)
+	ctx := context.Background()
+	backlog := func(c streampoll.Checkpoint, most int) (int, bool) {
+		t.Helper()
+		n, capped, err := streampoll.Backlog(ctx, f, c, most)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n, capped
+	}
+	if n, capped := backlog(cp, 100); n != 0 || capped {
+		t.Fatalf("caught up: backlog %d (capped %v), want 0", n, capped)
+	}
+	f.put(cur, "c2")
+	seqC3 := f.put(cur, "c3")
+	f.put(cur, "c4")
+	f.close(cur)
+	next := f.addShard("next", "cur")
+	f.put(next, "n1")
+	if n, capped := backlog(cp, 100); n != 4 || capped {
+		t.Errorf("backlog %d (capped %v), want 4: c2, c3, c4 and n1", n, capped)
+	}
+	at := streampoll.Checkpoint{StreamARN: cp.StreamARN, Shards: map[string]streampoll.ShardCheckpoint{
+		"old": cp.Shards["old"], "cur": {Position: "AT_SEQUENCE_NUMBER", Sequence: seqC3}}}
+	if n, _ := backlog(at, 100); n != 3 {
+		t.Errorf("from AT c3: backlog %d, want 3: c3, c4 and n1", n)
+	}
+	if n, capped := backlog(cp, 2); n != 2 || !capped {
+		t.Errorf("capped at 2: backlog %d (capped %v)", n, capped)
+	}
+}

@@ -164,9 +164,13 @@ type aggregatorProgress struct {
 	// the stream.
 	First   string `json:"first_position,omitempty"`
 	Resumed bool   `json:"resumed"`
+	// Checkpoint is where the aggregator stands in each shard, from which
+	// status counts the records it has yet to read.
+	Checkpoint *streampoll.Checkpoint `json:"checkpoint,omitempty"`
 	// LastBatch is when the last batch was handled, LagSeconds how old its
 	// newest record was then (by the stream's approximate creation time,
-	// which DynamoDB Local rounds).
+	// which DynamoDB Local truncates to the minute: status counts the
+	// records behind instead).
 	LastBatch  *time.Time `json:"last_batch,omitempty"`
 	LagSeconds float64    `json:"lag_seconds"`
 }
@@ -251,6 +255,13 @@ func localDB(endpoint string) *dynamodb.Client {
 		o.BaseEndpoint = aws.String(endpoint)
 		o.DisableValidateResponseChecksum = true
 	})
+}
+
+// localStreams is a Streams client of the stack at endpoint.
+func localStreams(endpoint string) *dynamodbstreams.Client {
+	return dynamodbstreams.NewFromConfig(localConfig(), func(o *dynamodbstreams.Options) {
+		o.BaseEndpoint = aws.String(endpoint)
+	}, streampoll.FixEmptyMaps)
 }
 
 func (a *App) localTable() string {
@@ -477,9 +488,7 @@ func (a *App) localAggregate(ctx context.Context, db *dynamodb.Client, endpoint,
 	if err != nil {
 		return err
 	}
-	streams := dynamodbstreams.NewFromConfig(localConfig(), func(o *dynamodbstreams.Options) {
-		o.BaseEndpoint = aws.String(endpoint)
-	}, streampoll.FixEmptyMaps)
+	streams := localStreams(endpoint)
 	var resume *streampoll.Checkpoint
 	var saveCheckpoint func(context.Context, streampoll.Checkpoint)
 	if dataDir != "" {
@@ -494,9 +503,17 @@ func (a *App) localAggregate(ctx context.Context, db *dynamodb.Client, endpoint,
 	var mu sync.Mutex
 	prog := aggregatorProgress{Resumed: resume != nil}
 	var dirty bool
+	onCheckpoint := func(ctx context.Context, c streampoll.Checkpoint) {
+		if saveCheckpoint != nil {
+			saveCheckpoint(ctx, c)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		prog.Checkpoint, dirty = &c, true
+	}
 	opts := streampoll.Options{
 		Logger: log, MaxRetries: 3, BisectOnError: true, PollInterval: 200 * time.Millisecond,
-		Resume: resume, OnCheckpoint: saveCheckpoint,
+		Resume: resume, OnCheckpoint: onCheckpoint,
 		Handler: func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 			resp, err := h.Handle(ctx, ev)
 			now := a.Now().UTC()
@@ -676,7 +693,14 @@ type localStatusView struct {
 	Items        map[string]int      `json:"items,omitempty"`
 	LastManifest *manifestPass       `json:"last_manifest,omitempty"`
 	Aggregator   *aggregatorProgress `json:"aggregator,omitempty"`
+	// Behind counts the stream records the aggregator has yet to read
+	// (at most maxBacklog; BehindCapped says it stopped there).
+	Behind       *int `json:"records_behind,omitempty"`
+	BehindCapped bool `json:"records_behind_capped,omitempty"`
 }
+
+// maxBacklog bounds how far status reads ahead of the aggregator.
+const maxBacklog = 10000
 
 func (v localStatusView) Tables() []output.Table {
 	if !v.Running {
@@ -700,7 +724,14 @@ func (v localStatusView) Tables() []output.Table {
 	if g := v.Aggregator; g != nil {
 		res := fmt.Sprintf("%d record(s) in %d batch(es), %d failure(s) reported", g.Records, g.Batches, g.Reported)
 		if g.LastBatch != nil {
-			res += fmt.Sprintf("; last batch %s, lag %.1fs, position %s", g.LastBatch.Format(time.RFC3339), g.LagSeconds, g.Position)
+			res += fmt.Sprintf("; last batch %s, position %s", g.LastBatch.Format(time.RFC3339), g.Position)
+		}
+		if v.Behind != nil {
+			more := ""
+			if v.BehindCapped {
+				more = " or more"
+			}
+			res += fmt.Sprintf("; %d record(s)%s behind", *v.Behind, more)
 		}
 		rows = append(rows, []string{"aggregator", res})
 	}
@@ -736,6 +767,14 @@ func (a *App) localStatus(ctx context.Context) error {
 		Data: st.DataDir, Manifests: st.Manifests, Started: &st.Started, LastManifest: st.LastManifest, Aggregator: st.Aggregator}
 	if v.Items, err = itemKinds(ctx, localDB(st.Endpoint), st.Table); err != nil {
 		return err
+	}
+	if g := st.Aggregator; g != nil && g.Checkpoint != nil {
+		n, capped, err := streampoll.Backlog(ctx, localStreams(st.Endpoint), *g.Checkpoint, maxBacklog)
+		if err != nil {
+			return fmt.Errorf("count the records behind the aggregator: %w", err)
+		}
+		v.Behind, v.BehindCapped = &n, capped
+		g.Checkpoint = nil // the shards' positions are the local home's business, not status's
 	}
 	return a.Render(v)
 }

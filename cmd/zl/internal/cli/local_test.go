@@ -270,6 +270,12 @@ func TestLocalUp(t *testing.T) {
 		g := state().Aggregator
 		return g != nil && g.Records > 0 && g.Position != "" && g.Reported == 0
 	})
+	// Status counts the records behind the aggregator: none once it has
+	// caught up.
+	eventually(t, "status: the aggregator caught up", 15*time.Second, func() bool {
+		code, out, _ := run(t, "", false, vars, "local", "status", "-o", "json")
+		return code == 0 && strings.Contains(out, `"records_behind": 0`)
+	})
 
 	// A bad manifest prints every problem with its path, and changes nothing.
 	before := state().LastManifest.At
