@@ -14,6 +14,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
 	"math/rand/v2"
 	"time"
 
@@ -101,7 +102,7 @@ func Run(ctx context.Context, endpoint string, cfg Config, log io.Writer) (*Repo
 	// reads it; real time paces the load and bounds the calls.
 	begin := time.Now()
 	r := &Report{Seed: cfg.Seed, Config: cfg, Faults: map[string]int{}, Errors: map[string]int{}, QuotaShards: map[string]int64{}}
-	w := &world{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x50a4)), report: r, log: log,
+	w := &world{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x50a4)), report: r, log: &lockedWriter{w: log},
 		begin: begin, offset: resetEdge.Sub(begin.Add(cfg.Duration / 2)), quotaC: quotaAllowance(cfg.Duration)}
 	db := ddblocal.DynamoDB(endpoint)
 	table := fmt.Sprintf("soak-%d-%d", cfg.Seed, time.Now().UnixNano())
@@ -149,4 +150,18 @@ func Run(ctx context.Context, endpoint string, cfg Config, log io.Writer) (*Repo
 		return nil, fmt.Errorf("soak: check: %w", err)
 	}
 	return r, nil
+}
+
+// lockedWriter serialises the writes of the run's goroutines (the load,
+// the quota events, the aggregator's follower) to the caller's log, which
+// need not be safe for concurrent use (a test's bytes.Buffer is not).
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
