@@ -14,8 +14,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sync"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
