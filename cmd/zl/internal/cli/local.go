@@ -167,12 +167,11 @@ type aggregatorProgress struct {
 	// Checkpoint is where the aggregator stands in each shard, from which
 	// status counts the records it has yet to read.
 	Checkpoint *streampoll.Checkpoint `json:"checkpoint,omitempty"`
-	// LastBatch is when the last batch was handled, LagSeconds how old its
-	// newest record was then (by the stream's approximate creation time,
-	// which DynamoDB Local truncates to the minute: status counts the
-	// records behind instead).
-	LastBatch  *time.Time `json:"last_batch,omitempty"`
-	LagSeconds float64    `json:"lag_seconds"`
+	// LastBatch is when the last batch was handled. How far behind the
+	// aggregator is, status counts in records from Checkpoint: a lag in
+	// seconds would read the records' creation times, which DynamoDB Local
+	// truncates to the minute (docs/decisions.md P51).
+	LastBatch *time.Time `json:"last_batch,omitempty"`
 }
 
 // manifestPass is one pass over the manifest folder.
@@ -527,9 +526,7 @@ func (a *App) localAggregate(ctx context.Context, db *dynamodb.Client, endpoint,
 				if prog.First == "" {
 					prog.First = ev.Records[0].Change.SequenceNumber
 				}
-				last := ev.Records[n-1].Change
-				prog.Position = last.SequenceNumber
-				prog.LagSeconds = max(0, now.Sub(last.ApproximateCreationDateTime.Time).Seconds())
+				prog.Position = ev.Records[n-1].Change.SequenceNumber
 			}
 			dirty = true
 			return resp, err

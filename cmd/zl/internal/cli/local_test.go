@@ -86,16 +86,18 @@ ZAEL_TABLE=zae-limiter
 // TestLocalStatusView pins status's tables and what it says with no stack.
 func TestLocalStatusView(t *testing.T) {
 	started := time.Date(2028, 2, 29, 23, 59, 0, 0, time.UTC)
+	behind := maxBacklog
 	v := localStatusView{Running: true, Endpoint: "http://127.0.0.1:8000", Table: "zae-limiter", PID: 10, JavaPID: 11,
 		Manifests: "/m", Started: &started, Items: map[string]int{"STATE": 2, "CONFIG": 1},
-		Aggregator:   &aggregatorProgress{Records: 12, Batches: 3, Reported: 1, Position: "000042", LastBatch: &started, LagSeconds: 1.25},
+		Aggregator: &aggregatorProgress{Records: 12, Batches: 3, Reported: 1, Position: "000042", LastBatch: &started},
+		Behind:     &behind, BehindCapped: true,
 		LastManifest: &manifestPass{At: started, Files: []string{"a.yaml"}, Changes: 3, Error: "a.yaml: bad\nb.yaml: worse"}}
 	var b bytes.Buffer
 	if err := output.Render(&b, output.FormatTable, v); err != nil {
 		t.Fatal(err)
 	}
 	for _, w := range []string{"http://127.0.0.1:8000", "zl 10, DynamoDB Local 11", "in memory", "2028-02-29T23:59:00Z: 1 file(s), 3 change(s); problems: a.yaml: bad; b.yaml: worse", "CONFIG", "STATE",
-		"12 record(s) in 3 batch(es), 1 failure(s) reported; last batch 2028-02-29T23:59:00Z, lag 1.2s, position 000042"} {
+		"12 record(s) in 3 batch(es), 1 failure(s) reported; last batch 2028-02-29T23:59:00Z, position 000042; 10000 record(s) or more behind"} {
 		if !strings.Contains(b.String(), w) {
 			t.Errorf("status table lacks %q:\n%s", w, b.String())
 		}
