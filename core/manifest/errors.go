@@ -3,6 +3,8 @@ package manifest
 import (
 	"strconv"
 	"strings"
+
+	"github.com/zae-limiter/zae-limiter-go/core/limit"
 )
 
 // Problem is one bad field of a manifest.
@@ -50,3 +52,35 @@ func (e *InvalidManifestError) Error() string {
 	}
 	return b.String()
 }
+
+// UnsupportedError lists what a valid manifest declares that this version
+// cannot apply yet: its session quotas (reset_after_seconds), whose windows
+// no client of this version enforces (docs/decisions.md P53). Every writer
+// refuses such a manifest before writing anything; errors.Is matches
+// limit.ErrSessionQuotaUnsupported.
+type UnsupportedError struct {
+	// Problems lists every unsupported field, in field order.
+	Problems []Problem
+}
+
+// Error implements error: every unsupported field.
+func (e *UnsupportedError) Error() string {
+	var b strings.Builder
+	b.WriteString("limits manifest not applicable by this version (")
+	b.WriteString(strconv.Itoa(len(e.Problems)))
+	if len(e.Problems) == 1 {
+		b.WriteString(" problem): ")
+	} else {
+		b.WriteString(" problems): ")
+	}
+	for i, p := range e.Problems {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(p.String())
+	}
+	return b.String()
+}
+
+// Unwrap returns limit.ErrSessionQuotaUnsupported.
+func (e *UnsupportedError) Unwrap() error { return limit.ErrSessionQuotaUnsupported }
