@@ -82,6 +82,12 @@ func (l *Limiter) newRequest(entity, resource string, consume Consume, opts []Ac
 		if err := limit.ValidateSet(r.override); err != nil {
 			return nil, err
 		}
+		// A session quota's window is not enforced by this version: an
+		// override carrying one is refused, never half-applied
+		// (docs/decisions.md P53).
+		if err := limit.CheckSupported(r.override); err != nil {
+			return nil, err
+		}
 	}
 	if r.onUnavailable != "" && !r.onUnavailable.Valid() {
 		return nil, schema.NewValidationError("on_unavailable", string(r.onUnavailable), "must be allow or block")
