@@ -24,10 +24,16 @@ func TestSessionQuotaSettersRefuse(t *testing.T) {
 	set := []limit.Limit{limit.PerMinute("rpm", 10), limit.Session("session", 10_000, 5*time.Hour)}
 	e.proxy.ResetStats()
 	for what, call := range map[string]func() error{
-		"system":   func() error { _, err := e.ctl.SetSystemLimits(e.ctx, e.ns, set, config.SystemOptions{}, "ops"); return err },
+		"system": func() error {
+			_, err := e.ctl.SetSystemLimits(e.ctx, e.ns, set, config.SystemOptions{}, "ops")
+			return err
+		},
 		"resource": func() error { _, err := e.ctl.SetResourceLimits(e.ctx, e.ns, "r", set, "ops"); return err },
 		"entity":   func() error { _, err := e.ctl.SetEntityLimits(e.ctx, e.ns, "u", "r", set, "ops"); return err },
-		"default":  func() error { _, err := e.ctl.SetEntityLimits(e.ctx, e.ns, "u", schema.DefaultResource, set, "ops"); return err },
+		"default": func() error {
+			_, err := e.ctl.SetEntityLimits(e.ctx, e.ns, "u", schema.DefaultResource, set, "ops")
+			return err
+		},
 	} {
 		err := call()
 		var ue *limit.UnsupportedError
@@ -61,8 +67,14 @@ func TestPythonSessionLevelRefused(t *testing.T) {
 	}
 	e.proxy.ResetStats()
 	for what, call := range map[string]func() error{
-		"reset":  func() error { _, err := e.ctl.Reset(e.ctx, e.ns, "u", "r", nil, control.OperationOptions{}); return err },
-		"top-up": func() error { _, err := e.ctl.TopUp(e.ctx, e.ns, "u", "r", map[string]int64{"rpm": 1}, control.OperationOptions{}); return err },
+		"reset": func() error {
+			_, err := e.ctl.Reset(e.ctx, e.ns, "u", "r", nil, control.OperationOptions{})
+			return err
+		},
+		"top-up": func() error {
+			_, err := e.ctl.TopUp(e.ctx, e.ns, "u", "r", map[string]int64{"rpm": 1}, control.OperationOptions{})
+			return err
+		},
 	} {
 		err := call()
 		var ue *config.UnsupportedConfigError
