@@ -62,10 +62,12 @@ func withHint(err error, format string, args ...any) error {
 func isUsage(err error) bool {
 	var ue *UsageError
 	var me *manifest.InvalidManifestError
+	var mu *manifest.UnsupportedError
 	var ny *prompt.NeedYesError
 	var fe *output.FormatError
 	var se *limitspec.SyntaxError
-	return errors.As(err, &ue) || errors.As(err, &me) || errors.As(err, &ny) || errors.As(err, &fe) || errors.As(err, &se) || schema.IsValidationError(err)
+	return errors.As(err, &ue) || errors.As(err, &me) || errors.As(err, &mu) || errors.As(err, &ny) || errors.As(err, &fe) ||
+		errors.As(err, &se) || schema.IsValidationError(err)
 }
 
 // explain adds what to do to the errors a command does not explain
@@ -82,6 +84,15 @@ func explain(err error, a *App) error {
 		var b strings.Builder
 		fmt.Fprintf(&b, "the manifest has %d problem(s); nothing was written:", len(me.Problems))
 		for _, p := range me.Problems {
+			b.WriteString("\n  " + p.String())
+		}
+		return &UsageError{Err: errors.New(b.String())}
+	}
+	var mu *manifest.UnsupportedError
+	if errors.As(err, &mu) {
+		var b strings.Builder
+		fmt.Fprintf(&b, "the manifest declares %d session quota(s), which this version does not apply yet; nothing was written:", len(mu.Problems))
+		for _, p := range mu.Problems {
 			b.WriteString("\n  " + p.String())
 		}
 		return &UsageError{Err: errors.New(b.String())}
