@@ -216,11 +216,7 @@ func TestDecodeSessionShapes(t *testing.T) {
 			if !reflect.DeepEqual(full.Limits, tc.want) {
 				t.Fatalf("limits %+v, want %+v", full.Limits, tc.want)
 			}
-			var got []string
-			for _, p := range full.Problems {
-				got = append(got, p.Attribute)
-			}
-			if !reflect.DeepEqual(got, tc.problems) {
+			if got := problemAttrs(full.Problems); !reflect.DeepEqual(got, tc.problems) {
 				t.Fatalf("problems %v (%v), want %v", got, full.Problems, tc.problems)
 			}
 			hasSession := slices.ContainsFunc(tc.want, limit.Limit.IsSession)

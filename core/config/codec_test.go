@@ -231,15 +231,20 @@ func TestDecodeConfigItem(t *testing.T) {
 			if !reflect.DeepEqual(d.Config, tc.want) {
 				t.Errorf("config = %+v, want %+v", d.Config, tc.want)
 			}
-			var got []string
-			for _, p := range d.Problems {
-				got = append(got, p.Attribute)
-			}
-			if !reflect.DeepEqual(got, tc.problems) {
+			if got := problemAttrs(d.Problems); !reflect.DeepEqual(got, tc.problems) {
 				t.Errorf("problems = %v (%v), want %v", got, d.Problems, tc.problems)
 			}
 		})
 	}
+}
+
+// problemAttrs lists the attributes of problems, in order; nil for none.
+func problemAttrs(problems []config.Problem) []string {
+	var got []string
+	for _, p := range problems {
+		got = append(got, p.Attribute)
+	}
+	return got
 }
 
 // TestEncodeDecodeRoundTrip: whatever EncodeConfigItem writes,

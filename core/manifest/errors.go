@@ -36,15 +36,21 @@ type InvalidManifestError struct {
 
 // Error implements error: every problem, in field order.
 func (e *InvalidManifestError) Error() string {
+	return problemsText("invalid limits manifest", e.Problems)
+}
+
+// problemsText is `{head} (N problem(s)): path: message; …`.
+func problemsText(head string, problems []Problem) string {
 	var b strings.Builder
-	b.WriteString("invalid limits manifest (")
-	b.WriteString(strconv.Itoa(len(e.Problems)))
-	if len(e.Problems) == 1 {
+	b.WriteString(head)
+	b.WriteString(" (")
+	b.WriteString(strconv.Itoa(len(problems)))
+	if len(problems) == 1 {
 		b.WriteString(" problem): ")
 	} else {
 		b.WriteString(" problems): ")
 	}
-	for i, p := range e.Problems {
+	for i, p := range problems {
 		if i > 0 {
 			b.WriteString("; ")
 		}
@@ -65,21 +71,7 @@ type UnsupportedError struct {
 
 // Error implements error: every unsupported field.
 func (e *UnsupportedError) Error() string {
-	var b strings.Builder
-	b.WriteString("limits manifest not applicable by this version (")
-	b.WriteString(strconv.Itoa(len(e.Problems)))
-	if len(e.Problems) == 1 {
-		b.WriteString(" problem): ")
-	} else {
-		b.WriteString(" problems): ")
-	}
-	for i, p := range e.Problems {
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		b.WriteString(p.String())
-	}
-	return b.String()
+	return problemsText("limits manifest not applicable by this version", e.Problems)
 }
 
 // Unwrap returns limit.ErrSessionQuotaUnsupported.
