@@ -19,7 +19,9 @@ type Consume map[string]int64
 type AcquireOption func(*request)
 
 // WithLimits bypasses config resolution and uses these limits for the call
-// (docs/design.md §7, source "override").
+// (docs/design.md §7, source "override"). A session quota among them is
+// refused with a *limit.UnsupportedError: this version does not enforce
+// session windows yet (docs/decisions.md P53).
 func WithLimits(limits ...limit.Limit) AcquireOption {
 	return func(r *request) { r.override = slices.Clone(limits) }
 }
