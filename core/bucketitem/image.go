@@ -2,6 +2,7 @@ package bucketitem
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -710,6 +711,54 @@ const WindowFields = FieldWindowStart | FieldResetAfter | FieldWindowAnchor | Fi
 // quota, which the operator's reset and top-up do not handle yet.
 func (img *Image) Windowed() bool {
 	return img.anyLimit(func(l *LimitImage) bool { return l.Fields&WindowFields != 0 })
+}
+
+// HasWindow reports whether l carries a session window in force (ADR-139):
+// its length b_{n}_rsa is what marks one; the start b_{n}_ws may still be
+// absent (a window not opened yet).
+func (l *LimitImage) HasWindow() bool { return l.Fields.Has(FieldResetAfter) }
+
+// WindowEnd is the end of l's session window, ws + rsa × 1000 in epoch ms
+// (saturated at math.MaxInt64); ok is false when l carries no start or no
+// length, or a length that is not positive, which no window can have: a
+// caller must not judge such a shard (docs/design.md §2). The end is
+// always derived, never stored (ADR-139).
+func (l *LimitImage) WindowEnd() (end int64, ok bool) {
+	if !l.Fields.Has(FieldWindowStart|FieldResetAfter) || l.ResetAfter <= 0 {
+		return 0, false
+	}
+	if l.ResetAfter > math.MaxInt64/1000 {
+		return math.MaxInt64, true
+	}
+	return bucket.AddSat(l.WindowStart, l.ResetAfter*1000), true
+}
+
+// WindowLive reports whether l's session window is open at now: it has an
+// end (WindowEnd) and the end is after now.
+func (l *LimitImage) WindowLive(now int64) bool {
+	end, ok := l.WindowEnd()
+	return ok && end > now
+}
+
+// WindowPending reports whether the shard's balance of l does not reflect
+// its window start yet, so its next materialising pass resets it (ADR-140):
+// ws > wa, or ws > rf on an item written before wa. No start, no roll.
+func (l *LimitImage) WindowPending(rf int64) bool {
+	if !l.Fields.Has(FieldWindowStart) {
+		return false
+	}
+	if l.Fields.Has(FieldWindowAnchor) {
+		return l.WindowStart > l.WindowAnchor
+	}
+	return l.WindowStart > rf
+}
+
+// WindowCurrent reports whether l's balance belongs to the current period
+// of its session window at now (docs/design.md §2; ADR-145's current
+// period for a session quota): the window is live and applied (wa >= ws,
+// or ws <= rf on an item written before wa).
+func (l *LimitImage) WindowCurrent(rf, now int64) bool {
+	return l.WindowLive(now) && !l.WindowPending(rf)
 }
 
 func (img *Image) anyLimit(pred func(*LimitImage) bool) bool {

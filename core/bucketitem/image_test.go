@@ -459,6 +459,10 @@ func FuzzDecodeImage(f *testing.F) {
 	f.Add([]byte{3, 3, 0, 4, 0, 7, 1, 'x', 0, 22, 1, '1', 5, 1, 0})
 	f.Add([]byte{2, 1, '0', 1, 30, 4, 'a', 'b', 'c'})
 	f.Add([]byte{40, 1, '1', 0, 41, 1, '2', 0, 42, 2, '1', 0, 43, 1, '1', 0})
+	// A session window on rpm: ws 100, rsa 60, wa 50, wtc 7, rf 90.
+	f.Add([]byte{69, 0, 3, '1', '0', '0', 76, 0, 2, '6', '0', 83, 0, 2, '5', '0', 90, 0, 1, '7', 0, 0, 2, '9', '0'})
+	// rsa 0 and a negative ws beside a partial limit's window.
+	f.Add([]byte{76, 0, 1, '0', 69, 0, 2, '-', '5', 77, 0, 1, '9'})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		it := fuzzItem(data)
 		img, err := Decode(it)
@@ -597,6 +601,12 @@ func checkDecoded(t *testing.T, it item, img *Image) {
 			if got := *l.numField(fieldBit(f)); got != want {
 				t.Fatalf("%s = %d, want %d", k, got, want)
 			}
+		}
+	}
+	// The window predicates agree with whatever window attributes decoded.
+	for _, group := range [][]LimitImage{img.Limits, img.Partial, {img.WCU}} {
+		for i := range group {
+			checkWindow(t, &group[i], img.RF, imgNow)
 		}
 	}
 	if img.ShardCount < 1 {

@@ -67,13 +67,22 @@ type NewLimit struct {
 	// TopUp is a quota's top-up this period (b_{n}_tu, ADR-149),
 	// millitokens; zero leaves it off.
 	TopUp int64
+	// WindowStart, ResetAfter, WindowAnchor and WindowConsumed are a
+	// session quota's window (ADR-139, ADR-140; docs/design.md §2): its
+	// start b_{n}_ws and the start its balance reflects b_{n}_wa (epoch
+	// ms), its length b_{n}_rsa (seconds), the fan-out's snapshot of tc
+	// b_{n}_wtc (millitokens). Zero leaves each off.
+	WindowStart    int64
+	ResetAfter     int64
+	WindowAnchor   int64
+	WindowConsumed int64
 }
 
 // Item encodes n as the full bucket item a conditional PutItem creates:
 // the key attributes of every index, identity, refill stamp, shard count,
 // owner stamp, the optional stamps, each limit's tk, tc, cp, ra and rp (and
-// soft stamp, schedules, grant and top-up when set), and the reserved
-// `wcu` limit at full.
+// soft stamp, schedules, grant, top-up and session window when set), and
+// the reserved `wcu` limit at full.
 func (n *New) Item() map[string]types.AttributeValue {
 	id := n.ID
 	item := schema.BucketItemKeys(id.Namespace, id.Entity, id.Resource, id.Shard).Item()
@@ -114,6 +123,17 @@ func (n *New) Item() map[string]types.AttributeValue {
 		}
 		if l.TopUp != 0 {
 			item[schema.BucketAttr(l.Name, schema.LimitTopUp)] = schema.Num(l.TopUp)
+		}
+		for _, w := range [...]struct {
+			f schema.LimitField
+			v int64
+		}{
+			{schema.LimitWindowStart, l.WindowStart}, {schema.LimitResetAfter, l.ResetAfter},
+			{schema.LimitWindowAnchor, l.WindowAnchor}, {schema.LimitWindowConsumed, l.WindowConsumed},
+		} {
+			if w.v != 0 {
+				item[schema.BucketAttr(l.Name, w.f)] = schema.Num(w.v)
+			}
 		}
 	}
 	if n.Zone != "" {

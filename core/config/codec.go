@@ -55,8 +55,12 @@ type Decoded struct {
 
 // EncodeLimits returns the flat limit attributes of docs/design.md §2 for a limit
 // set: `l_{n}_cp`, `l_{n}_ra` (N whole tokens), `l_{n}_rp` (N seconds) and,
-// for a soft limit, `l_{n}_soft` = BOOL true. The set is validated with
-// limit.ValidateSet; failures are *schema.ValidationError.
+// for a soft limit, `l_{n}_soft` = BOOL true. A session quota's attributes
+// are `w_{n}_*` instead, its window length `w_{n}_rsa` (N seconds) among
+// them (ADR-142, docs/design.md §7). The set is validated with
+// limit.ValidateSet; failures are *schema.ValidationError. The codec is
+// pure: the Store's writers refuse a session quota before they encode
+// (limit.CheckSupported).
 func EncodeLimits(limits []limit.Limit) (map[string]types.AttributeValue, error) {
 	if err := limit.ValidateSet(limits); err != nil {
 		return nil, err
@@ -69,20 +73,28 @@ func EncodeLimits(limits []limit.Limit) (map[string]types.AttributeValue, error)
 // putLimits adds the attributes of valid limits to item: per limit cp, ra,
 // rp, soft, its schedule (`l_{n}_sched`) and reset schedule
 // (`l_{n}_rsched`), and the item's `sched_tz` when a scheduled limit reads
-// a zone other than UTC (docs/design.md §14).
+// a zone other than UTC (docs/design.md §14). A session quota's go under
+// the hidden prefix, its window length too: `w_{n}_cp`, `w_{n}_ra`,
+// `w_{n}_rp`, `w_{n}_rsa`, `w_{n}_soft`, `w_{n}_sched` (ADR-142), the form
+// the Python client writes.
 func putLimits(item map[string]types.AttributeValue, limits []limit.Limit) {
 	for _, l := range limits {
-		item[schema.ConfigAttr(l.Name, schema.LimitCapacity)] = schema.Num(l.Capacity)
-		item[schema.ConfigAttr(l.Name, schema.LimitRefillAmount)] = schema.Num(l.RefillAmount)
-		item[schema.ConfigAttr(l.Name, schema.LimitRefillPeriod)] = schema.Num(l.RefillPeriodSeconds())
+		attr := schema.ConfigAttr
+		if l.IsSession() {
+			attr = schema.HiddenConfigAttr
+			item[attr(l.Name, schema.LimitResetAfter)] = schema.Num(l.ResetAfterSeconds())
+		}
+		item[attr(l.Name, schema.LimitCapacity)] = schema.Num(l.Capacity)
+		item[attr(l.Name, schema.LimitRefillAmount)] = schema.Num(l.RefillAmount)
+		item[attr(l.Name, schema.LimitRefillPeriod)] = schema.Num(l.RefillPeriodSeconds())
 		if l.Soft {
-			item[schema.ConfigAttr(l.Name, schema.LimitSoft)] = &types.AttributeValueMemberBOOL{Value: true}
+			item[attr(l.Name, schema.LimitSoft)] = &types.AttributeValueMemberBOOL{Value: true}
 		}
 		if l.Schedule != "" {
-			item[schema.ConfigAttr(l.Name, schema.LimitSchedule)] = schema.Str(l.Schedule)
+			item[attr(l.Name, schema.LimitSchedule)] = schema.Str(l.Schedule)
 		}
 		if l.ResetSchedule != "" {
-			item[schema.ConfigAttr(l.Name, schema.LimitResetSchedule)] = schema.Str(l.ResetSchedule)
+			item[attr(l.Name, schema.LimitResetSchedule)] = schema.Str(l.ResetSchedule)
 		}
 		if (l.Schedule != "" || l.ResetSchedule != "") && l.Zone != "" {
 			item[schema.AttrSchedTZ] = schema.Str(l.Zone)
@@ -146,12 +158,24 @@ func EncodeConfigItem(level Level, c Config) (map[string]types.AttributeValue, e
 // limitFields collects the fields of one limit name under one prefix.
 type limitFields struct {
 	name   string
+	hidden bool // the `w_` prefix (ADR-142)
 	fields map[schema.LimitField]types.AttributeValue
 	attrs  []string // attribute names, for problems
 }
 
+// attr is the attribute of field f of the group's limit, under its prefix.
+func (g *limitFields) attr(f schema.LimitField) string {
+	if g.hidden {
+		return schema.HiddenConfigAttr(g.name, f)
+	}
+	return schema.ConfigAttr(g.name, f)
+}
+
+// stem is the group's `l_{n}_` or `w_{n}_`, the name problems report.
+func (g *limitFields) stem() string { return g.attr("") }
+
 // DecodeConfigItem decodes a config item of level (R5, R6 or R7) by the
-// rules of docs/design.md §2:
+// rules of docs/design.md §2 and §7:
 //
 //   - A limit exists iff `l_{n}_cp` exists; it is corrupt, skipped and
 //     reported as a Problem unless `l_{n}_ra` and `l_{n}_rp` exist too, all
@@ -161,42 +185,75 @@ type limitFields struct {
 //     unknown fields (such as a legacy `bx`) are ignored.
 //   - `l_{n}_soft` BOOL true marks the limit soft; BOOL false or absence
 //     hard; another type is reported and read as hard.
+//   - A session quota (ADR-139) is stored under the hidden prefix
+//     (ADR-142): `w_{n}_cp`, `w_{n}_ra` (0), `w_{n}_rp`, its window length
+//     `w_{n}_rsa` (N seconds, > 0), and `w_{n}_soft`, `w_{n}_sched` as for
+//     `l_`. Both prefixes are read; a limit under `l_` carrying
+//     `l_{n}_rsa` (an unreleased upstream build's form) is a session quota
+//     too. Fields under one prefix never join a limit under the other.
 //   - `disabled` (resource and entity levels): absent, BOOL true, BOOL
 //     false, or S "bypass"; anything else is reported and read as absent.
 //     `cascade` likewise with BOOL only. `on_unavailable` (system level):
 //     S allow or block. A field found at a level that may not carry it is
 //     reported and ignored.
 //
-// Attributes of features this version does not implement make the item
-// unsupported: any hidden `w_` limit attribute (session limits; a name under
-// both prefixes is among them), `l_{n}_rsa`, `inherit_limits`,
+// An item whose limit set cannot be trusted is corrupt: one limit name
+// with `cp` under both prefixes, or a `w_` limit whose fields or window
+// length are missing or unreadable (ADR-142). Attributes of features this
+// version does not implement make the item unsupported: `inherit_limits`,
 // `exclude_limits`, `patch_limits` and `p_{n}_sched`; so does a limit that
-// breaks ADR-137 (a refill amount of 0 without a reset schedule, or a
-// positive one with it) and a schedule or reset schedule this version
-// cannot read. Then the error is an
-// *UnsupportedConfigError naming the first such attribute in name order,
-// and the result still carries the item's Disabled, Cascade and
-// OnUnavailable but no limits: callers must fail closed rather than enforce a
-// partial set. The error is the only one DecodeConfigItem returns.
+// breaks ADR-137 (a refill amount of 0 without a reset, or a positive one
+// with a reset schedule or a window length), a reset schedule beside a
+// window length, and a schedule or reset schedule this version cannot
+// read. Both make the error an *UnsupportedConfigError naming the first
+// offending attribute in name order (a corrupt one first; its Err is then a
+// *CorruptConfigError). Otherwise, an item holding a session quota is
+// unsupported too (docs/decisions.md P53): the client does not enforce
+// session windows yet, so the error names the quota's `rsa` attribute and
+// its Err is limit.ErrSessionQuotaUnsupported. With any error the result
+// still carries the item's Disabled, Cascade and OnUnavailable but no
+// limits: callers must fail closed rather than enforce a partial set. The
+// error is the only one DecodeConfigItem returns.
 //
 // Decoding never panics, whatever the item holds. Every limit it returns
 // passes limit.Validate, and Limits is sorted by name.
 func DecodeConfigItem(level Level, item map[string]types.AttributeValue) (Decoded, error) {
-	var d Decoded
+	d, session, err := decodeConfigItem(level, item)
+	if err == nil && session != nil {
+		d.Limits, err = nil, session
+	}
+	return d, err
+}
+
+// decodeConfigItem is DecodeConfigItem without its refusal of session
+// quotas: they are decoded among the limits, and session, when not nil, is
+// the refusal DecodeConfigItem returns for the first of them (the one with
+// the least `rsa` attribute).
+func decodeConfigItem(level Level, item map[string]types.AttributeValue) (d Decoded, session *UnsupportedConfigError, err error) {
 	names := make([]string, 0, len(item))
 	for a := range item {
 		names = append(names, a)
 	}
 	slices.Sort(names)
 
-	var unsupported *UnsupportedConfigError
+	var unsupported, corrupt *UnsupportedConfigError
 	refuseFor := func(attr, reason string, cause error) { // keeps the first offending attribute in name order
 		if unsupported == nil || attr < unsupported.Attribute {
 			unsupported = &UnsupportedConfigError{Item: itemKey(item), Attribute: attr, Reason: reason, Err: cause}
 		}
 	}
 	refuse := func(attr, reason string) { refuseFor(attr, reason, nil) }
-	groups := make(map[string]*limitFields)
+	corruptAt := func(attr, name, reason string) {
+		if corrupt == nil || attr < corrupt.Attribute {
+			corrupt = &UnsupportedConfigError{Item: itemKey(item), Attribute: attr, Reason: reason,
+				Err: &CorruptConfigError{Limit: name, Reason: reason}}
+		}
+	}
+	type groupKey struct {
+		name   string
+		hidden bool
+	}
+	groups := make(map[groupKey]*limitFields)
 	var order []*limitFields
 	zone := ""
 	for _, a := range names {
@@ -230,19 +287,11 @@ func DecodeConfigItem(level Level, item map[string]types.AttributeValue) (Decode
 		if !ok {
 			continue // not a limit attribute: identity, keys, sched_tz, unknown siblings
 		}
-		if hidden {
-			refuse(a, "a hidden reset_after (session) limit (ADR-142)")
-			continue
-		}
-		switch f {
-		case schema.LimitResetAfter:
-			refuse(a, "reset_after (ADR-139)")
-			continue
-		}
-		g := groups[name]
+		k := groupKey{name, hidden}
+		g := groups[k]
 		if g == nil {
-			g = &limitFields{name: name, fields: make(map[schema.LimitField]types.AttributeValue, 4)}
-			groups[name] = g
+			g = &limitFields{name: name, hidden: hidden, fields: make(map[schema.LimitField]types.AttributeValue, 4)}
+			groups[k] = g
 			order = append(order, g)
 		}
 		g.fields[f] = v
@@ -250,22 +299,53 @@ func DecodeConfigItem(level Level, item map[string]types.AttributeValue) (Decode
 	}
 
 	var limits []limit.Limit
+	var sessionAttr string
 	for _, g := range order {
-		l, ok, quota := d.decodeLimit(g)
+		if _, hasCP := g.fields[schema.LimitCapacity]; hasCP && g.hidden {
+			if other := groups[groupKey{g.name, false}]; other != nil {
+				if _, both := other.fields[schema.LimitCapacity]; both {
+					corruptAt(g.attr(schema.LimitCapacity), g.name, "limit "+strconv.Quote(g.name)+
+						" is stored under both the l_ and the hidden w_ prefix: a corrupt item (ADR-142)")
+					continue
+				}
+			}
+		}
+		l, ok, quota := d.decodeLimit(g, corruptAt)
 		if !ok {
+			continue
+		}
+		rsaV, window := g.fields[schema.LimitResetAfter]
+		if g.hidden && !window {
+			corruptAt(g.attr(schema.LimitCapacity), g.name, "limit "+strconv.Quote(g.name)+" is a hidden (w_) limit without "+
+				g.attr(schema.LimitResetAfter)+", its window length: a corrupt item (ADR-142)")
 			continue
 		}
 		_, resets := g.fields[schema.LimitResetSchedule]
 		switch {
-		case quota && !resets:
-			refuse(schema.ConfigAttr(g.name, schema.LimitRefillAmount), "a refill amount of 0 without a reset schedule (ADR-137)")
+		case window && resets:
+			refuse(g.attr(schema.LimitResetSchedule), "a reset schedule beside a session window length: a quota resets one way (ADR-139)")
+			continue
+		case window && !quota:
+			refuse(g.attr(schema.LimitResetAfter), "a session window length beside a refill amount: a limit drips or resets, never both (ADR-137)")
+			continue
+		case quota && !resets && !window:
+			refuse(g.attr(schema.LimitRefillAmount), "a refill amount of 0 without a reset schedule or a window length (ADR-137)")
 			continue
 		case !quota && resets:
-			refuse(schema.ConfigAttr(g.name, schema.LimitResetSchedule), "a reset schedule beside a refill amount: a limit drips or resets, never both (ADR-137)")
+			refuse(g.attr(schema.LimitResetSchedule), "a reset schedule beside a refill amount: a limit drips or resets, never both (ADR-137)")
 			continue
 		}
+		if window {
+			rsa, okN := parseN(rsaV)
+			if !okN || rsa <= 0 || rsa > int64(limit.MaxRefillPeriod/time.Second) {
+				corruptAt(g.attr(schema.LimitResetAfter), g.name, "limit "+strconv.Quote(g.name)+" has a session window length that is not a whole number of seconds between 1 and "+
+					strconv.FormatInt(int64(limit.MaxRefillPeriod/time.Second), 10)+": a corrupt item (ADR-142)")
+				continue
+			}
+			l.ResetAfter = time.Duration(rsa) * time.Second
+		}
 		if resets {
-			attr := schema.ConfigAttr(g.name, schema.LimitResetSchedule)
+			attr := g.attr(schema.LimitResetSchedule)
 			text, isS := g.fields[schema.LimitResetSchedule].(*types.AttributeValueMemberS)
 			if !isS || text.Value == "" || text.Value == schedule.None {
 				refuse(attr, "a reset schedule that is not a stored schedule")
@@ -283,7 +363,7 @@ func DecodeConfigItem(level Level, item map[string]types.AttributeValue) (Decode
 		// does not decode fails the whole item closed, as a client must not
 		// enforce the limit without it.
 		if sv, has := g.fields[schema.LimitSchedule]; has {
-			attr := schema.ConfigAttr(g.name, schema.LimitSchedule)
+			attr := g.attr(schema.LimitSchedule)
 			text, isS := sv.(*types.AttributeValueMemberS)
 			if !isS {
 				refuse(attr, "a schedule that is not a string")
@@ -294,16 +374,12 @@ func DecodeConfigItem(level Level, item map[string]types.AttributeValue) (Decode
 			}
 		}
 		if l.Schedule != "" || l.ResetSchedule != "" {
-			attr := schema.ConfigAttr(g.name, schema.LimitSchedule)
+			attr := g.attr(schema.LimitSchedule)
 			if l.Schedule == "" {
-				attr = schema.ConfigAttr(g.name, schema.LimitResetSchedule)
+				attr = g.attr(schema.LimitResetSchedule)
 			}
 			if _, _, _, err := l.Schedules(); err != nil {
 				refuseFor(attr, "a schedule this version cannot read: "+err.Error(), err)
-				continue
-			}
-			if err := l.Validate(); err != nil {
-				refuse(attr, "a schedule this version cannot use: "+err.Error())
 				continue
 			}
 			// Re-encoded: a newer client's versioned text is stored back in
@@ -311,28 +387,64 @@ func DecodeConfigItem(level Level, item map[string]types.AttributeValue) (Decode
 			sch, _, _ := l.ParamSchedule()
 			l.Schedule = sch.Encode()
 		}
+		if err := l.Validate(); err != nil {
+			attr := g.attr(schema.LimitCapacity)
+			switch {
+			case l.Schedule != "":
+				attr = g.attr(schema.LimitSchedule)
+			case l.ResetSchedule != "":
+				attr = g.attr(schema.LimitResetSchedule)
+			case window:
+				attr = g.attr(schema.LimitResetAfter)
+			}
+			refuse(attr, "a limit this version cannot use: "+err.Error())
+			continue
+		}
+		if window {
+			if a := g.attr(schema.LimitResetAfter); sessionAttr == "" || a < sessionAttr {
+				sessionAttr = a
+			}
+		}
 		limits = append(limits, l)
 	}
-	if unsupported != nil {
-		return d, unsupported
+	switch {
+	case corrupt != nil:
+		return d, nil, corrupt
+	case unsupported != nil:
+		return d, nil, unsupported
 	}
 	limit.SortByName(limits)
 	d.Limits = limits
-	return d, nil
+	if sessionAttr != "" {
+		session = &UnsupportedConfigError{Item: itemKey(item), Attribute: sessionAttr,
+			Reason: "a session quota (reset_after, ADR-139), whose window this version does not enforce yet",
+			Err:    limit.ErrSessionQuotaUnsupported}
+	}
+	return d, session, nil
 }
 
 func (d *Decoded) problem(attr, reason string) {
 	d.Problems = append(d.Problems, Problem{Attribute: attr, Reason: reason})
 }
 
-// decodeLimit builds one limit from its l_ fields. ok is false for a corrupt
-// or absent limit (reported); quota is true for a refill amount of 0, a
-// limit valid only with the reset schedule the caller adds.
-func (d *Decoded) decodeLimit(g *limitFields) (l limit.Limit, ok, quota bool) {
-	stem := schema.LimitAttrPrefix + g.name + "_"
+// decodeLimit builds one limit from its fields. ok is false for an absent
+// or corrupt limit: reported as a Problem, or, for a hidden (`w_`) limit,
+// whose set cannot then be trusted, passed to corrupt (ADR-142). quota is
+// true for a refill amount of 0, a limit valid only with the reset the
+// caller adds.
+func (d *Decoded) decodeLimit(g *limitFields, corrupt func(attr, name, reason string)) (l limit.Limit, ok, quota bool) {
+	stem := g.stem()
+	bad := func(reason string) (limit.Limit, bool, bool) {
+		if g.hidden {
+			corrupt(g.attr(schema.LimitCapacity), g.name, "limit "+strconv.Quote(g.name)+" under the hidden w_ prefix is corrupt: "+reason+" (ADR-142)")
+		} else {
+			d.problem(stem, "corrupt limit: "+reason+"; skipped")
+		}
+		return limit.Limit{}, false, false
+	}
 	cpV, hasCP := g.fields[schema.LimitCapacity]
 	if !hasCP {
-		for _, f := range []schema.LimitField{schema.LimitRefillAmount, schema.LimitRefillPeriod, schema.LimitSoft} {
+		for _, f := range []schema.LimitField{schema.LimitRefillAmount, schema.LimitRefillPeriod, schema.LimitSoft, schema.LimitResetAfter} {
 			if _, has := g.fields[f]; has {
 				d.problem(stem, "limit fields without "+stem+"cp: not a limit, ignored")
 				break
@@ -343,29 +455,24 @@ func (d *Decoded) decodeLimit(g *limitFields) (l limit.Limit, ok, quota bool) {
 	raV, hasRA := g.fields[schema.LimitRefillAmount]
 	rpV, hasRP := g.fields[schema.LimitRefillPeriod]
 	if !hasRA || !hasRP {
-		d.problem(stem, "corrupt limit: cp, ra and rp must all be present; skipped")
-		return limit.Limit{}, false, false
+		return bad("cp, ra and rp must all be present")
 	}
 	if err := schema.ValidateLimitName(g.name); err != nil {
-		d.problem(stem, "corrupt limit: "+err.Error()+"; skipped")
-		return limit.Limit{}, false, false
+		return bad(err.Error())
 	}
 	cp, okCP := parseN(cpV)
 	ra, okRA := parseN(raV)
 	rp, okRP := parseN(rpV)
 	switch {
 	case !okCP || !okRA || !okRP:
-		d.problem(stem, "corrupt limit: cp, ra and rp must be N attributes holding int64 integers; skipped")
-		return limit.Limit{}, false, false
+		return bad("cp, ra and rp must be N attributes holding int64 integers")
 	case cp <= 0 || ra < 0 || rp <= 0:
-		d.problem(stem, "corrupt limit: cp and rp must be > 0 and ra >= 0; skipped")
-		return limit.Limit{}, false, false
+		return bad("cp and rp must be > 0 and ra >= 0")
 	case cp > limit.MaxTokens || ra > limit.MaxTokens || rp > int64(limit.MaxRefillPeriod/time.Second):
-		d.problem(stem, "corrupt limit: value out of range; skipped")
-		return limit.Limit{}, false, false
+		return bad("value out of range")
 	}
 	l = limit.Custom(g.name, cp, ra, time.Duration(rp)*time.Second)
-	quota = ra == 0 // valid only with its reset schedule, which the caller checks
+	quota = ra == 0 // valid only with its reset, which the caller checks
 	if sv, has := g.fields[schema.LimitSoft]; has {
 		switch b, isBool := sv.(*types.AttributeValueMemberBOOL); {
 		case isBool && b.Value:
@@ -379,8 +486,7 @@ func (d *Decoded) decodeLimit(g *limitFields) (l limit.Limit, ok, quota bool) {
 		return l, true, true
 	}
 	if err := l.Validate(); err != nil { // unreachable by the checks above; belt and braces
-		d.problem(stem, "corrupt limit: "+err.Error()+"; skipped")
-		return limit.Limit{}, false, false
+		return bad(err.Error())
 	}
 	return l, true, false
 }

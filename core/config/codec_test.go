@@ -189,7 +189,7 @@ func TestDecodeConfigItem(t *testing.T) {
 
 		{name: "hidden w_ limit", level: config.LevelEntity,
 			item:        merge(lim("rpm", "60", "60", "60"), attrs{"w_sess_cp": n("10"), "w_sess_ra": n("0"), "w_sess_rp": n("3600"), "w_sess_rsa": n("3600")}),
-			unsupported: "w_sess_cp"},
+			unsupported: "w_sess_rsa"},
 		{name: "name under both prefixes", level: config.LevelEntity,
 			item: merge(lim("rpm", "60", "60", "60"), attrs{"w_rpm_cp": n("60"), "w_rpm_ra": n("60"), "w_rpm_rp": n("60")}), unsupported: "w_rpm_cp"},
 		{name: "schedule", level: config.LevelResource, item: merge(lim("rpm", "60", "60", "60"), attrs{"l_rpm_sched": s("x")}), unsupported: "l_rpm_sched"},
@@ -231,15 +231,20 @@ func TestDecodeConfigItem(t *testing.T) {
 			if !reflect.DeepEqual(d.Config, tc.want) {
 				t.Errorf("config = %+v, want %+v", d.Config, tc.want)
 			}
-			var got []string
-			for _, p := range d.Problems {
-				got = append(got, p.Attribute)
-			}
-			if !reflect.DeepEqual(got, tc.problems) {
+			if got := problemAttrs(d.Problems); !reflect.DeepEqual(got, tc.problems) {
 				t.Errorf("problems = %v (%v), want %v", got, d.Problems, tc.problems)
 			}
 		})
 	}
+}
+
+// problemAttrs lists the attributes of problems, in order; nil for none.
+func problemAttrs(problems []config.Problem) []string {
+	var got []string
+	for _, p := range problems {
+		got = append(got, p.Attribute)
+	}
+	return got
 }
 
 // TestEncodeDecodeRoundTrip: whatever EncodeConfigItem writes,

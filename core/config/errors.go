@@ -102,16 +102,19 @@ func (e *IncompatibleSchemaError) Error() string {
 		e.ClientVersion + " (major versions differ); see " + e.MigrationGuideURL
 }
 
-// UnsupportedConfigError reports a config carrying a feature this version
-// does not implement: a session or reset_after limit (a hidden `w_` limit,
-// or a limit under both prefixes), a schedule or reset schedule, a quota
-// (refill amount 0), or the ADR-143 merge fields `inherit_limits`,
-// `exclude_limits`, `patch_limits` / `p_{n}_sched` (docs/design.md §7).
+// UnsupportedConfigError reports a config this version must not use: one
+// carrying a feature it does not implement — a session quota (its Err is
+// limit.ErrSessionQuotaUnsupported, docs/decisions.md P53), a schedule or
+// reset schedule it cannot read, a limit breaking ADR-137, or the ADR-143
+// merge fields `inherit_limits`, `exclude_limits`, `patch_limits` /
+// `p_{n}_sched` (docs/design.md §7) —, or a corrupt one (its Err is a
+// *CorruptConfigError: a limit under both the `l_` and the `w_` prefix, a
+// `w_` limit without its window length).
 //
 // Callers fail closed: the item's limits must not be enforced partially,
 // and the error is a configuration error, never an infrastructure error,
 // so on_unavailable=allow must not turn it into an admission. Setters refuse
-// to rewrite such an item.
+// to rewrite an item carrying the merge fields.
 type UnsupportedConfigError struct {
 	// Item is the stored key of the config.
 	Item schema.Key
@@ -121,7 +124,9 @@ type UnsupportedConfigError struct {
 	Reason string
 	// Err is the cause when there is a typed one: a *schedule.EncodingError
 	// or *schedule.ZoneError for a stored schedule this version cannot read
-	// (docs/design.md §14), which a client answers per on_unavailable.
+	// (docs/design.md §14), which a client answers per on_unavailable;
+	// limit.ErrSessionQuotaUnsupported for a session quota; a
+	// *CorruptConfigError for a corrupt item.
 	Err error
 }
 
@@ -130,9 +135,30 @@ func (e *UnsupportedConfigError) Unwrap() error { return e.Err }
 
 // Error implements error.
 func (e *UnsupportedConfigError) Error() string {
+	why := " (not supported by this version; refusing to use the item)"
+	var ce *CorruptConfigError
+	if errors.As(e.Err, &ce) {
+		why = " (refusing to use the item)"
+	}
 	return "config item " + e.Item.PK + " " + e.Item.SK + ": attribute " + strconv.Quote(e.Attribute) +
-		": " + e.Reason + " (not supported by this version; refusing to use the item)"
+		": " + e.Reason + why
 }
+
+// CorruptConfigError is the cause of the *UnsupportedConfigError of a
+// config item whose limit set cannot be trusted (ADR-142, docs/design.md
+// §7): one limit name stored under both the `l_` and the hidden `w_`
+// prefix, or a hidden `w_` limit whose fields or window length (`w_{n}_rsa`)
+// are missing or unreadable. No limit of such an item is used. Match it
+// with errors.As.
+type CorruptConfigError struct {
+	// Limit is the limit's name.
+	Limit string
+	// Reason says what is corrupt, naming the limit.
+	Reason string
+}
+
+// Error implements error.
+func (e *CorruptConfigError) Error() string { return e.Reason }
 
 // ErrConflict reports a read-modify-write that lost to concurrent writers on
 // the same item every time it tried. Retrying the call is safe.

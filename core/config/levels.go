@@ -115,7 +115,13 @@ func validateLevelLimits(limits []limit.Limit) error {
 		return schema.NewValidationError(schema.FieldLimits, strconv.Itoa(len(limits))+" limits",
 			"at most "+strconv.Itoa(MaxLimitsPerLevel)+" limits per config item")
 	}
-	return limit.ValidateSet(limits)
+	if err := limit.ValidateSet(limits); err != nil {
+		return err
+	}
+	// A session quota is modelled and stored by the codec, but no client
+	// of this version enforces its window: refused before anything is
+	// read or written (docs/decisions.md P53).
+	return limit.CheckSupported(limits)
 }
 
 func (s *Store) setLimits(ctx context.Context, t target, limits []limit.Limit, onUnavailable OnUnavailable) error {

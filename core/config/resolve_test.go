@@ -348,7 +348,8 @@ func TestResolveUnsupportedFailsClosed(t *testing.T) {
 	e.put(t, schema.EntityConfigItemKeys(ns, "sess", "gpt"),
 		attrs{"w_s_cp": n("10"), "w_s_ra": n("0"), "w_s_rp": n("60"), "w_s_rsa": n("60")})
 	var ue *config.UnsupportedConfigError
-	if _, err := st.Resolver().Resolve(ctx, ns, "sess", "gpt"); !errors.As(err, &ue) || ue.Attribute != "w_s_cp" {
+	if _, err := st.Resolver().Resolve(ctx, ns, "sess", "gpt"); !errors.As(err, &ue) || ue.Attribute != "w_s_rsa" ||
+		!errors.Is(err, limit.ErrSessionQuotaUnsupported) {
 		t.Fatalf("Resolve = %v, want UnsupportedConfigError", err)
 	}
 	// Cached: still refused without a read.

@@ -65,7 +65,7 @@ func (w *Writer) SetCascade(ctx context.Context, ns, entity, resource string, p 
 // fails (a config appeared meanwhile) writes nothing, and its configs are
 // returned: the caller writes those through the setters. A config with
 // nothing to write is skipped. The inputs are validated before anything is
-// written. The version gates of soft limits, bypass and cascade policies
+// written, and a session quota is refused as by the setters. The version gates of soft limits, bypass and cascade policies
 // are the caller's: RequireReaders before, Ratchet after.
 func (w *Writer) CreateEntityConfigs(ctx context.Context, ns string, cs []NewEntityConfig) (left []NewEntityConfig, err error) {
 	return w.s.createEntityConfigs(ctx, ns, cs)
@@ -152,7 +152,9 @@ func (w *Writer) SetResourceLimits(ctx context.Context, ns, resource string, lim
 //
 // The set must hold 1 to MaxLimitsPerLevel valid limits with distinct names
 // (use the Delete methods to remove a level's limits). Nothing is written on
-// invalid input (*schema.ValidationError). An existing item carrying the
+// invalid input (*schema.ValidationError), nor for a set holding a session
+// quota, which this version does not enforce yet (*limit.UnsupportedError,
+// matching limit.ErrSessionQuotaUnsupported; docs/decisions.md P53). An existing item carrying the
 // ADR-143 merge fields is refused with *UnsupportedConfigError (docs/design.md
 // §7): replacing its limits would silently change what it merges. The
 // resolver's cached copy of the config is evicted.

@@ -243,8 +243,8 @@ func (c *Controls) operate(ctx context.Context, op, ns, entity, resource string,
 
 // checkOperable refuses, before anything is written, a named limit that
 // does not resolve for (entity, resource) and a configured session quota
-// (a refill amount of 0 without a calendar reset schedule: reset_after,
-// not handled yet).
+// (reset_after, not handled yet: docs/decisions.md P53). The config reader
+// refuses a level holding one first; this check stands behind it.
 func checkOperable(walk config.Walk, entity, resource string, names []string) error {
 	for _, n := range names {
 		if _, ok := limit.Find(walk.Limits, n); !ok {
@@ -252,7 +252,7 @@ func checkOperable(walk config.Walk, entity, resource string, names []string) er
 		}
 	}
 	for _, l := range walk.Limits {
-		if l.Params().IsQuota() && !l.IsQuota() {
+		if l.IsSession() {
 			return schema.NewValidationError(schema.FieldLimits, l.Name, "is a session quota (reset_after), which reset and top-up do not handle yet")
 		}
 	}

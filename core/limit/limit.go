@@ -15,10 +15,17 @@
 // A limit may carry a parameter schedule ([Limit.WithSchedule]): scaled or
 // replaced parameters while a cron matches (docs/design.md §14). A calendar
 // quota ([Quota]) does not drip: its balance returns to its allowance at
-// every edge of its reset schedule (ADR-137/138). A limit drips or resets,
-// never both; session quotas (reset_after) are not supported yet.
+// every edge of its reset schedule (ADR-137/138). A session quota
+// ([Session]) returns to its allowance when a window that opened on first
+// use ends (ADR-139). A limit drips or resets, never both, and resets one
+// way only.
 //
 //	limit.Quota("tpm-month", 100_000, schedule.Resets{schedule.MustParseCron("0 0 1 * *")}, "UTC")
+//	limit.Session("tokens-5h", 10_000, 5*time.Hour)
+//
+// Session quotas are modelled, validated and stored here, but this version
+// does not enforce their windows yet: every writer refuses one with an
+// *UnsupportedError (docs/decisions.md P53).
 //
 // Comments cite the Python project's decision records as ADR-n (ADR-151
 // decision 4: a numbered decision of that record); docs/compatibility.md
@@ -27,6 +34,7 @@ package limit
 
 import (
 	"cmp"
+	"errors"
 	"math"
 	"slices"
 	"strconv"
@@ -63,6 +71,12 @@ type Limit struct {
 	// quota's allowance. "" for a limit that drips. Build a quota with
 	// [Quota].
 	ResetSchedule string
+	// ResetAfter is a session quota's window length (ADR-139): the window
+	// opens on the quota's first use and, once it has ended, the next use
+	// opens a new one with the allowance back in full. A positive whole
+	// number of seconds (`rsa` on the wire); 0 for a limit that is not a
+	// session quota. Build one with [Session].
+	ResetAfter time.Duration
 	// Zone is the IANA time zone its schedules read the clock in; "" is
 	// UTC. Every scheduled limit of one config level shares one zone.
 	Zone string
@@ -76,6 +90,7 @@ const (
 	FieldSoft          = "soft"
 	FieldSchedule      = "schedule"
 	FieldResetSchedule = "reset_schedule"
+	FieldResetAfter    = "reset_after"
 	FieldZone          = "tz"
 )
 
@@ -123,8 +138,28 @@ func Quota(name string, amount int64, resets schedule.Resets, zone string) Limit
 	return l
 }
 
-// IsQuota reports whether l is a quota: it carries a reset schedule.
-func (l Limit) IsQuota() bool { return l.ResetSchedule != "" }
+// Session returns a session quota (ADR-139): an allowance of amount tokens
+// that does not drip, for a window of length window that opens on first use
+// and, once ended, reopens in full at the next use. Its refill amount is 0
+// and its refill period [QuotaRefillPeriod]. window must be a positive
+// whole number of seconds ([Limit.Validate]).
+func Session(name string, amount int64, window time.Duration) Limit {
+	return Limit{Name: name, Capacity: amount, RefillPeriod: QuotaRefillPeriod, ResetAfter: window}
+}
+
+// IsQuota reports whether l is a quota: it carries a reset, a reset
+// schedule (a calendar quota) or a window length (a session quota).
+func (l Limit) IsQuota() bool { return l.ResetSchedule != "" || l.ResetAfter != 0 }
+
+// IsSession reports whether l is a session quota: it carries a window
+// length (ADR-139).
+func (l Limit) IsSession() bool { return l.ResetAfter != 0 }
+
+// ResetAfterSeconds is the session window length in whole seconds, as
+// stored in `rsa` (0 for a limit that is not a session quota). A length
+// that is not a whole number of seconds is truncated; [Limit.Validate]
+// rejects such a length.
+func (l Limit) ResetAfterSeconds() int64 { return int64(l.ResetAfter / time.Second) }
 
 // WithBurst returns a copy of l whose capacity is c, leaving the refill rate
 // alone: PerMinute("rpm", 60).WithBurst(100) holds up to 100 tokens and
@@ -155,6 +190,15 @@ func (l Limit) WithSchedule(s schedule.Schedule, zone string) Limit {
 	if l.Schedule == "" && l.ResetSchedule == "" {
 		l.Zone = ""
 	}
+	return l
+}
+
+// WithResetAfter returns l with its session window length replaced by d
+// (0 removes it). It changes no refill amount: on a limit that drips the
+// result fails [Limit.Validate], since a limit drips or resets, never both
+// (ADR-137); build a session quota with [Session].
+func (l Limit) WithResetAfter(d time.Duration) Limit {
+	l.ResetAfter = d
 	return l
 }
 
@@ -222,8 +266,12 @@ func (l Limit) ParamSchedule() (schedule.Schedule, *time.Location, error) {
 // calendar quota's current reset period, from the edge at or before now to
 // the next one (or from now when none is behind), so that a bucket kept for
 // at least that long outlives its period and a later fresh grant is the
-// reset the calendar names. 0 for a limit that cannot be read.
+// reset the calendar names; a session quota's window length exactly. 0 for
+// a limit that cannot be read.
 func (l Limit) RecoverySeconds(now time.Time) int64 {
+	if l.IsSession() {
+		return max(0, l.ResetAfterSeconds())
+	}
 	s, r, loc, err := l.Schedules()
 	if err != nil {
 		return 0
@@ -263,8 +311,10 @@ func (l Limit) RefillPeriodSeconds() int64 { return int64(l.RefillPeriod / time.
 
 // Validate checks l against docs/design.md §2: a valid limit name
 // (schema.ValidateLimitName: not `wcu` or another reserved name), capacity
-// > 0, refill amount > 0 — or 0 with a reset schedule, and only then: a
-// limit drips or resets, never both (ADR-137) —, a refill period that is
+// > 0, refill amount > 0 — or 0 with a reset, and only then: a limit drips
+// or resets, never both (ADR-137) —, at most one reset (a reset schedule or
+// a session window length, never both, ADR-139), a session window length
+// that is a positive whole number of seconds, a refill period that is
 // positive and a whole number of seconds, soft not on `wcu`, capacity and
 // refill amount small enough that their millitoken values fit an int64
 // ([MaxTokens]), and schedules and a zone that decode.
@@ -283,12 +333,23 @@ func (l Limit) Validate() error {
 		return l.invalid(FieldCapacity, l.Capacity, "must be > 0")
 	case l.Capacity > MaxTokens:
 		return l.invalid(FieldCapacity, l.Capacity, "must be at most "+strconv.FormatInt(MaxTokens, 10)+" (× 1000 must fit int64)")
-	case l.RefillAmount == 0 && l.ResetSchedule == "":
+	case l.ResetAfter < 0:
+		return schema.NewValidationError(FieldResetAfter, l.ResetAfter.String(), "limit "+strconv.Quote(l.Name)+": a session window length must be > 0")
+	case l.ResetAfter%time.Second != 0:
+		return schema.NewValidationError(FieldResetAfter, l.ResetAfter.String(), "limit "+strconv.Quote(l.Name)+
+			": a session window length must be a whole number of seconds (it is stored in seconds)")
+	case l.ResetAfter != 0 && l.ResetSchedule != "":
+		return schema.NewValidationError(FieldResetAfter, l.ResetAfter.String(), "limit "+strconv.Quote(l.Name)+
+			": a quota resets one way: a reset schedule (fixed calendar instants) or a session window opened on first use, never both (ADR-139)")
+	case l.RefillAmount == 0 && !l.IsQuota():
 		return l.invalid(FieldRefillAmount, 0,
-			"a refill amount of 0 is a quota, which needs a reset schedule: without one the bucket never recovers (ADR-137); build it with limit.Quota")
+			"a refill amount of 0 is a quota, which needs a reset schedule or a session window: without one the bucket never recovers (ADR-137); build it with limit.Quota or limit.Session")
 	case l.RefillAmount > 0 && l.ResetSchedule != "":
 		return schema.NewValidationError(FieldResetSchedule, l.ResetSchedule, "limit "+strconv.Quote(l.Name)+
 			": a limit drips or resets, never both: a refill amount beside a reset schedule grants the allowance twice a period (ADR-137); a quota's refill amount is 0")
+	case l.RefillAmount > 0 && l.ResetAfter != 0:
+		return schema.NewValidationError(FieldResetAfter, l.ResetAfter.String(), "limit "+strconv.Quote(l.Name)+
+			": a limit drips or resets, never both: a refill amount beside a session window grants more than the allowance a window (ADR-137); a quota's refill amount is 0")
 	case l.RefillAmount < 0:
 		return l.invalid(FieldRefillAmount, l.RefillAmount, "must be > 0")
 	case l.RefillAmount > MaxTokens:
@@ -308,7 +369,7 @@ func (l Limit) Validate() error {
 		if err != nil {
 			return schema.NewValidationError(FieldSchedule, l.Schedule, "limit "+strconv.Quote(l.Name)+": "+err.Error())
 		}
-		if l.ResetSchedule != "" {
+		if l.IsQuota() {
 			for _, e := range sched {
 				if e.RefillAmount != 0 {
 					return schema.NewValidationError(FieldSchedule, l.Schedule, "limit "+strconv.Quote(l.Name)+
@@ -352,6 +413,10 @@ func (l Limit) String() string {
 	if l.IsQuota() {
 		b = append(b, "quota "...)
 		b = strconv.AppendInt(b, l.Capacity, 10)
+		if l.ResetAfter != 0 {
+			b = append(b, " window "...)
+			b = append(b, l.ResetAfter.String()...)
+		}
 	} else {
 		b = strconv.AppendInt(b, l.RefillAmount, 10)
 		b = append(b, '/')
@@ -418,4 +483,40 @@ func Find(limits []Limit, name string) (Limit, bool) {
 		}
 	}
 	return Limit{}, false
+}
+
+// ErrSessionQuotaUnsupported is the reason every writer of this version
+// refuses a session quota: the model, its validation and its stored form
+// are in place, but the client does not open, share or roll its window yet,
+// so storing one would leave it unenforced (docs/decisions.md P53). Match
+// it with errors.Is.
+var ErrSessionQuotaUnsupported = errors.New("session quotas (reset_after) are not supported by this version yet")
+
+// UnsupportedError is the validation error a writer of this version
+// answers a limit with that it models but does not enforce yet: a session
+// quota. errors.As with a *schema.ValidationError target matches it (Field
+// FieldResetAfter, Value the limit's name), and errors.Is matches
+// ErrSessionQuotaUnsupported, so a caller never mistakes it for an
+// infrastructure failure.
+type UnsupportedError struct {
+	schema.ValidationError
+}
+
+// Unwrap exposes the embedded ValidationError and
+// ErrSessionQuotaUnsupported.
+func (e *UnsupportedError) Unwrap() []error {
+	return []error{&e.ValidationError, ErrSessionQuotaUnsupported}
+}
+
+// CheckSupported returns nil, or an *UnsupportedError for the first limit
+// of limits this version must not store or enforce: a session quota
+// (docs/decisions.md P53). Every writer calls it after validating the set.
+func CheckSupported(limits []Limit) error {
+	for _, l := range limits {
+		if l.IsSession() {
+			return &UnsupportedError{ValidationError: *schema.NewValidationError(FieldResetAfter, l.Name,
+				"limit "+strconv.Quote(l.Name)+" is a session quota (reset_after "+l.ResetAfter.String()+"): "+ErrSessionQuotaUnsupported.Error())}
+		}
+	}
+	return nil
 }

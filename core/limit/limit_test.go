@@ -113,6 +113,19 @@ func TestValidate(t *testing.T) {
 		{"never-matching reset", limit.Quota("q", 100, schedule.Resets{schedule.MustParseCron("0 0 30 2 *")}, ""), limit.FieldResetSchedule, "matches no minute"},
 		{"quota in an unknown zone", limit.Quota("q", 100, daily, "Mars/Olympus_Mons"), limit.FieldZone, "zone"},
 		{"wcu quota", limit.Quota("wcu", 100, daily, ""), schema.FieldLimitName, "reserved"},
+		{"session", limit.Session("s", 10_000, 5*time.Hour), "", ""},
+		{"session of one second", limit.Session("s", 1, time.Second), "", ""},
+		{"session soft", limit.Session("s", 10, time.Hour).AsSoft(), "", ""},
+		{"session with a scaling schedule", limit.Session("s", 10, time.Hour).WithSchedule(schedule.Schedule{{Cron: schedule.MustParseCron("* 0-6 * * *"), ScalePerMille: 500}}, "UTC"), "", ""},
+		{"session made to drip by its schedule", limit.Session("s", 10, time.Hour).WithSchedule(schedule.Schedule{{Cron: schedule.MustParseCron("* 0-6 * * *"), RefillAmount: 5}}, ""), limit.FieldSchedule, "never drips"},
+		{"session of zero length is no reset", limit.Session("s", 10, 0), limit.FieldRefillAmount, "session window"},
+		{"negative session", limit.Session("s", 10, -time.Hour), limit.FieldResetAfter, "> 0"},
+		{"sub-second session", limit.Session("s", 10, 1500*time.Millisecond), limit.FieldResetAfter, "whole number of seconds"},
+		{"session of one millisecond", limit.Session("s", 10, time.Millisecond), limit.FieldResetAfter, "whole number of seconds"},
+		{"session and reset schedule", limit.Session("s", 10, time.Hour).WithResetSchedule(daily, ""), limit.FieldResetAfter, "never both"},
+		{"drip and session", limit.PerHour("s", 10).WithResetAfter(time.Hour), limit.FieldResetAfter, "never both"},
+		{"session in a zone without a schedule", limit.Limit{Name: "s", Capacity: 1, RefillPeriod: time.Second, ResetAfter: time.Hour, Zone: "UTC"}, limit.FieldZone, "without a schedule"},
+		{"wcu session", limit.Session("wcu", 10, time.Hour), schema.FieldLimitName, "reserved"},
 		{"negative refill", limit.Custom("q", 100, -5, time.Hour), limit.FieldRefillAmount, "> 0"},
 		{"refill overflows millitokens", limit.Custom("q", 100, limit.MaxTokens+1, time.Hour), limit.FieldRefillAmount, "int64"},
 		{"zero period", limit.Custom("r", 1, 1, 0), limit.FieldRefillPeriod, "> 0"},
@@ -238,5 +251,70 @@ func TestRecoverySeconds(t *testing.T) {
 	abs := schedule.Schedule{{Cron: schedule.MustParseCron("* 0-6 * * *"), RefillAmount: 10}}
 	if got := limit.PerMinute("rpm", 100).WithSchedule(abs, "").RecoverySeconds(time.Time{}); got != 600 {
 		t.Errorf("a slower absolute refill: %d s, want 600", got)
+	}
+}
+
+// TestSession is the worked example of a session quota: 10,000 tokens for
+// five hours from first use, stored as a zero refill, a one-second inert
+// period and an 18,000-second window.
+func TestSession(t *testing.T) {
+	q := limit.Session("tokens-5h", 10_000, 5*time.Hour)
+	if err := q.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if !q.IsQuota() || !q.IsSession() || q.RefillAmount != 0 || q.RefillPeriod != limit.QuotaRefillPeriod ||
+		q.ResetSchedule != "" || q.ResetAfterSeconds() != 18_000 {
+		t.Fatalf("Session = %+v", q)
+	}
+	if p := q.Params(); !p.IsQuota() || p.Capacity != 10_000_000 || p.RefillPeriod != 1000 {
+		t.Fatalf("Params = %+v", p)
+	}
+	if got, want := q.String(), "tokens-5h: quota 10000 window 5h0m0s"; got != want {
+		t.Errorf("String = %q, want %q", got, want)
+	}
+	if got, want := q.AsSoft().String(), "tokens-5h: quota 10000 window 5h0m0s soft"; got != want {
+		t.Errorf("String = %q, want %q", got, want)
+	}
+	// A session quota has no calendar: no resets, UTC.
+	if r, loc, err := q.Resets(); err != nil || r != nil || loc != time.UTC {
+		t.Fatalf("Resets = %v %v %v", r, loc, err)
+	}
+	// Its bucket TTL horizon is the window length exactly, whenever it is
+	// asked (docs/design.md §2, bucket TTL).
+	for _, now := range []time.Time{{}, time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)} {
+		if got := q.RecoverySeconds(now); got != 18_000 {
+			t.Errorf("RecoverySeconds(%v) = %d, want 18000", now, got)
+		}
+	}
+	if limit.PerMinute("rpm", 1).IsSession() || limit.Quota("q", 1, schedule.Resets{schedule.MustParseCron("0 0 * * *")}, "").IsSession() {
+		t.Error("a dripping limit or a calendar quota is a session quota")
+	}
+	if q.WithResetAfter(0).IsQuota() || q.WithResetAfter(0).Validate() == nil {
+		t.Error("a session quota without its window is still a quota, or validates")
+	}
+}
+
+// TestCheckSupported: a set holding a session quota is refused with an
+// *UnsupportedError that is a validation error and says why; any other set
+// passes.
+func TestCheckSupported(t *testing.T) {
+	daily := schedule.Resets{schedule.MustParseCron("0 0 * * *")}
+	if err := limit.CheckSupported([]limit.Limit{limit.PerMinute("rpm", 1), limit.Quota("q", 5, daily, "")}); err != nil {
+		t.Fatalf("drip and calendar quota: %v", err)
+	}
+	if err := limit.CheckSupported(nil); err != nil {
+		t.Fatal(err)
+	}
+	err := limit.CheckSupported([]limit.Limit{limit.PerMinute("rpm", 1), limit.Session("sess", 10, time.Hour), limit.Session("z", 1, time.Second)})
+	var ue *limit.UnsupportedError
+	if !errors.As(err, &ue) || ue.Field != limit.FieldResetAfter || ue.Value != "sess" {
+		t.Fatalf("err = %v, want an *UnsupportedError naming sess", err)
+	}
+	var ve *schema.ValidationError
+	if !errors.As(err, &ve) || !schema.IsValidationError(err) || !errors.Is(err, limit.ErrSessionQuotaUnsupported) {
+		t.Fatalf("err = %v: not a validation error matching ErrSessionQuotaUnsupported", err)
+	}
+	if !strings.Contains(err.Error(), "session quotas (reset_after) are not supported by this version yet") || !strings.Contains(err.Error(), `"sess"`) {
+		t.Errorf("message %q", err)
 	}
 }

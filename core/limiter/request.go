@@ -19,7 +19,9 @@ type Consume map[string]int64
 type AcquireOption func(*request)
 
 // WithLimits bypasses config resolution and uses these limits for the call
-// (docs/design.md §7, source "override").
+// (docs/design.md §7, source "override"). A session quota among them is
+// refused with a *limit.UnsupportedError: this version does not enforce
+// session windows yet (docs/decisions.md P53).
 func WithLimits(limits ...limit.Limit) AcquireOption {
 	return func(r *request) { r.override = slices.Clone(limits) }
 }
@@ -80,6 +82,12 @@ func (l *Limiter) newRequest(entity, resource string, consume Consume, opts []Ac
 	}
 	if r.override != nil {
 		if err := limit.ValidateSet(r.override); err != nil {
+			return nil, err
+		}
+		// A session quota's window is not enforced by this version: an
+		// override carrying one is refused, never half-applied
+		// (docs/decisions.md P53).
+		if err := limit.CheckSupported(r.override); err != nil {
 			return nil, err
 		}
 	}

@@ -57,6 +57,7 @@ var (
 	fSchedule      = field{"schedule", "Schedule"}
 	fResetSchedule = field{"reset_schedule", "ResetSchedule"}
 	fResetAfter    = field{"reset_after", "ResetAfter"}
+	fResetAfterS   = field{"reset_after_seconds", "ResetAfterSeconds"}
 	fCron          = field{"cron", "Cron"}
 	fTz            = field{"tz", "Tz"}
 	fScale         = field{"scale", "Scale"}
@@ -68,9 +69,8 @@ var (
 
 // Reasons for fields this version refuses (docs/decisions.md P32).
 const (
-	reasonSession = "session quotas (reset_after) are not supported by this version yet; remove the field"
-	reasonMerge   = "config merge attributes (inherit_limits, exclude_limits, patch_limits) are refused: limits resolve first-level-wins"
-	reasonSystem  = "is not allowed at system level: access and cascade are set on resources and entities"
+	reasonMerge  = "config merge attributes (inherit_limits, exclude_limits, patch_limits) are refused: limits resolve first-level-wins"
+	reasonSystem = "is not allowed at system level: access and cascade are set on resources and entities"
 )
 
 // FromProperties decodes the ResourceProperties of a limits custom resource:
@@ -208,7 +208,7 @@ func (d *decoder) suggest(k string, allowed []field) string {
 	return ""
 }
 
-func sortedKeys(m map[string]any) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	ks := make([]string, 0, len(m))
 	for k := range m {
 		ks = append(ks, k)
@@ -387,8 +387,8 @@ func (d *decoder) limits(path string, v any) []limit.Limit {
 }
 
 func (d *decoder) limit(path, name string, v any) (limit.Limit, bool) {
-	obj, ok := d.object(path, v, []field{fCapacity, fBurst, fRefillAmount, fRefillPeriod, fSoft, fSchedule, fResetSchedule},
-		map[field]string{fResetAfter: reasonSession})
+	obj, ok := d.object(path, v, []field{fCapacity, fBurst, fRefillAmount, fRefillPeriod, fSoft, fSchedule, fResetSchedule, fResetAfterS},
+		map[field]string{fResetAfter: "is not a field: a session window's length is " + d.name(fResetAfterS) + ", a whole number of seconds"})
 	if !ok {
 		return limit.Limit{}, false
 	}
@@ -437,23 +437,39 @@ func (d *decoder) limit(path, name string, v any) (limit.Limit, bool) {
 	if len(sched) == 0 {
 		zone = resetZone
 	}
-	// A quota is refill_amount 0 with a reset schedule, and only that
-	// (ADR-137: a limit drips or resets, never both). Its refill amount is
-	// never defaulted: capacity would be a drip beside the resets, and 0
-	// is what turns the drip off, so the manifest says it (docs/decisions.md
-	// P34).
-	quota := len(resets) > 0
+	// A session quota's window length (ADR-139): a positive whole number
+	// of seconds, never beside a reset schedule (a quota resets one way).
+	windowAt := len(d.problems)
+	window, hasWindow := integer(fResetAfterS)
+	wp := join(path, d.name(fResetAfterS))
+	switch {
+	case len(d.problems) > windowAt:
+	case hasWindow && (window <= 0 || window > int64(limit.MaxRefillPeriod/time.Second)):
+		d.add(wp, "%d must be between 1 and %d seconds", window, int64(limit.MaxRefillPeriod/time.Second))
+	case hasWindow && len(resets) > 0:
+		d.add(wp, "beside a %s: a quota resets one way, on a calendar or in a window opened on first use, never both (ADR-139)", d.name(fResetSchedule))
+	}
+	// A quota is refill_amount 0 with a reset schedule or a window length,
+	// and only that (ADR-137: a limit drips or resets, never both). Its
+	// refill amount is never defaulted: capacity would be a drip beside the
+	// resets, and 0 is what turns the drip off, so the manifest says it
+	// (docs/decisions.md P34).
+	quota := len(resets) > 0 || hasWindow
+	reset := d.name(fResetSchedule)
+	if hasWindow {
+		reset = d.name(fResetAfterS)
+	}
 	ra := join(path, d.name(fRefillAmount))
 	switch {
 	case refillBad:
 	case !hasRefill && quota:
-		d.add(ra, "is required beside a %s: a quota's %s is 0 (a limit drips or resets, never both, ADR-137)", d.name(fResetSchedule), d.name(fRefillAmount))
+		d.add(ra, "is required beside a %s: a quota's %s is 0 (a limit drips or resets, never both, ADR-137)", reset, d.name(fRefillAmount))
 	case !hasRefill:
 		refill = capacity
 	case refill == 0 && !quota && len(d.problems) == before:
-		d.add(ra, "0 is a quota, which needs a %s: without one the bucket never recovers (ADR-137)", d.name(fResetSchedule))
+		d.add(ra, "0 is a quota, which needs a %s or a %s: without one the bucket never recovers (ADR-137)", d.name(fResetSchedule), d.name(fResetAfterS))
 	case refill > 0 && quota:
-		d.add(ra, "%d beside a %s: a limit drips or resets, never both (ADR-137); a quota's %s is 0", refill, d.name(fResetSchedule), d.name(fRefillAmount))
+		d.add(ra, "%d beside a %s: a limit drips or resets, never both (ADR-137); a quota's %s is 0", refill, reset, d.name(fRefillAmount))
 	}
 	switch {
 	case hasPeriod:
@@ -470,7 +486,7 @@ func (d *decoder) limit(path, name string, v any) (limit.Limit, bool) {
 		return limit.Limit{}, false
 	}
 	l := limit.Limit{Name: name, Capacity: capacity, RefillAmount: refill, RefillPeriod: time.Duration(period) * time.Second, Soft: soft}.
-		WithSchedule(sched, zone).WithResetSchedule(resets, zone)
+		WithSchedule(sched, zone).WithResetSchedule(resets, zone).WithResetAfter(time.Duration(window) * time.Second)
 	if err := l.Validate(); err != nil {
 		d.add(join(path, d.fieldOf(err)), "%s", reason(err))
 		return limit.Limit{}, false
@@ -672,6 +688,8 @@ func (d *decoder) fieldOf(err error) string {
 			return d.name(fSchedule)
 		case limit.FieldResetSchedule:
 			return d.name(fResetSchedule)
+		case limit.FieldResetAfter:
+			return d.name(fResetAfterS)
 		}
 	}
 	return ""

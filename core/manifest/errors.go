@@ -3,6 +3,8 @@ package manifest
 import (
 	"strconv"
 	"strings"
+
+	"github.com/zae-limiter/zae-limiter-go/core/limit"
 )
 
 // Problem is one bad field of a manifest.
@@ -34,15 +36,21 @@ type InvalidManifestError struct {
 
 // Error implements error: every problem, in field order.
 func (e *InvalidManifestError) Error() string {
+	return problemsText("invalid limits manifest", e.Problems)
+}
+
+// problemsText is `{head} (N problem(s)): path: message; …`.
+func problemsText(head string, problems []Problem) string {
 	var b strings.Builder
-	b.WriteString("invalid limits manifest (")
-	b.WriteString(strconv.Itoa(len(e.Problems)))
-	if len(e.Problems) == 1 {
+	b.WriteString(head)
+	b.WriteString(" (")
+	b.WriteString(strconv.Itoa(len(problems)))
+	if len(problems) == 1 {
 		b.WriteString(" problem): ")
 	} else {
 		b.WriteString(" problems): ")
 	}
-	for i, p := range e.Problems {
+	for i, p := range problems {
 		if i > 0 {
 			b.WriteString("; ")
 		}
@@ -50,3 +58,21 @@ func (e *InvalidManifestError) Error() string {
 	}
 	return b.String()
 }
+
+// UnsupportedError lists what a valid manifest declares that this version
+// cannot apply yet: its session quotas (reset_after_seconds), whose windows
+// no client of this version enforces (docs/decisions.md P53). Every writer
+// refuses such a manifest before writing anything; errors.Is matches
+// limit.ErrSessionQuotaUnsupported.
+type UnsupportedError struct {
+	// Problems lists every unsupported field, in field order.
+	Problems []Problem
+}
+
+// Error implements error: every unsupported field.
+func (e *UnsupportedError) Error() string {
+	return problemsText("limits manifest not applicable by this version", e.Problems)
+}
+
+// Unwrap returns limit.ErrSessionQuotaUnsupported.
+func (e *UnsupportedError) Unwrap() error { return limit.ErrSessionQuotaUnsupported }

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/manifest"
 )
 
@@ -20,6 +21,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("namespace: n\nresources: {r: {limits: {l: {capacity: 10, schedule: [{cron: '* 9-17 * * MON-FRI', tz: Europe/Paris, scale: 0.3333}, {cron: '*/15 * 1 JAN *', tz: Europe/Paris, capacity: 4, refill_period_seconds: 30}]}}}}"))
 	f.Add([]byte("namespace: n\nresources: {r: {limits: {q: {capacity: 100, refill_amount: 0, reset_schedule: [{cron: '0 0 1 JAN,APR *', tz: Asia/Tokyo}, {cron: '0 12 * * SUN', tz: Asia/Tokyo}]}}}}"))
 	f.Add([]byte("namespace: n\nsystem: {limits: {q: {capacity: 5, refill_amount: '0', refill_period: 60, schedule: [{cron: '* 9-17 * * 1-5', scale: 2}], reset_schedule: [{cron: '0 0 * * *', scale: 2}, {cron: '0 0 30 2 *'}]}, d: {capacity: 1, reset_after: 60}}}}"))
+	f.Add([]byte("namespace: n\nentities: {u: {resources: {r: {limits: {s: {capacity: 10000, refill_amount: 0, reset_after_seconds: 18000, soft: true, schedule: [{cron: '* 0-6 * * *', scale: 0.5}]}}}}}}"))
+	f.Add([]byte("namespace: n\nsystem: {limits: {s: {capacity: 1, refill_amount: '0', reset_after_seconds: '0', reset_schedule: [{cron: '0 0 * * *'}]}, t: {capacity: 1, reset_after_seconds: -1}}}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := manifest.Parse(data)
 		if err != nil {
@@ -43,6 +46,7 @@ func FuzzParse(f *testing.F) {
 		if !reflect.DeepEqual(props, m) {
 			t.Fatalf("through Properties: %+v\nwant %+v", props, m)
 		}
+		checkSupported(t, m)
 	})
 }
 
@@ -56,6 +60,8 @@ func FuzzFromProperties(f *testing.F) {
 	f.Add([]byte(`{"Resources":{"r":{"Limits":{"l":{"Capacity":"10","Schedule":[{"Cron":"* 9-17 * * 1-5","Tz":"America/New_York","Scale":"0.5"},{"Cron":"0 0 * * SUN","Tz":"America/New_York","RefillAmount":"2"}]}}}}}`))
 	f.Add([]byte(`{"Resources":{"r":{"Limits":{"q":{"Capacity":"1000","RefillAmount":"0","ResetSchedule":[{"Cron":"0 0 * * *","Tz":"Europe/Paris"}]},"m":{"Capacity":"5","RefillAmount":"0","RefillPeriod":"","ResetSchedule":[{"Cron":"0 0 1 * *","Tz":"Europe/Paris"}],"Schedule":[{"Cron":"* 9-17 * * MON-FRI","Tz":"Europe/Paris","Scale":"0.5"}]}}}}}`))
 	f.Add([]byte(`{"System":{"Limits":{"q":{"Capacity":"1","ResetSchedule":[{"Cron":"0 0 L * *","Capacity":"2"}],"ResetAfter":"60"}}}}`))
+	f.Add([]byte(`{"Resources":{"r":{"Limits":{"s":{"Capacity":"10000","RefillAmount":"0","RefillPeriod":"1","ResetAfterSeconds":"18000"}}}}}`))
+	f.Add([]byte(`{"Resources":{"r":{"Limits":{"s":{"Capacity":"1","RefillAmount":"0","ResetAfterSeconds":"1.5","reset_after_seconds":"2"}}}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var props map[string]any
 		if json.Unmarshal(data, &props) != nil {
@@ -76,5 +82,40 @@ func FuzzFromProperties(f *testing.F) {
 		if again.Hash() != m.Hash() {
 			t.Fatal("coercion is not idempotent")
 		}
+		checkSupported(t, m)
 	})
+}
+
+// checkSupported: a manifest is refused by CheckSupported, in both
+// spellings, exactly when it declares a session quota, one problem each.
+func checkSupported(t *testing.T, m *manifest.Manifest) {
+	t.Helper()
+	sessions := 0
+	count := func(ls []limit.Limit) {
+		for _, l := range ls {
+			if l.IsSession() {
+				sessions++
+			}
+		}
+	}
+	if m.System != nil {
+		count(m.System.Limits)
+	}
+	for _, l := range m.Resources {
+		count(l.Limits)
+	}
+	for _, e := range m.Entities {
+		for _, l := range e.Resources {
+			count(l.Limits)
+		}
+	}
+	for _, err := range []error{m.CheckSupported(), m.CheckSupportedProperties()} {
+		var ue *manifest.UnsupportedError
+		switch {
+		case sessions == 0 && err != nil:
+			t.Fatalf("a manifest without a session quota refused: %v", err)
+		case sessions > 0 && (!errors.As(err, &ue) || len(ue.Problems) != sessions || !errors.Is(err, limit.ErrSessionQuotaUnsupported)):
+			t.Fatalf("%d session quotas, refusal %v", sessions, err)
+		}
+	}
 }

@@ -12,7 +12,8 @@ import (
 // document with every default filled in (`capacity`, `refill_amount`,
 // `refill_period` on every limit; `soft`, `disabled`, `cascade` and
 // `on_unavailable` only when set; `schedule` and `reset_schedule` only when
-// not empty, each cron as stored (schedule.Cron.String); `resources` and
+// not empty, each cron as stored (schedule.Cron.String);
+// `reset_after_seconds` only on a session quota; `resources` and
 // `entities` only when not empty). Values are string, int64, bool, lists
 // or nested maps.
 func (m *Manifest) Canonical() map[string]any { return m.document(snakeCase) }

@@ -30,8 +30,9 @@ import (
 const DefaultNamespace = "default"
 
 // DefaultRefillPeriodSeconds is a limit's refill period when the manifest
-// gives none; a quota's (a limit with a reset_schedule) is
-// limit.QuotaRefillPeriod instead, inert since a quota does not drip.
+// gives none; a quota's (a limit with a reset_schedule or a
+// reset_after_seconds) is limit.QuotaRefillPeriod instead, inert since a
+// quota does not drip.
 const DefaultRefillPeriodSeconds = 60
 
 // Manifest is the declared configuration of one namespace. Everything it
@@ -211,6 +212,47 @@ func (m *Manifest) ReadersNeeded() string {
 		return config.CascadePolicyVersion
 	}
 	return ""
+}
+
+// CheckSupported returns nil, or an *UnsupportedError naming, with its
+// snake_case path (the file form), every session quota m declares: this
+// version models, validates and plans them, but must not apply them
+// (docs/decisions.md P53). CheckSupportedProperties names the same fields
+// in the CloudFormation form.
+func (m *Manifest) CheckSupported() error { return m.checkSupported(snakeCase) }
+
+// CheckSupportedProperties is CheckSupported with the paths of the
+// CloudFormation form: `Resources.gpt-4.Limits.tokens.ResetAfterSeconds`.
+func (m *Manifest) CheckSupportedProperties() error { return m.checkSupported(pascalCase) }
+
+func (m *Manifest) checkSupported(s style) error {
+	var problems []Problem
+	add := func(path string, ls []limit.Limit) {
+		for _, l := range ls {
+			if l.IsSession() {
+				problems = append(problems, Problem{
+					Path:    join(join(path, fLimits.in(s)), l.Name) + "." + fResetAfterS.in(s),
+					Message: limit.ErrSessionQuotaUnsupported.Error() + "; remove the session quota, or apply it with a version that enforces it",
+				})
+			}
+		}
+	}
+	if m.System != nil {
+		add(fSystem.in(s), m.System.Limits)
+	}
+	for _, r := range sortedKeys(m.Resources) {
+		add(join(fResources.in(s), r), m.Resources[r].Limits)
+	}
+	for _, id := range sortedKeys(m.Entities) {
+		ent := m.Entities[id]
+		for _, r := range sortedKeys(ent.Resources) {
+			add(join(join(join(fEntities.in(s), id), fResources.in(s)), r), ent.Resources[r].Limits)
+		}
+	}
+	if len(problems) > 0 {
+		return &UnsupportedError{Problems: problems}
+	}
+	return nil
 }
 
 func anySoft(ls []limit.Limit) bool {

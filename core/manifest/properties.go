@@ -123,6 +123,9 @@ func (w writer) limits(out map[string]any, ls []limit.Limit) {
 		if r, _, err := l.Resets(); err == nil && len(r) > 0 {
 			d[w.name(fResetSchedule)] = w.resets(r, l.Zone)
 		}
+		if l.IsSession() {
+			d[w.name(fResetAfterS)] = w.int(l.ResetAfterSeconds())
+		}
 		m[l.Name] = d
 	}
 	out[w.name(fLimits)] = m

@@ -56,12 +56,13 @@ entities:
 		"system: {}":                             "namespace: is required",
 		"namespace: a\nnamspace: b":              "namspace: unknown field",
 		"namespace: a\nsystem: {disabled: true}": "system.disabled: is not allowed at system level",
-		"namespace: a\nresources: {r: {limits: {x: {capacity: 1, burst: 2}}}}":           "burst: is an alias of capacity and disagrees",
-		"namespace: a\nresources: {r: {limits: {x: {capacity: 2.5}}}}":                   "2.5 is not an integer",
-		"namespace: a\nresources: [r]":                                                   "must be a mapping",
-		"namespace: a\nresources: {r: {limits: {x: {capacity: 1, reset_after: 60}}}}":    "not supported by this version",
-		"namespace: a\nnamespace: b":                                                     "already defined",
-		"namespace: a\nresources: {r: {limits: {x: {capacity: lots}}, disabled: maybe}}": `2 problems`,
+		"namespace: a\nresources: {r: {limits: {x: {capacity: 1, burst: 2}}}}":                                  "burst: is an alias of capacity and disagrees",
+		"namespace: a\nresources: {r: {limits: {x: {capacity: 2.5}}}}":                                          "2.5 is not an integer",
+		"namespace: a\nresources: [r]":                                                                          "must be a mapping",
+		"namespace: a\nresources: {r: {limits: {x: {capacity: 1, reset_after: 60}}}}":                           "a session window's length is reset_after_seconds",
+		"namespace: a\nresources: {r: {limits: {x: {capacity: 1, refill_amount: 0, reset_after_seconds: 60}}}}": "resources.r.limits.x.reset_after_seconds: session quotas (reset_after) are not supported by this version yet",
+		"namespace: a\nnamespace: b":                                                                            "already defined",
+		"namespace: a\nresources: {r: {limits: {x: {capacity: lots}}, disabled: maybe}}":                        `2 problems`,
 	} {
 		if _, err := construct.LimitsProperties([]byte(file)); err == nil || !strings.Contains(err.Error(), errWant) {
 			t.Errorf("%q: error %v, want %q", file, err, errWant)

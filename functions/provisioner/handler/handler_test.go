@@ -235,11 +235,33 @@ func TestBadManifestNamesEveryField(t *testing.T) {
 	for _, want := range []string{
 		`Resources.gpt-4.Limits.rpm.Capacity: "lots" is not an integer`,
 		`Resources.gpt-3.5.Disabled: "maybe" is not true, false or bypass`,
-		`Entities.api-key-1.Resources.gpt-4.Limits.rpm.ResetAfter: session quotas (reset_after) are not supported`,
+		`Entities.api-key-1.Resources.gpt-4.Limits.rpm.ResetAfter: is not a field: a session window's length is ResetAfterSeconds`,
 	} {
 		if !strings.Contains(resp.Reason, want) {
 			t.Errorf("reason lacks %q: %s", want, resp.Reason)
 		}
+	}
+	if st, _ := provision.New(e.tbl.DB, e.tbl.Name, provision.Options{}).ReadState(e.ctx, e.ns, sampleOwner); st.Found || len(st.Targets) > 0 {
+		t.Fatal("a refused manifest wrote the state record")
+	}
+}
+
+// A Create declaring a session quota (ResetAfterSeconds, valid) is FAILED
+// with the quota's path and why: this version does not apply session
+// quotas (docs/decisions.md P53). Nothing is written.
+func TestSessionQuotaCreateRefused(t *testing.T) {
+	e := newEnv(t)
+	resp := e.invoke(e.event("cfn-limits-create.json", func(ev map[string]any) {
+		props := ev["ResourceProperties"].(map[string]any)
+		props["Entities"].(map[string]any)["api-key-1"].(map[string]any)["Resources"].(map[string]any)["gpt-4"].(map[string]any)["Limits"].(map[string]any)["session"] =
+			map[string]any{"Capacity": "10000", "RefillAmount": "0", "ResetAfterSeconds": "18000"}
+	}))
+	want := "Entities.api-key-1.Resources.gpt-4.Limits.session.ResetAfterSeconds: session quotas (reset_after) are not supported by this version yet"
+	if resp.Status != cfn.StatusFailed || resp.PhysicalResourceID != customresource.FailedPhysicalID || !strings.Contains(resp.Reason, want) {
+		t.Fatalf("%+v", resp)
+	}
+	if items := e.configItems(e.ns); len(items) != 0 {
+		t.Fatalf("a refused manifest wrote %v", items)
 	}
 	if st, _ := provision.New(e.tbl.DB, e.tbl.Name, provision.Options{}).ReadState(e.ctx, e.ns, sampleOwner); st.Found || len(st.Targets) > 0 {
 		t.Fatal("a refused manifest wrote the state record")

@@ -241,7 +241,8 @@ func TestUnchangedPropertiesThatCannotApply(t *testing.T) {
 	sessionQuota := func(token string) map[string]any {
 		props := e.eventProps("cfn-limits-create.json")
 		props["ServiceToken"] = token
-		props["Resources"].(map[string]any)["gpt-4"].(map[string]any)["Limits"].(map[string]any)["rpm"].(map[string]any)["ResetAfter"] = "86400"
+		props["Resources"].(map[string]any)["gpt-4"].(map[string]any)["Limits"].(map[string]any)["session"] = map[string]any{
+			"Capacity": "10000", "RefillAmount": "0", "RefillPeriod": "1", "ResetAfterSeconds": "18000"}
 		return props
 	}
 	python, ours := "arn:aws:lambda:us-east-1:123456789012:function:python-provisioner", "arn:aws:lambda:us-east-1:123456789012:function:go-provisioner"
@@ -267,7 +268,7 @@ func TestUnchangedPropertiesThatCannotApply(t *testing.T) {
 		ev["ResourceProperties"], ev["OldResourceProperties"] = changed, sessionQuota(python)
 		ev["PhysicalResourceId"] = e.sampleID()
 	}))
-	if resp.Status != cfn.StatusFailed || !strings.Contains(resp.Reason, "ResetAfter") {
+	if resp.Status != cfn.StatusFailed || !strings.Contains(resp.Reason, "Resources.gpt-4.Limits.session.ResetAfterSeconds: session quotas (reset_after) are not supported by this version yet") {
 		t.Fatalf("a real change with a session quota %+v", resp)
 	}
 }

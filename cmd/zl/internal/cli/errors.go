@@ -52,6 +52,17 @@ type restated struct {
 func (r *restated) Error() string { return r.msg }
 func (r *restated) Unwrap() error { return r.err }
 
+// problemList is a usage error: head, then a manifest's problems one a
+// line.
+func problemList(head string, problems []manifest.Problem) error {
+	var b strings.Builder
+	b.WriteString(head)
+	for _, p := range problems {
+		b.WriteString("\n  " + p.String())
+	}
+	return &UsageError{Err: errors.New(b.String())}
+}
+
 // withHint adds what to do to err.
 func withHint(err error, format string, args ...any) error {
 	return &hinted{err: err, hint: fmt.Sprintf(format, args...)}
@@ -62,10 +73,12 @@ func withHint(err error, format string, args ...any) error {
 func isUsage(err error) bool {
 	var ue *UsageError
 	var me *manifest.InvalidManifestError
+	var mu *manifest.UnsupportedError
 	var ny *prompt.NeedYesError
 	var fe *output.FormatError
 	var se *limitspec.SyntaxError
-	return errors.As(err, &ue) || errors.As(err, &me) || errors.As(err, &ny) || errors.As(err, &fe) || errors.As(err, &se) || schema.IsValidationError(err)
+	return errors.As(err, &ue) || errors.As(err, &me) || errors.As(err, &mu) || errors.As(err, &ny) || errors.As(err, &fe) ||
+		errors.As(err, &se) || schema.IsValidationError(err)
 }
 
 // explain adds what to do to the errors a command does not explain
@@ -79,12 +92,12 @@ func explain(err error, a *App) error {
 	}
 	var me *manifest.InvalidManifestError
 	if errors.As(err, &me) {
-		var b strings.Builder
-		fmt.Fprintf(&b, "the manifest has %d problem(s); nothing was written:", len(me.Problems))
-		for _, p := range me.Problems {
-			b.WriteString("\n  " + p.String())
-		}
-		return &UsageError{Err: errors.New(b.String())}
+		return problemList(fmt.Sprintf("the manifest has %d problem(s); nothing was written:", len(me.Problems)), me.Problems)
+	}
+	var mu *manifest.UnsupportedError
+	if errors.As(err, &mu) {
+		return problemList(fmt.Sprintf("the manifest declares %d session quota(s), which this version does not apply yet; nothing was written:",
+			len(mu.Problems)), mu.Problems)
 	}
 	var rnf *types.ResourceNotFoundException
 	if errors.As(err, &rnf) {

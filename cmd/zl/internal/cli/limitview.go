@@ -26,6 +26,7 @@ type limitView struct {
 	Soft                bool                `json:"soft"`
 	Schedule            []scheduleEntryView `json:"schedule"`
 	ResetSchedule       []string            `json:"reset_schedule"`
+	ResetAfterSeconds   int64               `json:"reset_after_seconds"`
 	TZ                  string              `json:"tz"`
 }
 
@@ -50,7 +51,7 @@ func viewLimits(ls []limit.Limit) []limitView {
 func viewLimit(l limit.Limit) limitView {
 	v := limitView{
 		Name: l.Name, Capacity: l.Capacity, RefillAmount: l.RefillAmount,
-		RefillPeriodSeconds: int64(l.RefillPeriod / time.Second), Soft: l.Soft, TZ: l.Zone,
+		RefillPeriodSeconds: int64(l.RefillPeriod / time.Second), Soft: l.Soft, TZ: l.Zone, ResetAfterSeconds: l.ResetAfterSeconds(),
 		Schedule: []scheduleEntryView{}, ResetSchedule: []string{},
 	}
 	if l.Schedule != "" {
@@ -89,8 +90,12 @@ func (l limitView) row() []string {
 	return []string{l.Name, strconv.FormatInt(l.Capacity, 10), l.refill(), soft, l.schedules()}
 }
 
-// refill reads "100 per minute", or "resets 0 0 1 * *" for a quota.
+// refill reads "100 per minute", "resets 0 0 1 * *" for a calendar
+// quota, or "resets 5h after first use" for a session quota.
 func (l limitView) refill() string {
+	if l.ResetAfterSeconds > 0 {
+		return "resets " + window(l.ResetAfterSeconds) + " after first use"
+	}
 	if len(l.ResetSchedule) > 0 {
 		s := "resets " + strings.Join(l.ResetSchedule, " | ")
 		if l.TZ != "" && len(l.Schedule) == 0 { // else the schedule column names the zone
@@ -133,10 +138,13 @@ func (e scheduleEntryView) String() string {
 
 // summary is the limit on one line, for the cells of a plan or a diff:
 // "100 per minute", "10000 per minute, burst 20000", "1000000, reset at
-// 0 0 1 * *", then soft, the schedule and the zone.
+// 0 0 1 * *", "10000 per 5h window from first use", then soft, the
+// schedule and the zone.
 func (l limitView) summary() string {
 	var s string
 	switch {
+	case l.ResetAfterSeconds > 0:
+		s = strconv.FormatInt(l.Capacity, 10) + " per " + window(l.ResetAfterSeconds) + " window from first use"
 	case len(l.ResetSchedule) > 0:
 		s = strconv.FormatInt(l.Capacity, 10) + ", reset at " + strings.Join(l.ResetSchedule, " | ")
 	case l.Capacity == l.RefillAmount:
@@ -153,6 +161,20 @@ func (l limitView) summary() string {
 		s += " (" + l.TZ + ")"
 	}
 	return s
+}
+
+// window writes a session window's length in its largest whole unit:
+// 5h, 90m, 2d, 45s.
+func window(seconds int64) string {
+	for _, u := range []struct {
+		s    int64
+		unit string
+	}{{86400, "d"}, {3600, "h"}, {60, "m"}} {
+		if seconds%u.s == 0 {
+			return strconv.FormatInt(seconds/u.s, 10) + u.unit
+		}
+	}
+	return strconv.FormatInt(seconds, 10) + "s"
 }
 
 func per(seconds int64) string {

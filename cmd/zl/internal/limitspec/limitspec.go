@@ -1,10 +1,12 @@
 // Package limitspec reads limits as an operator types them on zl's command
 // line: `rpm:100/min`, `tpm:100000/min:150000` (a burst above the rate),
-// `rps:10/s:soft`, and calendar quotas `tokens:100000@daily` or
-// `tokens:5000000@0 0 1 * *` (a cron). The text is turned into the limits
-// manifest's own document and read by core/manifest, so a limit typed here
-// is checked by the same rules, with the same messages, as one in a
-// manifest file (docs/design.md §12, §15).
+// `rps:10/s:soft`, calendar quotas `tokens:100000@daily` or
+// `tokens:5000000@0 0 1 * *` (a cron), and session quotas
+// `tokens:10000@after 5h` (a window opened on first use; this version
+// reads them but does not store them, docs/decisions.md P53). The text is
+// turned into the limits manifest's own document and read by
+// core/manifest, so a limit typed here is checked by the same rules, with
+// the same messages, as one in a manifest file (docs/design.md §12, §15).
 package limitspec
 
 import (
@@ -20,10 +22,11 @@ import (
 
 // Syntax is the accepted syntax, as messages and help show it.
 const Syntax = "NAME:RATE/PERIOD[:BURST][:soft] (PERIOD sec|min|hour|day or s|m|h|d, optionally with a count: 10/30s) " +
-	"or NAME:AMOUNT@RESET[:soft] (RESET hourly|daily|weekly|monthly|yearly or a cron, several joined by |)"
+	"or NAME:AMOUNT@RESET[:soft] (RESET hourly|daily|weekly|monthly|yearly or a cron, several joined by |, " +
+	"or after WINDOW for a session window opened on first use: after 5h)"
 
 // Examples are worked examples of Syntax, for help texts.
-const Examples = "rpm:100/min, tpm:100000/min:150000, rps:10/s:soft, tokens:100000@daily, tokens:5000000@0 0 1 * *"
+const Examples = "rpm:100/min, tpm:100000/min:150000, rps:10/s:soft, tokens:100000@daily, tokens:5000000@0 0 1 * *, tokens:10000@after 5h"
 
 // SyntaxError is a limit that does not read: malformed text, or a limit the
 // manifest's rules refuse.
@@ -114,6 +117,8 @@ func readable(field string) string {
 		return "the period"
 	case strings.HasPrefix(field, "reset_schedule"):
 		return "the reset" + strings.TrimPrefix(field, "reset_schedule")
+	case strings.HasPrefix(field, "reset_after_seconds"):
+		return "the window"
 	}
 	return field
 }
@@ -144,6 +149,17 @@ func parseOne(spec, zone string) (name string, entry map[string]any, quota bool,
 		if err != nil {
 			return bad("the amount %s", err)
 		}
+		entry["capacity"] = n
+		entry["refill_amount"] = int64(0)
+		if window, isSession := cutPrefixFold(strings.TrimSpace(reset), "after"); isSession {
+			// A session window: its length in whole seconds (ADR-139).
+			secs, err := seconds(window)
+			if err != nil {
+				return bad("the window %s", err)
+			}
+			entry["reset_after_seconds"] = secs
+			return name, entry, false, nil
+		}
 		var crons []any
 		for _, r := range strings.Split(reset, "|") {
 			r = strings.TrimSpace(r)
@@ -159,8 +175,6 @@ func parseOne(spec, zone string) (name string, entry map[string]any, quota bool,
 			}
 			crons = append(crons, e)
 		}
-		entry["capacity"] = n
-		entry["refill_amount"] = int64(0)
 		entry["reset_schedule"] = crons
 		return name, entry, true, nil
 	}
@@ -191,6 +205,16 @@ func parseOne(spec, zone string) (name string, entry map[string]any, quota bool,
 		entry["capacity"] = b
 	}
 	return name, entry, false, nil
+}
+
+// cutPrefixFold is strings.CutPrefix, ignoring case; the prefix must be
+// the whole of s or followed by a space (`after 5h`, not `afternoon`).
+func cutPrefixFold(s, prefix string) (string, bool) {
+	if len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix) &&
+		(len(s) == len(prefix) || s[len(prefix)] == ' ' || s[len(prefix)] == '\t') {
+		return s[len(prefix):], true
+	}
+	return s, false
 }
 
 // cutSuffixFold is strings.CutSuffix, ignoring case.

@@ -44,6 +44,10 @@ func TestParseWorkedExamples(t *testing.T) {
 		{[]string{"tokens:100000@daily"}, "", []limit.Limit{limit.Quota("tokens", 100000, resetsOf("0 0 * * *"), "")}},
 		{[]string{"tokens:100000@monthly"}, "America/New_York", []limit.Limit{limit.Quota("tokens", 100000, resetsOf("0 0 1 * *"), "America/New_York")}},
 		{[]string{"t:5@0 0 1 * *|0 0 15 * *:soft"}, "", []limit.Limit{limit.Quota("t", 5, resetsOf("0 0 1 * *", "0 0 15 * *"), "").AsSoft()}},
+		// Session quotas: an allowance for a window opened on first use.
+		{[]string{"tokens:10_000@after 5h"}, "", []limit.Limit{limit.Session("tokens", 10_000, 5*time.Hour)}},
+		{[]string{"s:5@AFTER 90 s:soft", "rpm:1/s"}, "", []limit.Limit{limit.PerSecond("rpm", 1), limit.Session("s", 5, 90*time.Second).AsSoft()}},
+		{[]string{"s:5@ after 2 days"}, "", []limit.Limit{limit.Session("s", 5, 48*time.Hour)}},
 		{[]string{"w:1@weekly", "h:2@HOURLY", "y:3@yearly", "rpm:9/m"}, "", []limit.Limit{
 			limit.Quota("h", 2, resetsOf("0 * * * *"), ""), limit.PerMinute("rpm", 9),
 			limit.Quota("w", 1, resetsOf("0 0 * * 1"), ""), limit.Quota("y", 3, resetsOf("0 0 1 1 *"), ""),
@@ -92,6 +96,11 @@ func TestParseRefusals(t *testing.T) {
 		{[]string{"rpm:100/min"}, "UTC", "a time zone (UTC) is for quotas' resets, and no limit here resets"},
 		{[]string{"bad#name:1/s"}, "", "rpm"}, // the manifest's name rule, whatever its words
 		{[]string{"wcu:1/s"}, "", "reserved"},
+		{[]string{"s:5@after"}, "", "the window is missing"},
+		{[]string{"s:5@after fortnight"}, "", `the window "fortnight" is not sec, min, hour or day`},
+		{[]string{"s:5@after 0s"}, "", `the window "0s" needs a count of at least 1`},
+		{[]string{"s:0@after 5h"}, "", `the amount "0" must be at least 1`},
+		{[]string{"s:5@afternoon"}, "", `the reset[0].cron "afternoon"`},
 		// Past the most tokens a bucket counts (in millitokens).
 		{[]string{"tpm:100/min:9223372036854775807"}, "", "the burst (capacity)"},
 	} {
@@ -121,6 +130,9 @@ func format(l limit.Limit) (string, bool) {
 	if l.Schedule != "" {
 		return "", false
 	}
+	if l.IsSession() {
+		return fmt.Sprintf("%s:%d@after %ds%s", l.Name, l.Capacity, l.ResetAfterSeconds(), soft), true
+	}
 	if l.IsQuota() {
 		r, err := schedule.DecodeResets(l.ResetSchedule)
 		if err != nil {
@@ -143,7 +155,8 @@ func format(l limit.Limit) (string, bool) {
 // reads back the same from its own spelling.
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{"rpm:100/min", "tpm:100000/min:150000", "rps:10/s:soft", "tokens:100000@daily",
-		"t:5@0 0 1 * *|0 0 15 * *", "x:3/2 minutes", "rpm:1_000/d", "a:1/1s:1:soft", "q:1@monthly:soft", "::", "@", "a:1@"} {
+		"t:5@0 0 1 * *|0 0 15 * *", "x:3/2 minutes", "rpm:1_000/d", "a:1/1s:1:soft", "q:1@monthly:soft", "::", "@", "a:1@",
+		"s:10@after 5h", "s:1@after 1s:soft", "s:1@after"} {
 		f.Add(s, "")
 	}
 	f.Add("tokens:100@daily", "America/New_York")
