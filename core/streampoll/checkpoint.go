@@ -100,7 +100,7 @@ func (p *Poller) checkpointed(ctx context.Context) {
 // It reads the stream with GetRecords as a poller does, without delivering
 // anything: a measure of a poller's lag in records, for a stream small
 // enough to read through (DynamoDB Local, whose records' creation times
-// are too coarse to time the lag; docs/design.md §6).
+// are too coarse to time the lag; docs/decisions.md P51).
 func Backlog(ctx context.Context, client StreamsAPI, c Checkpoint, most int) (n int, capped bool, err error) {
 	p, err := New(client, c.StreamARN, Options{Handler: func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 		return events.DynamoDBEventResponse{}, errors.New("streampoll: Backlog delivers nothing")
