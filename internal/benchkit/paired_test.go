@@ -10,19 +10,14 @@ var sink [][]byte
 
 // TestPairedCost: each side's allocations per call are told apart (one
 // side allocates one object a call more), both sides run n times, and an
-// error stops the run. runtime/metrics counts a size class's objects when
-// a span of them is swapped out of the processor's cache, so two sides
-// that allocate the same class share each other's counts block by block
-// (a run once gave the 64-byte side 27 bytes a call, not 64, under the
-// race detector); both sides allocate the same 64-byte object, which
-// splits evenly, and op's extra object is of a class only op uses.
+// error stops the run. Both sides allocate the same 64-byte object, so a
+// reading that charged one side's objects of a shared size class to the
+// other (as runtime/metrics does, span by span) fails here.
 func TestPairedCost(t *testing.T) {
 	var opCalls, refCalls int
 	op := func() error { opCalls++; sink = append(sink[:0], make([]byte, 64), make([]byte, 512)); return nil }
 	ref := func() error { refCalls++; sink = append(sink[:0], make([]byte, 64)); return nil }
 	sink = make([][]byte, 0, 4)
-	// runtime/metrics counts allocations as spans fill, not one by one:
-	// enough calls make the per-call figures close.
 	const n = 200*PairBlock + 5
 	o, r, err := PairedCost(n, op, ref)
 	if err != nil {
@@ -31,9 +26,11 @@ func TestPairedCost(t *testing.T) {
 	if opCalls != n || refCalls != n {
 		t.Fatalf("op ran %d times, ref %d, want %d each", opCalls, refCalls, n)
 	}
-	// Exact counts are not to be had (and the race detector allocates
-	// too): op must show about one allocation and 512 bytes a call more.
-	if o.Allocs-r.Allocs < 0.5 || o.Bytes-r.Bytes < 256 || o.CPU <= 0 || r.CPU <= 0 {
+	// The race detector and the runtime may allocate a little beside the
+	// calls: op must show one allocation and 512 bytes a call more, within
+	// a tenth of an allocation and 32 bytes.
+	t.Logf("op %+v, ref %+v", o, r)
+	if d := o.Allocs - r.Allocs; d < 0.9 || d > 1.1 || o.Bytes-r.Bytes < 480 || o.Bytes-r.Bytes > 544 || o.CPU <= 0 || r.CPU <= 0 {
 		t.Errorf("op %+v, ref %+v: want one more allocation per call on op, and time on both", o, r)
 	}
 	boom := errors.New("boom")
