@@ -34,8 +34,12 @@ tidy:
 	cd infra && go mod tidy -diff
 
 ## vet: go vet, both modules
+# The main module is vetted as built with -race: the same files, and the
+# packages' export data vet compiles is then the race build unit needs, so
+# a fresh machine compiles the module and its dependencies once for both,
+# not once for vet and again for the tests.
 vet:
-	go vet ./...
+	go vet -race ./...
 	cd infra && go vet ./...
 
 ## lint: gofmt, staticcheck (both modules) and actionlint on the CI workflow

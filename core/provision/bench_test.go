@@ -17,10 +17,21 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/internal/faultproxy"
 )
 
-// benchEntities is the size of the manifest the benchmarks apply.
-const benchEntities = 1000
+// benchEntitiesFull is the size of the manifest the benchmarks apply.
+const benchEntitiesFull = 1000
+
+// benchEntityCount is benchEntitiesFull, or a tenth of it under -short
+// (make test and make bench-smoke run every benchmark once: it must work,
+// its figures mean nothing).
+func benchEntityCount() int {
+	if testing.Short() {
+		return benchEntitiesFull / 10
+	}
+	return benchEntitiesFull
+}
 
 func benchManifest(b *testing.B) *manifest.Manifest {
+	benchEntities := benchEntityCount()
 	var doc strings.Builder
 	doc.WriteString("namespace: bench\nsystem: {limits: {rpm: {capacity: 1000}}}\nresources: {gpt-4: {limits: {rpm: {capacity: 100}}}}\nentities:\n")
 	for i := range benchEntities {
@@ -43,6 +54,7 @@ func benchManifest(b *testing.B) *manifest.Manifest {
 // pile up, and each case would pay for the records of the ones before it.
 func BenchmarkApply(b *testing.B) {
 	ctx := context.Background()
+	benchEntities := benchEntityCount()
 	tbl := ddbtest.NewTable(b, schema.WithoutStream())
 	proxy := faultproxy.Start(b, tbl.Endpoint)
 	db := proxy.DynamoDB()
@@ -68,7 +80,7 @@ func BenchmarkApply(b *testing.B) {
 		}
 		b.ReportMetric(float64(calls)/float64(b.N), "calls/op")
 		b.ReportMetric(float64(writes)/float64(b.N), "writes/op")
-		b.ReportMetric(float64(elapsed.Milliseconds())/float64(b.N)/benchEntities, "ms/entity")
+		b.ReportMetric(float64(elapsed.Milliseconds())/float64(b.N)/float64(benchEntities), "ms/entity")
 	}
 	req := provision.Request{Owner: provision.Owner{Name: "bench"}, Principal: "bench"}
 	rpm := []limit.Limit{limit.PerMinute("rpm", 10)}
