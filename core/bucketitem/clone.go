@@ -14,7 +14,8 @@ import (
 // target shard (PK, SK and the GSI2/3/4 keys, as a client create writes
 // them), shard_count = newSC, wcu tk = cp, every present limit
 // tk = cp // newSC, every b_{n}_tc = 0 (partial limits included: the clone's
-// INSERT record must not read as consumption), every b_{n}_tu removed, vu
+// INSERT record must not read as consumption) and every b_{n}_wtc = 0 with
+// it (a session window's snapshot of that tc), every b_{n}_tu removed, vu
 // at most rf (see below); every other attribute — rf, vu otherwise, ttl, cascade, parent_id, pgen, disabled, bypass,
 // every b_{n}_soft, cp, ra, rp and whatever this package does not know — is
 // shard 0's value, verbatim (the same AttributeValue). src is not
@@ -25,7 +26,7 @@ func Clone(src map[string]types.AttributeValue, img *Image, dst schema.BucketID,
 		_, f, ok := schema.ParseBucketAttr(k)
 		switch {
 		case !ok:
-		case f == schema.LimitConsumed:
+		case f == schema.LimitConsumed, f == schema.LimitWindowConsumed:
 			out[k] = schema.Num(0)
 		case f == schema.LimitTopUp:
 			delete(out, k)

@@ -38,12 +38,16 @@ func isStampOrOwned(attr string) bool {
 }
 
 // rawNotMaintained is docs/design.md §9, §14 and §15 read straight off the
-// attribute map: a session window anywhere, a schedule on wcu, a stored
-// schedule or reset schedule that does not decode (or a zone that does not
-// load beside one), a zero refill without a reset schedule or a reset
-// schedule beside a drip, or unusable parameters.
+// attribute map: window attributes on wcu, on a partial limit or without a
+// window length (rsa), a window length that is not positive, a schedule on
+// wcu, a stored schedule or reset schedule that does not decode (or a zone
+// that does not load beside one), a zero refill with neither a reset
+// schedule nor a window, or with both, a reset schedule or a window beside a
+// drip, or unusable parameters.
 func rawNotMaintained(it item) bool {
 	present := map[string]bool{}
+	windowed := map[string]bool{}
+	rsa := map[string]types.AttributeValue{}
 	var scheds, resets []string
 	limitResets := map[string]string{}
 	itemResets := ""
@@ -66,8 +70,10 @@ func rawNotMaintained(it item) bool {
 			continue
 		}
 		switch f {
-		case schema.LimitWindowStart, schema.LimitResetAfter, schema.LimitWindowAnchor, schema.LimitWindowConsumed:
-			return true
+		case schema.LimitWindowStart, schema.LimitWindowAnchor, schema.LimitWindowConsumed:
+			windowed[name] = true
+		case schema.LimitResetAfter:
+			windowed[name], rsa[name] = true, v
 		case schema.LimitSchedule, schema.LimitResetSchedule:
 			s, ok := v.(*types.AttributeValueMemberS)
 			if !ok || name == schema.WCULimit {
@@ -83,6 +89,11 @@ func rawNotMaintained(it item) bool {
 			if _, ok := it[schema.BucketAttr(name, schema.LimitCapacity)]; ok {
 				present[name] = true
 			}
+		}
+	}
+	for name := range windowed {
+		if name == schema.WCULimit || !present[name] || rsa[name] == nil {
+			return true
 		}
 	}
 	for _, text := range scheds {
@@ -119,11 +130,15 @@ func rawNotMaintained(it item) bool {
 		if !own {
 			r = itemResets
 		}
-		quota := r != "" && r != schedule.None
+		calendar := r != "" && r != schedule.None
 		if name == schema.WCULimit {
-			quota = false
+			calendar = false
 		}
-		if ra < 0 || (ra == 0) != quota || (name == schema.WCULimit && ra == 0) ||
+		session := rsa[name] != nil
+		if session && (calendar || n(schema.BucketAttr(name, schema.LimitResetAfter)) <= 0) {
+			return true
+		}
+		if ra < 0 || (ra == 0) != (calendar || session) || (name == schema.WCULimit && ra == 0) ||
 			n(schema.BucketAttr(name, schema.LimitRefillPeriod)) <= 0 ||
 			n(schema.BucketAttr(name, schema.LimitCapacity)) < 0 {
 			return true
@@ -202,7 +217,43 @@ func checkWrites(t testing.TB, recs []Record, ups []*dynamodb.UpdateItemInput, p
 					// tu is only ever removed, by a reset (ADR-149).
 					t.Errorf("%s: writes tu: %q", id.PK(), upd)
 				}
+			case isLimit && f == schema.LimitWindowAnchor && strings.Contains(upd, "#rf = :rf"):
+				// wa takes the image's ws, under a pin of that ws
+				// (docs/design.md §15).
+				img := last[id]
+				name, _, _ := schema.ParseBucketAttr(attr)
+				l := img.Lookup(name)
+				v := strings.TrimSpace(strings.Split(strings.SplitAfter(upd, a+" = ")[1], ",")[0])
+				v = strings.Fields(v)[0]
+				if l == nil || !l.HasWindow() || numOf(t, in.ExpressionAttributeValues[v]) != l.WindowStart {
+					t.Errorf("%s: sets %s to %s, not the image's window start", id.PK(), attr, render(in.ExpressionAttributeValues[v]))
+					continue
+				}
+				pinned := false
+				for w, n := range in.ExpressionAttributeNames {
+					if n == schema.BucketAttr(name, schema.LimitWindowStart) && strings.Contains(cond, w+" = "+v) {
+						pinned = true
+					}
+				}
+				if !pinned {
+					t.Errorf("%s: sets %s without pinning its window start: %q", id.PK(), attr, cond)
+				}
+			case isLimit && f == schema.LimitWindowConsumed:
+				// wtc is only ever removed, by a roll.
+				if _, removed, ok := strings.Cut(upd, " REMOVE "); !ok || !strings.Contains(removed, a) || !strings.Contains(upd, "#g") {
+					t.Errorf("%s: writes wtc: %q", id.PK(), upd)
+				}
 			case attr == schema.AttrVU && strings.Contains(upd, "#rf = :rf"):
+				// While a session window in force has ended or was never
+				// opened, vu is left as stored (docs/design.md §15).
+				if img, ok := last[id]; ok {
+					for i := range img.Limits {
+						l := &img.Limits[i]
+						if end, ok := l.WindowEnd(); l.HasWindow() && (!ok || end <= now) {
+							t.Errorf("%s: writes vu while the window of %s awaits a client: %q", id.PK(), l.Name, upd)
+						}
+					}
+				}
 				// A refill stamps the full-at instant (docs/decisions.md P25).
 				if img, ok := last[id]; ok && strings.Contains(upd, "#vu = :vu") {
 					sc, _ := outsideSupported(&img)
@@ -228,6 +279,12 @@ func checkWrites(t testing.TB, recs []Record, ups []*dynamodb.UpdateItemInput, p
 			}
 			if numOf(t, in.ExpressionAttributeValues[":rf"]) < img.RF {
 				t.Errorf("%s: rf moves backwards", id.PK())
+			}
+			for i := range img.Limits {
+				// rf is never before a window start in force.
+				if l := &img.Limits[i]; l.HasWindow() && l.Fields.Has(bucketitem.FieldWindowStart) && numOf(t, in.ExpressionAttributeValues[":rf"]) < l.WindowStart {
+					t.Errorf("%s: rf before the window start of %s", id.PK(), l.Name)
+				}
 			}
 			wantVU := "attribute_not_exists(#vu)"
 			if img.HasVU {

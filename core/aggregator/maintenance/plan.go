@@ -74,9 +74,10 @@ type state struct {
 	scheds  scheduled         // last's schedules, decoded
 	demand  map[string]int64  // Σ (new.tc − old.tc) per limit, wcu included
 	abstain bool              // some NewImage of the batch is one the aggregator does not maintain
-	// quota reports a calendar quota on some NewImage of the batch: its
-	// refill is maintained, its shard-count propagation left to the
-	// clients, which fund new quota shards (docs/design.md §15).
+	// quota reports a quota, calendar or session, on some NewImage of
+	// the batch: its refill, resets and rolls are maintained, its
+	// shard-count propagation left to the clients, which fund new quota
+	// shards (docs/design.md §15).
 	quota bool
 }
 
@@ -161,38 +162,36 @@ func (m *Maintainer) collect(records []Record, p *plan) ([]image, []*state, map[
 		if s.scheds, outside = outsideSupported(nw); outside {
 			s.abstain = true
 		}
-		s.quota = s.quota || len(s.scheds.resets) > 0
+		s.quota = s.quota || len(s.scheds.resets) > 0 || s.scheds.sessions
 		addDemand(s.demand, nw, old)
 	}
 	return imgs, buckets, byID
 }
 
-// notMaintained are the per-limit attributes of what the aggregator does
-// not maintain yet: session windows (docs/design.md §9).
-const notMaintained = bucketitem.WindowFields
-
 // outsideSupported reports an item the aggregator must not refill,
-// double, raise or clone (docs/design.md §9, §14, §15): one carrying a
-// session window (on any limit, partial ones and wcu included), a present
-// limit with ra = 0 and no reset schedule (a quota that could never
-// recover) or a reset schedule beside a positive ra (a limit drips or
-// resets, never both), a schedule that does not decode or names an
-// unknown zone, or a schedule on wcu. Beyond it: a present limit (wcu
-// included) whose parameters the arithmetic cannot use — a negative cp or
-// ra, or rp <= 0 (absent included) — a corrupt or foreign item. The
-// schedules of the rest are returned, decoded once, for the refill to use
-// the parameters in force and apply reset edges.
+// double, raise or clone (docs/design.md §9, §14, §15): a present
+// limit with ra = 0 and neither a reset schedule nor a session window (a
+// quota that could never recover), a limit that drips and also resets or
+// rolls (a limit does one), a session window on a limit that is not a
+// quota, with a calendar reset beside it or with a length that is not
+// positive, window attributes without a window length (ws, wa or wtc
+// without rsa), window attributes on wcu or on a partial limit, a schedule
+// that does not decode or names an unknown zone, or a schedule on wcu.
+// Beyond it: a present limit (wcu included) whose parameters the
+// arithmetic cannot use — a negative cp or ra, or rp <= 0 (absent
+// included) — a corrupt or foreign item. The schedules of the rest are
+// returned, decoded once, for the refill to use the parameters in force,
+// apply reset edges and roll windows.
 func outsideSupported(img *bucketitem.Image) (scheduled, bool) {
 	bad := func(l *bucketitem.LimitImage) bool {
-		return l.Fields&notMaintained != 0 ||
-			(l.Present() && (l.Capacity < 0 || l.RefillAmount < 0 || l.RefillPeriod <= 0))
+		return l.Present() && (l.Capacity < 0 || l.RefillAmount < 0 || l.RefillPeriod <= 0)
 	}
-	if bad(&img.WCU) || img.WCU.Fields&(bucketitem.FieldSchedule|bucketitem.FieldResetSchedule) != 0 ||
+	if bad(&img.WCU) || img.WCU.Fields&(bucketitem.FieldSchedule|bucketitem.FieldResetSchedule|bucketitem.WindowFields) != 0 ||
 		(img.WCU.Present() && img.WCU.RefillAmount <= 0) {
 		return scheduled{}, true
 	}
 	for i := range img.Partial {
-		if img.Partial[i].Fields&notMaintained != 0 {
+		if img.Partial[i].Fields&bucketitem.WindowFields != 0 {
 			return scheduled{}, true
 		}
 	}
@@ -224,8 +223,15 @@ func outsideSupported(img *bucketitem.Image) (scheduled, bool) {
 			return scheduled{}, true
 		}
 		_, r, rloc, err := img.Schedules(l.Name)
+		session := l.HasWindow()
 		switch {
-		case err != nil, l.RefillAmount == 0 && len(r) == 0, l.RefillAmount > 0 && len(r) > 0:
+		case err != nil, l.RefillAmount > 0 && len(r) > 0:
+			return scheduled{}, true
+		case session && (l.RefillAmount != 0 || len(r) > 0 || l.ResetAfter <= 0):
+			return scheduled{}, true
+		case !session && l.Fields&bucketitem.WindowFields != 0:
+			return scheduled{}, true
+		case !session && l.RefillAmount == 0 && len(r) == 0:
 			return scheduled{}, true
 		case len(r) > 0:
 			if sc.resets == nil {
@@ -233,6 +239,7 @@ func outsideSupported(img *bucketitem.Image) (scheduled, bool) {
 			}
 			sc.resets[l.Name], sc.loc = r, rloc
 		}
+		sc.sessions = sc.sessions || session
 	}
 	return sc, false
 }
@@ -244,6 +251,8 @@ type scheduled struct {
 	by     map[string]schedule.Schedule
 	resets map[string]schedule.Resets
 	loc    *time.Location
+	// sessions reports a session quota (rsa) on some limit of the image.
+	sessions bool
 }
 
 // passes materialises every limit of img at now, in the order of
@@ -265,18 +274,54 @@ func (sc scheduled) passes(img *bucketitem.Image, now int64) []schedule.Pass {
 // image: fast-path debits since it only lower the real ones, so the real
 // instant is later and the stamp errs early (one extra materialising
 // pass, never an over-credit).
+//
+// A live session window's end bounds it too (docs/design.md §15): past
+// it, the next debit must go through the pass that opens a new window.
 func validUntil(img *bucketitem.Image, passes []schedule.Pass, now int64) int64 {
-	rf := bucket.StampRF(img.RF, now)
+	rf := stampRF(img, now)
 	full := int64(bucket.NeverFull)
 	for i := range img.Limits {
 		ps := &passes[i]
 		full = min(full, ps.Boundary)
+		if end, ok := img.Limits[i].WindowEnd(); ok && img.Limits[i].HasWindow() && end > now {
+			full = min(full, end)
+		}
 		if img.Limits[i].Soft.Live(now) || ps.Share.Rate <= 0 {
 			continue
 		}
 		full = min(full, ps.Share.FullAt(ps.Balance, rf))
 	}
 	return full
+}
+
+// awaitsAnchor reports a session window in force on img that has ended,
+// or that was never opened (rsa without ws): its next boundary is at or
+// before now, and only a client's pass opens the next window
+// (docs/design.md §15). A refill then leaves vu as it is, neither stamped
+// nor removed: the stored vu still sends the next debit to that pass.
+func awaitsAnchor(img *bucketitem.Image, now int64) bool {
+	for i := range img.Limits {
+		l := &img.Limits[i]
+		if !l.HasWindow() {
+			continue
+		}
+		if end, ok := l.WindowEnd(); !ok || end <= now {
+			return true
+		}
+	}
+	return false
+}
+
+// stampRF is the rf a refill of img writes: never backwards, and never
+// before the start of a session window in force (docs/design.md §15).
+func stampRF(img *bucketitem.Image, now int64) int64 {
+	rf := bucket.StampRF(img.RF, now)
+	for i := range img.Limits {
+		if l := &img.Limits[i]; l.HasWindow() && l.Fields.Has(bucketitem.FieldWindowStart) {
+			rf = max(rf, l.WindowStart)
+		}
+	}
+	return rf
 }
 
 // materialise is one limit of img at now, as every writer reads it
@@ -360,13 +405,32 @@ func (m *Maintainer) refill(s *state, now int64) (op, bool) {
 		return op{}, false
 	}
 	sc := max(img.ShardCount, 1)
+	for i := range img.Limits {
+		// A window the balance does not reflect yet, already over: the
+		// client's next pass opens a new one. Rolling the dead window
+		// would hand out two allowances inside one window's span
+		// (docs/design.md §15).
+		if l := &img.Limits[i]; l.HasWindow() && l.WindowPending(img.RF) && !l.WindowLive(now) {
+			m.log.Debug("maintenance: a session window ended before it was applied; left to the client",
+				"entity", s.id.Entity, "resource", s.id.Resource, "shard", s.id.Shard, "limit", l.Name)
+			return op{}, false
+		}
+	}
 	deltas := make([]delta, 0, len(img.Limits)+1)
 	var granted []*bucketitem.LimitImage
 	write := false
 	passes := s.scheds.passes(img, now)
 	for i := range img.Limits {
 		l, ps := &img.Limits[i], &passes[i]
-		if ps.Reset {
+		switch {
+		case l.HasWindow() && l.WindowPending(img.RF):
+			// A window a client opened and fanned out, live (docs/design.md
+			// §15): the share at the image's count less what the shard
+			// consumed since the opener's snapshot of its tc, granted like
+			// a reset.
+			ps.Balance = rollTarget(l, ps.InForce, sc)
+			granted, write = append(granted, l), true
+		case ps.Reset:
 			// A calendar quota's reset edge (docs/design.md §15): always
 			// written, its grant sized at the count, its top-up wiped.
 			granted, write = append(granted, l), true
@@ -393,7 +457,11 @@ func (m *Maintainer) refill(s *state, now int64) (op, bool) {
 	if !write {
 		return op{}, false
 	}
-	o := op{kind: opRefill, id: s.id, update: m.refillInput(s.id, img, now, deltas, granted, validUntil(img, passes, now))}
+	vu := validUntil(img, passes, now)
+	if awaitsAnchor(img, now) {
+		vu = keepVU
+	}
+	o := op{kind: opRefill, id: s.id, update: m.refillInput(s.id, img, now, deltas, granted, vu)}
 	if len(granted) > 0 && s.id.Shard != 0 {
 		// A grant off shard 0 is sized at the image's count only while
 		// shard 0 holds no higher one (docs/design.md §15).
@@ -402,6 +470,9 @@ func (m *Maintainer) refill(s *state, now int64) (op, bool) {
 	return o, true
 }
 
+// keepVU, as refillInput's vu, leaves the stored vu as it is (awaitsAnchor).
+const keepVU = -1
+
 // refillInput builds
 //
 //	SET #rf = :rf, #vu = :vu ADD #t0 :d0, #t1 :d1, …   (REMOVE #vu when nothing drips)
@@ -409,21 +480,43 @@ func (m *Maintainer) refill(s *state, now int64) (op, bool) {
 //	           #rf = :erf AND #vu = :evu                     (image with vu)
 //	           … AND #sched = :esched                        (item with a schedule)
 //
-// with rf_new = max(now, image rf) (docs/design.md §5; never backwards) and vu the
-// instant of validUntil.
+// with rf_new = max(now, image rf, every window start in force)
+// (docs/design.md §5, §15; never backwards) and vu the instant of
+// validUntil, or neither SET nor REMOVE for keepVU. A session window in
+// force whose wa differs from its ws gets wa = ws under a pin of that ws
+// (#w{i} = :ws{i}); a rolled one (granted with a pending window) also
+// loses its wtc.
 func (m *Maintainer) refillInput(id schema.BucketID, img *bucketitem.Image, now int64, deltas []delta, granted []*bucketitem.LimitImage, vu int64) *dynamodb.UpdateItemInput {
 	names := map[string]string{"#rf": schema.AttrRF, "#vu": schema.AttrVU}
 	values := map[string]types.AttributeValue{
-		":rf":  schema.Num(bucket.StampRF(img.RF, now)),
+		":rf":  schema.Num(stampRF(img, now)),
 		":erf": schema.Num(img.RF),
 	}
 	upd := make([]byte, 0, 48+16*len(deltas))
 	upd = append(upd, "SET #rf = :rf"...)
-	if vu != bucket.NeverFull {
+	if vu != bucket.NeverFull && vu != keepVU {
 		upd = append(upd, ", #vu = :vu"...)
 		values[":vu"] = schema.Num(vu)
 	}
-	var removes []string
+	var removes, pins []string
+	for i := range img.Limits {
+		l := &img.Limits[i]
+		if !l.HasWindow() || !l.Fields.Has(bucketitem.FieldWindowStart) ||
+			(l.Fields.Has(bucketitem.FieldWindowAnchor) && l.WindowAnchor == l.WindowStart) {
+			continue
+		}
+		a, w, v := "#a"+strconv.Itoa(i), "#w"+strconv.Itoa(i), ":ws"+strconv.Itoa(i)
+		upd = append(upd, ", "+a+" = "+v...)
+		names[a] = schema.BucketAttr(l.Name, schema.LimitWindowAnchor)
+		names[w] = schema.BucketAttr(l.Name, schema.LimitWindowStart)
+		values[v] = schema.Num(l.WindowStart)
+		pins = append(pins, w+" = "+v)
+		if l.WindowPending(img.RF) && l.Fields.Has(bucketitem.FieldWindowConsumed) {
+			c := "#c" + strconv.Itoa(i)
+			names[c] = schema.BucketAttr(l.Name, schema.LimitWindowConsumed)
+			removes = append(removes, c)
+		}
+	}
 	for i, l := range granted {
 		n := "#g" + strconv.Itoa(i)
 		upd = append(upd, ", "+n+" = :sc"...)
@@ -471,6 +564,11 @@ func (m *Maintainer) refillInput(id schema.BucketID, img *bucketitem.Image, now 
 		names["#sched"] = schema.AttrSched
 		values[":esched"] = schema.Str(img.Sched)
 	}
+	for _, p := range pins {
+		// The window whose start wa takes is still the one in force: a
+		// client's newer window fanned out since is left to roll.
+		cond += " AND " + p
+	}
 	if len(granted) > 0 {
 		// A grant is never sized below a count the item has passed
 		// (ADR-145 race guard).
@@ -485,6 +583,20 @@ func (m *Maintainer) refillInput(id schema.BucketID, img *bucketitem.Image, now 
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
 	}
+}
+
+// rollTarget is the balance a live session window that l's balance does
+// not reflect yet rolls it to (docs/design.md §15): the share at count S,
+// C_eff // S with C_eff the capacity in force, less what the shard
+// consumed since the opener snapshot its tc (tc − wtc, when the opener
+// wrote wtc; never negative, so the target is never above the share).
+func rollTarget(l *bucketitem.LimitImage, inForce bucket.Params, shards int64) int64 {
+	inForce.GrantShards, inForce.TopUp = shards, 0
+	target := bucket.Effective(inForce, shards).Target
+	if l.Fields.Has(bucketitem.FieldWindowConsumed) {
+		target = bucket.SubSat(target, max(0, bucket.SubSat(l.Consumed, l.WindowConsumed)))
+	}
+	return target
 }
 
 // wcuLow reports tk < 0.2 × cp without overflow (cp > 0).
@@ -561,7 +673,11 @@ func (m *Maintainer) propagate(im *image, byID map[schema.BucketID]*state, p *pl
 	if s.quota {
 		// A quota pair's propagation reads its siblings first (quota.go).
 		if raw, err := im.rec.newItem(); err == nil && len(raw) > 0 {
-			if sc, outside := outsideSupported(im.new); !outside && len(sc.resets) > 0 {
+			// An item with a session quota is never raised or cloned here:
+			// a new shard joins the pair's window from shard 0, read
+			// strongly consistently by the client that creates it
+			// (docs/design.md §15).
+			if sc, outside := outsideSupported(im.new); !outside && len(sc.resets) > 0 && !sc.sessions {
 				qp := quotaPropagation{id: id, raw: raw, img: im.new, old: oldSC, new: newSC, scheds: sc, abstaining: map[int]bool{}}
 				for sh := 1; sh < int(newSC); sh++ {
 					other := id
