@@ -727,10 +727,29 @@ func (l *LimitImage) WindowEnd() (end int64, ok bool) {
 	if !l.Fields.Has(FieldWindowStart|FieldResetAfter) || l.ResetAfter <= 0 {
 		return 0, false
 	}
-	if l.ResetAfter > math.MaxInt64/1000 {
-		return math.MaxInt64, true
+	return l.Window().End()
+}
+
+// Window is l's session window as the bucket arithmetic takes it
+// (bucket.Window, whose Phase and RollTarget the client and the aggregator
+// share): Length is rsa × 1000 (saturated at math.MaxInt64), 0 when l
+// carries no length or one that is not positive — no window has such a
+// length, so check HasWindow and a positive ResetAfter before judging a
+// shard by its phase.
+func (l *LimitImage) Window() bucket.Window {
+	w := bucket.Window{
+		Start: l.WindowStart, HasStart: l.Fields.Has(FieldWindowStart),
+		Applied: l.WindowAnchor, HasApplied: l.Fields.Has(FieldWindowAnchor),
+		Snapshot: l.WindowConsumed, HasSnapshot: l.Fields.Has(FieldWindowConsumed),
 	}
-	return bucket.AddSat(l.WindowStart, l.ResetAfter*1000), true
+	switch {
+	case !l.Fields.Has(FieldResetAfter) || l.ResetAfter <= 0:
+	case l.ResetAfter > math.MaxInt64/1000:
+		w.Length = math.MaxInt64
+	default:
+		w.Length = l.ResetAfter * 1000
+	}
+	return w
 }
 
 // WindowLive reports whether l's session window is open at now: it has an
@@ -744,13 +763,8 @@ func (l *LimitImage) WindowLive(now int64) bool {
 // its window start yet, so its next materialising pass resets it (ADR-140):
 // ws > wa, or ws > rf on an item written before wa. No start, no roll.
 func (l *LimitImage) WindowPending(rf int64) bool {
-	if !l.Fields.Has(FieldWindowStart) {
-		return false
-	}
-	if l.Fields.Has(FieldWindowAnchor) {
-		return l.WindowStart > l.WindowAnchor
-	}
-	return l.WindowStart > rf
+	w := l.Window()
+	return w.HasStart && !w.Reflected(rf)
 }
 
 // WindowCurrent reports whether l's balance belongs to the current period

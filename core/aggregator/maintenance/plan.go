@@ -301,12 +301,11 @@ func validUntil(img *bucketitem.Image, passes []schedule.Pass, now int64) int64 
 // nor removed: the stored vu still sends the next debit to that pass.
 func awaitsAnchor(img *bucketitem.Image, now int64) bool {
 	for i := range img.Limits {
-		l := &img.Limits[i]
-		if !l.HasWindow() {
-			continue
-		}
-		if end, ok := l.WindowEnd(); !ok || end <= now {
-			return true
+		if l := &img.Limits[i]; l.HasWindow() {
+			switch l.Window().Phase(img.RF, now) {
+			case bucket.WindowUnopened, bucket.WindowEnded, bucket.WindowDead:
+				return true
+			}
 		}
 	}
 	return false
@@ -317,8 +316,8 @@ func awaitsAnchor(img *bucketitem.Image, now int64) bool {
 func stampRF(img *bucketitem.Image, now int64) int64 {
 	rf := bucket.StampRF(img.RF, now)
 	for i := range img.Limits {
-		if l := &img.Limits[i]; l.HasWindow() && l.Fields.Has(bucketitem.FieldWindowStart) {
-			rf = max(rf, l.WindowStart)
+		if l := &img.Limits[i]; l.HasWindow() {
+			rf = bucket.WindowStampRF(l.Window(), rf, now)
 		}
 	}
 	return rf
@@ -410,7 +409,7 @@ func (m *Maintainer) refill(s *state, now int64) (op, bool) {
 		// client's next pass opens a new one. Rolling the dead window
 		// would hand out two allowances inside one window's span
 		// (docs/design.md §15).
-		if l := &img.Limits[i]; l.HasWindow() && l.WindowPending(img.RF) && !l.WindowLive(now) {
+		if l := &img.Limits[i]; l.HasWindow() && l.Window().Phase(img.RF, now) == bucket.WindowDead {
 			m.log.Debug("maintenance: a session window ended before it was applied; left to the client",
 				"entity", s.id.Entity, "resource", s.id.Resource, "shard", s.id.Shard, "limit", l.Name)
 			return op{}, false
@@ -423,7 +422,7 @@ func (m *Maintainer) refill(s *state, now int64) (op, bool) {
 	for i := range img.Limits {
 		l, ps := &img.Limits[i], &passes[i]
 		switch {
-		case l.HasWindow() && l.WindowPending(img.RF):
+		case l.HasWindow() && l.Window().Phase(img.RF, now) == bucket.WindowPending:
 			// A window a client opened and fanned out, live (docs/design.md
 			// §15): the share at the image's count less what the shard
 			// consumed since the opener's snapshot of its tc, granted like
@@ -592,11 +591,7 @@ func (m *Maintainer) refillInput(id schema.BucketID, img *bucketitem.Image, now 
 // wrote wtc; never negative, so the target is never above the share).
 func rollTarget(l *bucketitem.LimitImage, inForce bucket.Params, shards int64) int64 {
 	inForce.GrantShards, inForce.TopUp = shards, 0
-	target := bucket.Effective(inForce, shards).Target
-	if l.Fields.Has(bucketitem.FieldWindowConsumed) {
-		target = bucket.SubSat(target, max(0, bucket.SubSat(l.Consumed, l.WindowConsumed)))
-	}
-	return target
+	return l.Window().RollTarget(bucket.Effective(inForce, shards).Target, l.Consumed)
 }
 
 // wcuLow reports tk < 0.2 × cp without overflow (cp > 0).
