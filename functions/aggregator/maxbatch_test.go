@@ -137,7 +137,7 @@ func wiredHandler(b *testing.B) lambda.Handler {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return lambda.NewHandler(h.Invoke)
+	return h
 }
 
 // heapSampler records the peak heap while it runs.

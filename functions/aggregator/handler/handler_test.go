@@ -37,12 +37,13 @@ func newHandler(t *testing.T, tbl *ddbtest.Table, cfg aggregator.Config) *handle
 	return h
 }
 
-// TestHandlerDecodesAsLambda: Invoke, behind aws-lambda-go's adapter as
-// main starts it, sees the event encoding/json makes of the payload,
-// handles it, and answers a malformed attribute with an error, not a panic.
+// TestHandlerDecodesAsLambda: the handler, behind aws-lambda-go's adapter
+// as main starts it (a lambda.Handler, handed the payload's bytes), sees
+// the event encoding/json makes of the payload, handles it, and answers a
+// malformed attribute with an error, not a panic.
 func TestHandlerDecodesAsLambda(t *testing.T) {
 	tbl := ddbtest.NewTable(t)
-	h := lambda.NewHandler(newHandler(t, tbl, aggregator.Config{TableName: tbl.Name}).Invoke)
+	h := lambda.NewHandler(newHandler(t, tbl, aggregator.Config{TableName: tbl.Name}))
 	payload, err := os.ReadFile(filepath.Join("..", "..", "..", "events", "stream-modify.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -51,11 +52,11 @@ func TestHandlerDecodesAsLambda(t *testing.T) {
 	if err := json.Unmarshal(payload, &viaLambda); err != nil {
 		t.Fatal(err)
 	}
-	var e handler.Event
-	if err := json.Unmarshal(payload, &e); err != nil {
+	e, err := streamimage.DecodeEvent(payload)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := json.Marshal(events.DynamoDBEvent(e)); err != nil || !bytes.Equal(got, mustMarshal(t, viaLambda)) {
+	if got, err := json.Marshal(e); err != nil || !bytes.Equal(got, mustMarshal(t, viaLambda)) {
 		t.Fatalf("decoded %s (%v), aws-lambda-go %s", got, err, mustMarshal(t, viaLambda))
 	}
 	out, err := h.Invoke(context.Background(), payload)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/zae-limiter/zae-limiter-go/core/streamimage"
 )
 
 // RunEvent handles one Lambda-shaped DynamoDB stream event from a file, as
@@ -15,11 +17,11 @@ func (h *Handler) RunEvent(ctx context.Context, path string, out io.Writer) erro
 	if err != nil {
 		return err
 	}
-	var e Event
-	if err := e.UnmarshalJSON(raw); err != nil {
+	ev, err := streamimage.DecodeEvent(raw)
+	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	resp, err := h.Invoke(ctx, e)
+	resp, err := h.Handle(ctx, ev)
 	if err != nil {
 		return err
 	}
