@@ -2,10 +2,9 @@ package main
 
 // BenchmarkMaxBatch states the Lambda's memory at the largest batch an event
 // source mapping can deliver (BatchSize 10,000): main's handler (wire and
-// Invoke, as main wires them) behind aws-lambda-go's own handler adapter
-// (lambda.NewHandler, the code lambda.Start runs per invocation: JSON
-// decode of the payload, Invoke, JSON encode of the response), on one
-// 10,000-record event against DynamoDB Local.
+// Invoke, as main wires them and lambda.StartHandler calls it per
+// invocation: the payload's bytes in, their decode, the batch, the
+// response's JSON out), on one 10,000-record event against DynamoDB Local.
 //
 // The event: 10,000 MODIFY records of 500 buckets (entities `key-000` to
 // `key-499`, resource gpt-4, limits rpm and tpm and the reserved wcu, as the
@@ -120,9 +119,9 @@ func BenchmarkMaxBatch(b *testing.B) {
 	b.ReportMetric(records, "records/op")
 }
 
-// wiredHandler wires the handler as main does and wraps its Invoke as
-// lambda.Start would. The EMF sink wire points at os.Stdout is pointed at
-// the null device for the benchmark's output.
+// wiredHandler wires the handler as main does: a lambda.Handler, which
+// lambda.StartHandler invokes as it is. The EMF sink wire points at
+// os.Stdout is pointed at the null device for the benchmark's output.
 func wiredHandler(b *testing.B) lambda.Handler {
 	b.Helper()
 	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
