@@ -126,3 +126,80 @@ func WindowStampRF(w Window, storedRF, now int64) int64 {
 	}
 	return rf
 }
+
+// WindowPass is a session quota on one shard at a client's materialising
+// pass (docs/design.md §15): what the pass does to the window and the
+// balance it leaves before the request's consumption. Only a pass that is
+// persisted applies it: a rejection writes nothing, so it neither opens
+// nor rolls a window.
+type WindowPass struct {
+	// Phase is where the shard stood before the pass.
+	Phase WindowPhase
+	// Open reports a pass that opens a new window at now: none was ever
+	// opened, or the last one has ended (applied or not). The writer sets
+	// ws = wa = now and fans the start out to the sibling shards.
+	Open bool
+	// Roll reports a pass that applies a live window opened elsewhere
+	// (WindowPending): wa = ws.
+	Roll bool
+	// Start and End are the window the balance reflects after the pass,
+	// epoch ms.
+	Start, End int64
+	// Balance is the balance after the pass, before consumption: the
+	// share at the shard's count when opening, RollTarget when rolling,
+	// the stored balance clamped to the quota's ceiling otherwise.
+	Balance int64
+	// Share is the limit's per-shard parameters after the pass: a grant
+	// that opens or rolls is sized at the shard's count, its top-up gone.
+	Share Share
+}
+
+// Materialise is the shard's session quota at a client's pass at now
+// (docs/design.md §15): p the parameters in force (capacity after any
+// schedule, the shard's stored gc and tu), tk and consumed the stored
+// balance and tc, rf the item's, shards the shard's count. An opened or
+// rolled window re-grants the quota at shards (gc = S, tu removed), as a
+// calendar reset does.
+//
+// Worked, a 5-hour window of 1,000 tokens at 2 shards (share 500,000):
+//   - current: tk 700,000 with gc 2 and tu 50,000 clamps to 550,000;
+//   - pending (opened elsewhere 10 minutes ago, wtc 200,000, tc 260,000):
+//     rolls to 440,000, the window the opener's;
+//   - ended, dead or never opened: opens at now with 500,000, ending 5
+//     hours later.
+func (w Window) Materialise(p Params, tk, consumed, rf, shards, now int64) WindowPass {
+	out := WindowPass{Phase: w.Phase(rf, now)}
+	regrant := p
+	regrant.GrantShards, regrant.TopUp = max(shards, 1), 0
+	switch out.Phase {
+	case WindowCurrent:
+		out.Start, out.End = w.Start, AddSat(w.Start, w.Length)
+		out.Share = Effective(p, shards)
+		out.Balance = min(tk, out.Share.Ceiling)
+	case WindowPending:
+		out.Roll = true
+		out.Start, out.End = w.Start, AddSat(w.Start, w.Length)
+		out.Share = Effective(regrant, shards)
+		out.Balance = w.RollTarget(out.Share.Target, consumed)
+	default: // unopened, ended, dead
+		out.Open = true
+		out.Start, out.End = now, AddSat(now, w.Length)
+		out.Share = Effective(regrant, shards)
+		out.Balance = out.Share.Target
+	}
+	return out
+}
+
+// RetryAfter is the retry hint of a session quota whose pass left balance
+// and whose request is amount whole tokens: the window's end, when the
+// next use opens a new window with a full share; never when the request is
+// above the share itself, which no window restores.
+func (wp WindowPass) RetryAfter(balance, amount, now int64) Retry {
+	if Covers(balance, amount) {
+		return Retry{}
+	}
+	if requested, ok := ToMilli(amount); !ok || requested > wp.Share.Target {
+		return Retry{Short: true, Never: true}
+	}
+	return QuotaRetryAfter(balance, amount, wp.End, now)
+}

@@ -120,3 +120,58 @@ func TestWindowPhaseString(t *testing.T) {
 		}
 	}
 }
+
+// Window.Materialise, worked (docs/design.md §15): a 5-hour window of
+// 1,000 tokens at 2 shards, share 500,000.
+func TestWindowMaterialise(t *testing.T) {
+	p := Params{Capacity: 1_000_000, RefillPeriod: 1000, GrantShards: 2, TopUp: 50_000}
+	now := t0 + 3_600_000
+	marked := func(ws, wa int64) Window {
+		return Window{Length: fiveHrs, Start: ws, HasStart: true, Applied: wa, HasApplied: true}
+	}
+	pending := marked(now-600_000, now-7*3_600_000)
+	pending.Snapshot, pending.HasSnapshot = 200_000, true
+	for _, c := range []struct {
+		name       string
+		w          Window
+		tk, tc     int64
+		open, roll bool
+		start      int64
+		balance    int64
+		ceiling    int64
+	}{
+		{"current: clamped to C // gc + tu", marked(t0, t0), 700_000, 0, false, false, t0, 550_000, 550_000},
+		{"current: below the ceiling, as stored", marked(t0, t0), 100_000, 0, false, false, t0, 100_000, 550_000},
+		{"current: debt stays", marked(t0, t0), -30_000, 0, false, false, t0, -30_000, 550_000},
+		{"pending: rolled, tu gone, gc = S", pending, -50_000, 260_000, false, true, now - 600_000, 440_000, 500_000},
+		{"ended: opens at now with the share", marked(t0-fiveHrs, t0-fiveHrs), 0, 0, true, false, now, 500_000, 500_000},
+		{"dead: opens at now, the dead window forgotten", marked(now-fiveHrs-1, t0-2*fiveHrs), 0, 0, true, false, now, 500_000, 500_000},
+		{"never opened: opens at now", Window{Length: fiveHrs}, 123, 0, true, false, now, 500_000, 500_000},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			wp := c.w.Materialise(p, c.tk, c.tc, t0, 2, now)
+			if wp.Open != c.open || wp.Roll != c.roll || wp.Start != c.start || wp.End != c.start+fiveHrs ||
+				wp.Balance != c.balance || wp.Share.Ceiling != c.ceiling || wp.Share.Target != 500_000 {
+				t.Errorf("got %+v, want open %v roll %v start %d balance %d ceiling %d", wp, c.open, c.roll, c.start, c.balance, c.ceiling)
+			}
+		})
+	}
+}
+
+// A session quota's retry hint is the window's end; a request above the
+// share never passes.
+func TestWindowRetryAfter(t *testing.T) {
+	wp := WindowPass{End: t0 + fiveHrs, Share: Share{Target: 500_000, Ceiling: 500_000}}
+	if r := wp.RetryAfter(500_000, 500, t0); r.Short {
+		t.Errorf("covered: %+v", r)
+	}
+	if r := wp.RetryAfter(10_000, 11, t0+1_000); !r.Short || r.Never || r.WaitMs != fiveHrs-1_000 {
+		t.Errorf("short in the window: %+v, want a wait of %d", r, fiveHrs-1_000)
+	}
+	if r := wp.RetryAfter(10_000, 501, t0); !r.Short || !r.Never {
+		t.Errorf("above the share: %+v, want never", r)
+	}
+	if r := wp.RetryAfter(-1_000, 1, t0+fiveHrs+5); !r.Short || r.WaitMs != 0 {
+		t.Errorf("past the end: %+v, want no wait", r)
+	}
+}

@@ -427,7 +427,7 @@ func (m *Maintainer) refill(s *state, now int64) (op, bool) {
 			// §15): the share at the image's count less what the shard
 			// consumed since the opener's snapshot of its tc, granted like
 			// a reset.
-			ps.Balance = rollTarget(l, ps.InForce, sc)
+			ps.Balance = l.Window().Materialise(ps.InForce, l.Tokens, l.Consumed, img.RF, sc, now).Balance
 			granted, write = append(granted, l), true
 		case ps.Reset:
 			// A calendar quota's reset edge (docs/design.md §15): always
@@ -582,16 +582,6 @@ func (m *Maintainer) refillInput(id schema.BucketID, img *bucketitem.Image, now 
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
 	}
-}
-
-// rollTarget is the balance a live session window that l's balance does
-// not reflect yet rolls it to (docs/design.md §15): the share at count S,
-// C_eff // S with C_eff the capacity in force, less what the shard
-// consumed since the opener snapshot its tc (tc − wtc, when the opener
-// wrote wtc; never negative, so the target is never above the share).
-func rollTarget(l *bucketitem.LimitImage, inForce bucket.Params, shards int64) int64 {
-	inForce.GrantShards, inForce.TopUp = shards, 0
-	return l.Window().RollTarget(bucket.Effective(inForce, shards).Target, l.Consumed)
 }
 
 // wcuLow reports tk < 0.2 × cp without overflow (cp > 0).

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zae-limiter/zae-limiter-go/core/bucket"
 	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
@@ -237,34 +236,6 @@ func TestSessionShapesOutsideAbstain(t *testing.T) {
 			wantStats(t, st, Stats{Abstained: 1})
 			if rec.writes() != 0 {
 				t.Errorf("%d writes", rec.writes())
-			}
-		})
-	}
-}
-
-// rollTarget's arithmetic, worked: the share C // S less max(0, tc − wtc).
-func TestRollTarget(t *testing.T) {
-	for _, c := range []struct {
-		name            string
-		cp, sc, tc, wtc int64
-		hasWTC          bool
-		want            int64
-	}{
-		{"no snapshot: the share", 1_000_000, 4, 5_000, 0, false, 250_000},
-		{"consumed since the snapshot", 1_000_000, 2, 260_000, 200_000, true, 440_000},
-		{"tc below the snapshot (a release): the share, never more", 1_000_000, 2, 100_000, 200_000, true, 500_000},
-		{"more than the share consumed", 1_000_000, 2, 1_700_000, 1_000_000, true, -200_000},
-		{"odd share floors", 1_000, 3, 0, 0, true, 333},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			l := &bucketitem.LimitImage{Capacity: c.cp, RefillPeriod: 1000, Consumed: c.tc, WindowConsumed: c.wtc,
-				Fields: bucketitem.FieldConsumed}
-			if c.hasWTC {
-				l.Fields |= bucketitem.FieldWindowConsumed
-			}
-			// gc and tu in force are ignored: the roll sizes the grant at S.
-			if got := rollTarget(l, bucket.Params{Capacity: c.cp, RefillPeriod: 1000, GrantShards: 1, TopUp: 99_000}, c.sc); got != c.want {
-				t.Errorf("rollTarget = %d, want %d", got, c.want)
 			}
 		})
 	}
