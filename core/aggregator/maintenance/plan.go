@@ -475,9 +475,9 @@ const keepVU = -1
 // refillInput builds
 //
 //	SET #rf = :rf, #vu = :vu ADD #t0 :d0, #t1 :d1, …   (REMOVE #vu when nothing drips)
-//	Condition: #rf = :erf AND attribute_not_exists(#vu)     (image without vu)
-//	           #rf = :erf AND #vu = :evu                     (image with vu)
-//	           … AND #sched = :esched                        (item with a schedule)
+//	Condition: #rf = :erf [AND #w{i} = :ws{i} …] AND attribute_not_exists(#vu)   (image without vu)
+//	           #rf = :erf [AND #w{i} = :ws{i} …] AND #vu = :evu               (image with vu)
+//	           … AND #sched = :esched                                         (item with a schedule)
 //
 // with rf_new = max(now, image rf, every window start in force)
 // (docs/design.md §5, §15; never backwards) and vu the instant of
@@ -551,10 +551,17 @@ func (m *Maintainer) refillInput(id schema.BucketID, img *bucketitem.Image, now 
 		}
 		upd = append(upd, r...)
 	}
-	cond := "#rf = :erf AND attribute_not_exists(#vu)"
+	cond := "#rf = :erf"
+	for _, p := range pins {
+		// The window whose start wa takes is still the one in force: a
+		// client's newer window fanned out since is left to roll.
+		cond += " AND " + p
+	}
 	if img.HasVU {
-		cond = "#rf = :erf AND #vu = :evu"
+		cond += " AND #vu = :evu"
 		values[":evu"] = schema.Num(img.VU)
+	} else {
+		cond += " AND attribute_not_exists(#vu)"
 	}
 	if img.HasSched {
 		// The parameters and vu come from this schedule: pinned, so that a
@@ -562,11 +569,6 @@ func (m *Maintainer) refillInput(id schema.BucketID, img *bucketitem.Image, now 
 		cond += " AND #sched = :esched"
 		names["#sched"] = schema.AttrSched
 		values[":esched"] = schema.Str(img.Sched)
-	}
-	for _, p := range pins {
-		// The window whose start wa takes is still the one in force: a
-		// client's newer window fanned out since is left to roll.
-		cond += " AND " + p
 	}
 	if len(granted) > 0 {
 		// A grant is never sized below a count the item has passed

@@ -260,6 +260,9 @@ var fuzzVocab = []string{
 	"b_rpm_ws", "b_rpm_rsa", "b_rpm_wa", "b_rpm_wtc", "b_rpm_sched", "b_rpm_rsched", "b_rpm_zz",
 	"b_wcu_tk", "b_wcu_cp", "b_wcu_ra", "b_wcu_rp", "b_wcu_tc", "b_wcu_soft",
 	"b_a.b_tk", "b_a.b_cp", "b_a.b_ra", "b_a.b_rp", "b_a.b_tc", "b_a.b_soft", "b_x_tc",
+	// s.q, on a third of the items, is a session quota (docs/design.md §15).
+	"b_s.q_tk", "b_s.q_ra", "b_s.q_tc", "b_s.q_rsa", "b_s.q_ws", "b_s.q_wa", "b_s.q_wtc", "b_s.q_gc",
+	"b_s.q_tu", "b_s.q_rsched",
 }
 
 // bytesrc hands out fuzz input; it yields zeros once exhausted.
@@ -307,6 +310,22 @@ func (s *bytesrc) value() types.AttributeValue {
 func (s *bytesrc) item(id schema.BucketID) item {
 	it := bucketItem(id, now-int64(s.byte())*1000, int64(s.byte()%40), rpm(int64(int8(s.byte()))*1000, 0),
 		lim{"a.b", 0, 50_000, 50_000, 1_000, 0}, wcu(int64(s.byte())*5_000, 0))
+	if b := s.byte(); b%3 == 0 {
+		// A 1-hour session window opened up to 2 hours ago, applied or
+		// not (wa), with or without a snapshot of tc.
+		it = with(it, "b_s.q_tk", int64(int8(s.byte()))*1000, "b_s.q_cp", 100_000, "b_s.q_ra", 0, "b_s.q_rp", 1_000,
+			"b_s.q_tc", int64(s.byte())*1000, "b_s.q_rsa", 3_600, "b_s.q_gc", 1+int64(s.byte()%4))
+		if b%2 == 0 {
+			ws := now - int64(s.byte())*30_000
+			it = with(it, "b_s.q_ws", ws)
+			switch s.byte() % 3 {
+			case 0:
+				it = with(it, "b_s.q_wa", ws)
+			case 1:
+				it = with(it, "b_s.q_wa", ws-3_600_000, "b_s.q_wtc", int64(s.byte())*500)
+			}
+		}
+	}
 	for n := s.byte() % 10; n > 0; n-- {
 		k := fuzzVocab[int(s.byte())%len(fuzzVocab)]
 		if v := s.value(); v != nil {
