@@ -35,5 +35,5 @@ func main() {
 		log.Error("aggregator init failed", "error", err)
 		os.Exit(1)
 	}
-	lambda.StartHandler(h)
+	lambda.Start(h)
 }

@@ -2,7 +2,7 @@ package main
 
 // BenchmarkMaxBatch states the Lambda's memory at the largest batch an event
 // source mapping can deliver (BatchSize 10,000): main's handler (wire and
-// Invoke, as main wires them and lambda.StartHandler calls it per
+// Invoke, as main wires them and lambda.Start calls it per
 // invocation: the payload's bytes in, their decode, the batch, the
 // response's JSON out), on one 10,000-record event against DynamoDB Local.
 //
@@ -120,7 +120,7 @@ func BenchmarkMaxBatch(b *testing.B) {
 }
 
 // wiredHandler wires the handler as main does: a lambda.Handler, which
-// lambda.StartHandler invokes as it is. The EMF sink wire points at
+// lambda.Start invokes as it is. The EMF sink wire points at
 // os.Stdout is pointed at the null device for the benchmark's output.
 func wiredHandler(b *testing.B) lambda.Handler {
 	b.Helper()

@@ -46,7 +46,7 @@ func New(db DB, s Settings, log *slog.Logger) (*Handler, error) {
 }
 
 // Invoke is the Lambda entry point, which makes *Handler a lambda.Handler
-// (main starts it with lambda.StartHandler): the payload decoded by
+// (main starts it with lambda.Start): the payload decoded by
 // streamimage.DecodeEvent from the bytes the runtime hands over, Handle,
 // and the response as JSON. An undecodable payload is an error, which
 // fails the invocation (its error is the decoder's, naming the record and
