@@ -49,7 +49,7 @@ type LimitState struct {
 	// Capacity, RefillAmount and RefillPeriod are the whole bucket's
 	// parameters in force at the projection (a parameter schedule's when
 	// one is; docs/design.md §14), undivided by the shard count.
-	// RefillAmount is 0 for a calendar quota.
+	// RefillAmount is 0 for a quota, calendar or session.
 	Capacity     int64
 	RefillAmount int64
 	RefillPeriod time.Duration
@@ -59,8 +59,10 @@ type LimitState struct {
 	// Remaining sums the balances at BucketState.ProjectedAt: each shard's
 	// stored balance refilled from its rf to that instant and clamped to
 	// its share of the capacity, a calendar quota's reset edge applied
-	// (schedule.Materialise). Negative when in debt. When Projected is
-	// false, it is Stored.
+	// (schedule.Materialise), a session quota's window rolled in or, once
+	// it has ended, a new one opened with a full share, as the next use
+	// would (bucket.Window.Materialise). Negative when in debt. When
+	// Projected is false, it is Stored.
 	Remaining int64
 	// Consumed sums the consumption counters (tc): what the shards have
 	// consumed since each was created, net of refunds.
@@ -162,6 +164,12 @@ func project(entity, resource string, count int, shards []bucketitem.Image, now 
 			if err == nil && img.HasRF {
 				pass := schedule.Materialise(params, sched, resets, loc, l.Tokens, img.RF, max(img.ShardCount, 1), at)
 				params, balance = pass.InForce, pass.Balance
+				if l.HasWindow() && l.ResetAfter > 0 {
+					// A session quota (docs/design.md §15): what the next
+					// pass finds — a window opened elsewhere rolled in, a
+					// new one opened on a window that has ended.
+					balance = l.Window().Materialise(params, l.Tokens, l.Consumed, img.RF, max(img.ShardCount, 1), at).Balance
+				}
 			} else {
 				ls.Projected, st.Projected = false, false
 			}

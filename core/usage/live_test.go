@@ -154,6 +154,44 @@ func TestBucketShards(t *testing.T) {
 	}
 }
 
+// TestBucketSession projects a session quota as a Python client of 0.15
+// or later stores one (docs/design.md §15): 1,000 tokens per 5-hour window
+// opened on first use, 2 shards, each a share of 500,000 millitokens.
+// Shard 0 opened a window at t0 and spent 400 tokens of its share; shard
+// 1 got the window's start from the opener's fan-out (its wa is the last
+// window's, its wtc the snapshot of its tc, 100,000) and has spent 50
+// tokens since, on a debt of 20 left from the last window. Projected:
+// shard 0 as stored, 100,000; shard 1 rolled in, 500,000 − 50,000 =
+// 450,000. Once the window has ended, the next use opens a new one on
+// each shard: the whole allowance.
+func TestBucketSession(t *testing.T) {
+	w := testWorld(t, t0, "chat", nil)
+	const fiveHours = 5 * 3600
+	session := bucket.Params{Capacity: 1_000_000, RefillPeriod: 1000}
+	w.putShard(t, "dave", "chat", 0, 2, t0, bucketitem.NewLimit{Name: "s5h", Tokens: 100_000, Consumed: 400_000, Params: session,
+		GrantShards: 2, ResetAfter: fiveHours, WindowStart: t0.UnixMilli(), WindowAnchor: t0.UnixMilli()})
+	w.putShard(t, "dave", "chat", 1, 2, t0.Add(-6*time.Hour), bucketitem.NewLimit{Name: "s5h", Tokens: -20_000, Consumed: 150_000,
+		Params: session, GrantShards: 2, ResetAfter: fiveHours, WindowStart: t0.UnixMilli(),
+		WindowAnchor: t0.Add(-7 * time.Hour).UnixMilli(), WindowConsumed: 100_000})
+	for _, c := range []struct {
+		at   time.Time
+		want string
+	}{
+		{t0.Add(time.Hour), "s5h cap 1000000 refill 0/1s stored 80000 remaining 550000 consumed 550000 projected true"},
+		{t0.Add(5*time.Hour - time.Millisecond), "s5h cap 1000000 refill 0/1s stored 80000 remaining 550000 consumed 550000 projected true"},
+		{t0.Add(5 * time.Hour), "s5h cap 1000000 refill 0/1s stored 80000 remaining 1000000 consumed 550000 projected true"},
+	} {
+		w.clk.Set(c.at)
+		st, err := w.reader(usage.Options{ConsistentRead: true}).Bucket(t.Context(), "dave", "chat")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := renderLimit(st.Limits[0]); got != c.want {
+			t.Errorf("at t0 + %s:\ngot  %s\nwant %s", c.at.Sub(t0), got, c.want)
+		}
+	}
+}
+
 // TestTop ranks a resource's entities by a limit's consumption counter,
 // summed over shards, on a KEYS_ONLY usage index (a BatchGetItem per page)
 // and on one that projects ALL; ties go by entity id.
