@@ -283,7 +283,7 @@ func validUntil(img *bucketitem.Image, passes []schedule.Pass, now int64) int64 
 	for i := range img.Limits {
 		ps := &passes[i]
 		full = min(full, ps.Boundary)
-		if end, ok := img.Limits[i].WindowEnd(); ok && img.Limits[i].HasWindow() && end > now {
+		if end, ok := img.Limits[i].WindowEnd(); ok && end > now {
 			full = min(full, end)
 		}
 		if img.Limits[i].Soft.Live(now) || ps.Share.Rate <= 0 {
