@@ -207,29 +207,19 @@ func (g *limitFields) stem() string { return g.attr("") }
 // window length, and a schedule or reset schedule this version cannot
 // read. Both make the error an *UnsupportedConfigError naming the first
 // offending attribute in name order (a corrupt one first; its Err is then a
-// *CorruptConfigError). Otherwise, an item holding a session quota is
-// unsupported too (docs/decisions.md P53): the client does not enforce
-// session windows yet, so the error names the quota's `rsa` attribute and
-// its Err is limit.ErrSessionQuotaUnsupported. With any error the result
-// still carries the item's Disabled, Cascade and OnUnavailable but no
-// limits: callers must fail closed rather than enforce a partial set. The
-// error is the only one DecodeConfigItem returns.
+// *CorruptConfigError). With any error the result still carries the
+// item's Disabled, Cascade and OnUnavailable but no limits: callers must
+// fail closed rather than enforce a partial set. The error is the only one
+// DecodeConfigItem returns. Session quotas (ADR-139) decode among the
+// limits: the client enforces their windows (docs/decisions.md P55).
 //
 // Decoding never panics, whatever the item holds. Every limit it returns
 // passes limit.Validate, and Limits is sorted by name.
 func DecodeConfigItem(level Level, item map[string]types.AttributeValue) (Decoded, error) {
-	d, session, err := decodeConfigItem(level, item)
-	if err == nil && session != nil {
-		d.Limits, err = nil, session
-	}
-	return d, err
+	return decodeConfigItem(level, item)
 }
 
-// decodeConfigItem is DecodeConfigItem without its refusal of session
-// quotas: they are decoded among the limits, and session, when not nil, is
-// the refusal DecodeConfigItem returns for the first of them (the one with
-// the least `rsa` attribute).
-func decodeConfigItem(level Level, item map[string]types.AttributeValue) (d Decoded, session *UnsupportedConfigError, err error) {
+func decodeConfigItem(level Level, item map[string]types.AttributeValue) (d Decoded, err error) {
 	names := make([]string, 0, len(item))
 	for a := range item {
 		names = append(names, a)
@@ -299,7 +289,6 @@ func decodeConfigItem(level Level, item map[string]types.AttributeValue) (d Deco
 	}
 
 	var limits []limit.Limit
-	var sessionAttr string
 	for _, g := range order {
 		if _, hasCP := g.fields[schema.LimitCapacity]; hasCP && g.hidden {
 			if other := groups[groupKey{g.name, false}]; other != nil {
@@ -400,27 +389,17 @@ func decodeConfigItem(level Level, item map[string]types.AttributeValue) (d Deco
 			refuse(attr, "a limit this version cannot use: "+err.Error())
 			continue
 		}
-		if window {
-			if a := g.attr(schema.LimitResetAfter); sessionAttr == "" || a < sessionAttr {
-				sessionAttr = a
-			}
-		}
 		limits = append(limits, l)
 	}
 	switch {
 	case corrupt != nil:
-		return d, nil, corrupt
+		return d, corrupt
 	case unsupported != nil:
-		return d, nil, unsupported
+		return d, unsupported
 	}
 	limit.SortByName(limits)
 	d.Limits = limits
-	if sessionAttr != "" {
-		session = &UnsupportedConfigError{Item: itemKey(item), Attribute: sessionAttr,
-			Reason: "a session quota (reset_after, ADR-139), whose window this version does not enforce yet",
-			Err:    limit.ErrSessionQuotaUnsupported}
-	}
-	return d, session, nil
+	return d, nil
 }
 
 func (d *Decoded) problem(attr, reason string) {

@@ -3,7 +3,7 @@ package config_test
 import (
 	"errors"
 	"reflect"
-	"slices"
+
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +11,6 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/schedule"
-	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
 // The limits of the Python client's hidden-config tests (ADR-142): a
@@ -65,39 +64,24 @@ func TestEncodeSessionAsPythonWrites(t *testing.T) {
 }
 
 // TestDecodePythonSessionLevel: the Python client's item decodes to the
-// limits it was written from, and DecodeConfigItem refuses it whole (this
-// version does not enforce session windows: docs/decisions.md P53) with an
-// *UnsupportedConfigError naming w_session_rsa, whose cause is
-// limit.ErrSessionQuotaUnsupported, keeping the access settings.
+// limits it was written from, the session quota among them (the client
+// enforces its window: docs/decisions.md P55), keeping the access
+// settings.
 func TestDecodePythonSessionLevel(t *testing.T) {
 	for _, level := range []config.Level{config.LevelSystem, config.LevelResource, config.LevelEntity, config.LevelEntityDefault} {
 		it := merge(pythonLevel(), attrs{"PK": s("ns/ENTITY#u"), "SK": s("#CONFIG#gpt-4")})
-		d, session, err := config.DecodeConfigItemWithSessions(level, it)
+		if level != config.LevelSystem {
+			it["disabled"], it["cascade"] = b(false), b(true)
+		}
+		d, err := config.DecodeConfigItem(level, it)
 		if err != nil || len(d.Problems) > 0 {
 			t.Fatalf("%v: %v %v", level, err, d.Problems)
 		}
 		if want := []limit.Limit{pyRPM, pySession}; !reflect.DeepEqual(d.Limits, want) {
 			t.Fatalf("%v: limits %+v, want %+v", level, d.Limits, want)
 		}
-		if session == nil || session.Attribute != "w_session_rsa" {
-			t.Fatalf("%v: session refusal %v", level, session)
-		}
-
-		if level != config.LevelSystem {
-			it["disabled"], it["cascade"] = b(false), b(true)
-		}
-		d, err = config.DecodeConfigItem(level, it)
-		var ue *config.UnsupportedConfigError
-		if !errors.As(err, &ue) || ue.Attribute != "w_session_rsa" || !errors.Is(err, limit.ErrSessionQuotaUnsupported) ||
-			ue.Item != (schema.Key{PK: "ns/ENTITY#u", SK: "#CONFIG#gpt-4"}) {
-			t.Fatalf("%v: DecodeConfigItem = %v, want the session refusal", level, err)
-		}
-		if d.Limits != nil || (level != config.LevelSystem && (d.Disabled != config.AccessEnforce || d.Cascade != config.CascadeOn)) {
-			t.Fatalf("%v: refused item decoded to %+v", level, d.Config)
-		}
-		var ce *config.CorruptConfigError
-		if errors.As(err, &ce) || !strings.Contains(err.Error(), "not supported by this version") {
-			t.Fatalf("%v: %v", level, err)
+		if level != config.LevelSystem && (d.Disabled != config.AccessEnforce || d.Cascade != config.CascadeOn) {
+			t.Fatalf("%v: access settings %+v", level, d.Config)
 		}
 	}
 }
@@ -116,9 +100,9 @@ func TestSessionRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, session, err := config.DecodeConfigItemWithSessions(config.LevelResource, item)
-		if err != nil || session == nil || len(d.Problems) > 0 {
-			t.Fatalf("%v: %v %v %v", ls, err, session, d.Problems)
+		d, err := config.DecodeConfigItem(config.LevelResource, item)
+		if err != nil || len(d.Problems) > 0 {
+			t.Fatalf("%v: %v %v", ls, err, d.Problems)
 		}
 		want := append([]limit.Limit{}, ls...)
 		limit.SortByName(want)
@@ -191,7 +175,6 @@ func TestDecodeSessionShapes(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			it := merge(tc.item, attrs{"PK": s("ns/RESOURCE#r"), "SK": s("#CONFIG")})
-			full, session, fullErr := config.DecodeConfigItemWithSessions(config.LevelResource, it)
 			d, err := config.DecodeConfigItem(config.LevelResource, it)
 			if err != nil && d.Limits != nil {
 				t.Fatalf("a refused item decoded limits %v", d.Limits)
@@ -202,31 +185,19 @@ func TestDecodeSessionShapes(t *testing.T) {
 				if !errors.As(err, &ue) || ue.Attribute != tc.refused || errors.As(err, &ce) != tc.corrupt {
 					t.Fatalf("DecodeConfigItem = %v, want a refusal at %s (corrupt %v)", err, tc.refused, tc.corrupt)
 				}
-				if fullErr == nil || fullErr.Error() != err.Error() {
-					t.Fatalf("the full decoding = %v, want the same refusal", fullErr)
-				}
 				if tc.corrupt && (!strings.Contains(err.Error(), "corrupt") || strings.Contains(err.Error(), "not supported") || ce.Limit == "") {
 					t.Fatalf("corrupt message %q (limit %q)", err, ce.Limit)
 				}
 				return
 			}
-			if fullErr != nil {
-				t.Fatalf("full decoding = %v", fullErr)
+			if err != nil {
+				t.Fatalf("DecodeConfigItem = %v", err)
 			}
-			if !reflect.DeepEqual(full.Limits, tc.want) {
-				t.Fatalf("limits %+v, want %+v", full.Limits, tc.want)
+			if !reflect.DeepEqual(d.Limits, tc.want) {
+				t.Fatalf("limits %+v, want %+v", d.Limits, tc.want)
 			}
-			if got := problemAttrs(full.Problems); !reflect.DeepEqual(got, tc.problems) {
-				t.Fatalf("problems %v (%v), want %v", got, full.Problems, tc.problems)
-			}
-			hasSession := slices.ContainsFunc(tc.want, limit.Limit.IsSession)
-			switch {
-			case hasSession != (session != nil):
-				t.Fatalf("session refusal %v for a set with a session quota: %v", session, hasSession)
-			case hasSession && !errors.Is(err, limit.ErrSessionQuotaUnsupported):
-				t.Fatalf("DecodeConfigItem = %v, want the session refusal", err)
-			case !hasSession && (err != nil || !reflect.DeepEqual(d.Limits, tc.want)):
-				t.Fatalf("DecodeConfigItem = %v %v", d.Limits, err)
+			if got := problemAttrs(d.Problems); !reflect.DeepEqual(got, tc.problems) {
+				t.Fatalf("problems %v (%v), want %v", got, d.Problems, tc.problems)
 			}
 		})
 	}

@@ -187,9 +187,6 @@ func TestDecodeConfigItem(t *testing.T) {
 		{name: "on_unavailable bad", level: config.LevelSystem, item: attrs{"on_unavailable": s("ALLOW")}, problems: []string{"on_unavailable"}},
 		{name: "on_unavailable below system", level: config.LevelResource, item: attrs{"on_unavailable": s("allow")}, problems: []string{"on_unavailable"}},
 
-		{name: "hidden w_ limit", level: config.LevelEntity,
-			item:        merge(lim("rpm", "60", "60", "60"), attrs{"w_sess_cp": n("10"), "w_sess_ra": n("0"), "w_sess_rp": n("3600"), "w_sess_rsa": n("3600")}),
-			unsupported: "w_sess_rsa"},
 		{name: "name under both prefixes", level: config.LevelEntity,
 			item: merge(lim("rpm", "60", "60", "60"), attrs{"w_rpm_cp": n("60"), "w_rpm_ra": n("60"), "w_rpm_rp": n("60")}), unsupported: "w_rpm_cp"},
 		{name: "schedule", level: config.LevelResource, item: merge(lim("rpm", "60", "60", "60"), attrs{"l_rpm_sched": s("x")}), unsupported: "l_rpm_sched"},

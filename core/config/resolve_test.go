@@ -346,10 +346,9 @@ func TestResolveUnsupportedFailsClosed(t *testing.T) {
 	ctx, ns := e.ctx, e.ns
 	must(t, st.Writer(capability.ConfigWrite{}).SetResourceLimits(ctx, ns, "gpt", []limit.Limit{limit.PerMinute("res", 2)}))
 	e.put(t, schema.EntityConfigItemKeys(ns, "sess", "gpt"),
-		attrs{"w_s_cp": n("10"), "w_s_ra": n("0"), "w_s_rp": n("60"), "w_s_rsa": n("60")})
+		attrs{"l_s_cp": n("10"), "l_s_ra": n("10"), "l_s_rp": n("60"), "inherit_limits": b(true)})
 	var ue *config.UnsupportedConfigError
-	if _, err := st.Resolver().Resolve(ctx, ns, "sess", "gpt"); !errors.As(err, &ue) || ue.Attribute != "w_s_rsa" ||
-		!errors.Is(err, limit.ErrSessionQuotaUnsupported) {
+	if _, err := st.Resolver().Resolve(ctx, ns, "sess", "gpt"); !errors.As(err, &ue) || ue.Attribute != "inherit_limits" {
 		t.Fatalf("Resolve = %v, want UnsupportedConfigError", err)
 	}
 	// Cached: still refused without a read.

@@ -485,10 +485,9 @@ func TestTopUpCreatesAQuotaBucket(t *testing.T) {
 	}
 }
 
-// TestOperationRefusals: a bucket carrying a session window is refused
-// (reset_after quotas are not handled yet), and so is one whose limit no
-// longer configured carries a reset schedule that does not decode (the
-// schedule's typed error); neither writes anything.
+// TestOperationRefusals: a bucket whose limit no longer configured
+// carries a reset schedule that does not decode is refused with the
+// schedule's typed error, and nothing is written.
 func TestOperationRefusals(t *testing.T) {
 	e := newEnv(t)
 	rpm := limit.PerMinute("rpm", 10)
@@ -496,21 +495,10 @@ func TestOperationRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	morning := e.clk.Now().Add(-6 * time.Hour)
-	e.putShard("w", 0, 1, morning, dripLimit(rpm, 1_000), quotaLimit(tpd(), 100_000, 1, 0))
-	if _, err := e.tbl.DB.UpdateItem(e.ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(e.tbl.Name), Key: schema.BucketKey(e.ns, "w", "r", 0).AttributeValues(),
-		UpdateExpression:          aws.String("SET b_sess_ws = :ws"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":ws": schema.Num(morning.UnixMilli())},
-	}); err != nil {
-		t.Fatal(err)
-	}
 	old := bucketitem.NewLimit{Name: "old", Tokens: 1_000, Params: bucket.Params{Capacity: 5_000, RefillPeriod: 1000}, ResetSchedule: "garbage!"}
 	e.putShard("s", 0, 1, morning, dripLimit(rpm, 1_000), quotaLimit(tpd(), 100_000, 1, 0), old)
 	e.proxy.ResetStats()
 
-	if _, err := e.ctl.Reset(e.ctx, e.ns, "w", "r", nil, control.OperationOptions{}); !schema.IsValidationError(err) {
-		t.Errorf("a windowed bucket: %v, want a validation error", err)
-	}
 	var enc *schedule.EncodingError
 	if _, err := e.ctl.TopUp(e.ctx, e.ns, "s", "r", map[string]int64{"rpm": 1}, control.OperationOptions{}); !errors.As(err, &enc) {
 		t.Errorf("an undecodable stored reset schedule: %v, want a *schedule.EncodingError", err)
@@ -518,7 +506,7 @@ func TestOperationRefusals(t *testing.T) {
 	if n := e.proxy.StatsFor("TransactWriteItems").Forwarded; n != 0 {
 		t.Fatalf("%d transactions sent for refused operations", n)
 	}
-	if tk(e.shardOf("w", 0), "rpm") != 1_000 || tk(e.shardOf("s", 0), "rpm") != 1_000 {
+	if tk(e.shardOf("s", 0), "rpm") != 1_000 {
 		t.Fatal("a refused operation wrote")
 	}
 }

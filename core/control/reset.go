@@ -242,18 +242,11 @@ func (c *Controls) operate(ctx context.Context, op, ns, entity, resource string,
 }
 
 // checkOperable refuses, before anything is written, a named limit that
-// does not resolve for (entity, resource) and a configured session quota
-// (reset_after, not handled yet: docs/decisions.md P53). The config reader
-// refuses a level holding one first; this check stands behind it.
+// does not resolve for (entity, resource).
 func checkOperable(walk config.Walk, entity, resource string, names []string) error {
 	for _, n := range names {
 		if _, ok := limit.Find(walk.Limits, n); !ok {
 			return schema.NewValidationError(schema.FieldLimits, n, "is not a limit of entity "+entity+" on resource "+resource)
-		}
-	}
-	for _, l := range walk.Limits {
-		if l.IsSession() {
-			return schema.NewValidationError(schema.FieldLimits, l.Name, "is a session quota (reset_after), which reset and top-up do not handle yet")
 		}
 	}
 	return nil
@@ -291,6 +284,15 @@ type limitPass struct {
 	writeGC    bool  // SET gc = gc
 	wipeTU     bool  // a reset: the period's top-up goes
 	topUp      int64 // tu added, millitokens
+	// window is a session quota's window as stored (its Length the
+	// config's when the shard stores none), nil for other limits; phase
+	// is where it stands at the operation's now. setWS and setWA are the
+	// window start and applied start the write stores (ws, wa), when
+	// set; the write then drops the fan-out's snapshot wtc too.
+	window       *bucket.Window
+	phase        bucket.WindowPhase
+	setWS, setWA bool
+	ws, wa       int64
 }
 
 // shardPass is one shard's pass.
@@ -347,9 +349,9 @@ func (c *Controls) operateOnce(ctx context.Context, op, ns, entity, resource, pi
 		granted := map[string]int64{} // millitokens
 		switch op {
 		case opReset:
-			reset(passes, names, S, granted)
+			reset(passes, names, S, now, granted)
 		case opTopUp:
-			topUp(passes, names, amounts, granted)
+			topUp(passes, names, amounts, S, now, granted)
 		}
 		for i := range passes {
 			in := c.shardUpdate(&passes[i], S, now, deadline, walk)
@@ -469,25 +471,85 @@ func materialiseShard(s *shardState, S, now int64, walk config.Walk) (shardPass,
 			lp.gc = li.GrantShards
 		}
 		lp.target = lp.pass.Balance
+		if li.HasWindow() || lp.cfg.IsSession() {
+			lp.materialiseWindow(img, S, now)
+		}
 		sp.limits = append(sp.limits, lp)
 	}
 	return sp, nil
 }
 
+// materialiseWindow is a session quota's part of the shard's pass
+// (docs/design.md §8, §15): a window opened on another shard and still
+// live is rolled in (wa = ws, the roll target at S, gc = S, tu wiped), a
+// live window applied is clamped to the quota's ceiling, and a shard with
+// no live window is left as it is — an operation is not a use, and opens
+// a window only when a top-up asks for one (openWindow).
+func (lp *limitPass) materialiseWindow(img *bucketitem.Image, S, now int64) {
+	w := lp.li.Window()
+	if w.Length <= 0 {
+		w.Length = lp.cfg.ResetAfter.Milliseconds()
+	}
+	lp.window = &w
+	in := lp.params
+	in.GrantShards, in.TopUp = lp.li.GrantShards, lp.li.TopUp
+	if in.GrantShards < 1 {
+		in.GrantShards, _ = grant.Of(lp.li, img.ShardCount)
+	}
+	wp := w.Materialise(in, lp.li.Tokens, lp.li.Consumed, img.RF, S, now)
+	lp.phase = wp.Phase
+	lp.pass.Share = wp.Share
+	switch wp.Phase {
+	case bucket.WindowCurrent:
+		lp.target = wp.Balance
+	case bucket.WindowPending:
+		lp.target = wp.Balance
+		lp.gc, lp.writeGC, lp.wipeTU = max(S, 1), true, true
+		lp.setWA, lp.wa = true, w.Start
+	default:
+		lp.target = lp.li.Tokens
+		lp.pass.Share = bucket.Effective(in, S)
+	}
+}
+
+// endWindow is a session quota's reset (ADR-149): its window is marked
+// ended at now and applied (ws = wa = now − length), so the next use opens
+// a new one with a full share; the share restored meanwhile is never
+// spent, the fast path being stopped (vu = 0) until then.
+func (lp *limitPass) endWindow(now int64) {
+	start := bucket.SubSat(now, lp.window.Length)
+	lp.setWS, lp.setWA, lp.ws, lp.wa = true, true, start, start
+	lp.phase = bucket.WindowEnded
+}
+
+// openWindow is a session quota's top-up with no live window on the
+// shard (ADR-149): a window opens at now, with the share at S (gc = S, tu
+// wiped), which the top-up's portion then adds to.
+func (lp *limitPass) openWindow(S, now int64) {
+	lp.setWS, lp.setWA, lp.ws, lp.wa = true, true, now, now
+	lp.phase = bucket.WindowCurrent
+	lp.target = lp.pass.Share.Target
+	lp.gc, lp.writeGC, lp.wipeTU = max(S, 1), true, true
+}
+
 // reset restores the named limits of every shard to their share C // S;
 // a quota's grant is sized at S and its top-up wiped. granted gathers what
 // was added over the materialised balances, millitokens.
-func reset(passes []shardPass, names []string, S int64, granted map[string]int64) {
+func reset(passes []shardPass, names []string, S, now int64, granted map[string]int64) {
 	for i := range passes {
 		for _, n := range names {
 			lp := passes[i].find(n)
 			if lp == nil {
 				continue
 			}
+			before := lp.target
 			lp.target = lp.pass.Share.Target
-			granted[n] += max(0, lp.target-lp.pass.Balance)
+			granted[n] += max(0, lp.target-before)
 			if lp.quota {
 				lp.gc, lp.writeGC, lp.wipeTU = S, true, true
+			}
+			if lp.window != nil {
+				lp.endWindow(now)
 			}
 		}
 	}
@@ -500,13 +562,16 @@ func reset(passes []shardPass, names []string, S int64, granted map[string]int64
 // the lowest shard), each portion added to tk and to tu. A dripping limit
 // takes what fits under each shard's ceiling, shard by shard. granted
 // gathers the millitokens added.
-func topUp(passes []shardPass, names []string, amounts map[string]int64, granted map[string]int64) {
+func topUp(passes []shardPass, names []string, amounts map[string]int64, S, now int64, granted map[string]int64) {
 	for _, n := range names {
 		amount := amounts[n] * bucket.MilliPerToken
 		var carriers []*limitPass
 		var siblings []bucket.GrantSibling
 		for i := range passes {
 			if lp := passes[i].find(n); lp != nil {
+				if lp.window != nil && lp.phase != bucket.WindowCurrent && lp.phase != bucket.WindowPending {
+					lp.openWindow(S, now) // the window's own grant, not the top-up's
+				}
 				carriers = append(carriers, lp)
 				siblings = append(siblings, bucket.GrantSibling{Shard: int64(passes[i].s.id.Shard), GrantShards: lp.gc, Tokens: lp.target})
 			}
@@ -556,11 +621,23 @@ func (c *Controls) shardUpdate(sp *shardPass, S, now, deadline int64, walk confi
 	if !img.HasShardCount || img.ShardCount < S {
 		b.Set(schema.AttrShardCount, schema.Num(S))
 	}
-	b.Set(schema.AttrRF, schema.Num(bucket.StampRF(img.RF, now)))
+	rf := bucket.StampRF(img.RF, now)
+	for i := range sp.limits {
+		// rf never before the start of a window the balance reflects.
+		switch lp := &sp.limits[i]; {
+		case lp.window == nil:
+		case lp.setWA:
+			rf = max(rf, lp.wa)
+		case lp.phase == bucket.WindowCurrent:
+			rf = max(rf, lp.window.Start)
+		}
+	}
+	b.Set(schema.AttrRF, schema.Num(rf))
 	b.Set(schema.AttrVU, schema.Num(0))
 	for i := range sp.limits {
 		lp := &sp.limits[i]
 		name := lp.li.Name
+		lp.windowWrites(&b)
 		if d := lp.target - lp.li.Tokens; d != 0 {
 			b.Add(schema.BucketAttr(name, schema.LimitTokens), schema.Num(d))
 		}
@@ -608,6 +685,29 @@ func (c *Controls) shardUpdate(sp *shardPass, S, now, deadline int64, walk confi
 	return b.UpdateInput(c.table, sp.s.id.Key())
 }
 
+// windowWrites are a session quota's window writes (docs/design.md §15):
+// the start and applied start the pass set, the fan-out's snapshot
+// dropped with them, and the configured window length where the shard
+// stores another.
+func (lp *limitPass) windowWrites(b *expr.Builder) {
+	if lp.window == nil {
+		return
+	}
+	name := lp.li.Name
+	if lp.setWS {
+		b.Set(schema.BucketAttr(name, schema.LimitWindowStart), schema.Num(lp.ws))
+	}
+	if lp.setWA {
+		b.Set(schema.BucketAttr(name, schema.LimitWindowAnchor), schema.Num(lp.wa))
+		if lp.li.Fields.Has(bucketitem.FieldWindowConsumed) {
+			b.Remove(schema.BucketAttr(name, schema.LimitWindowConsumed))
+		}
+	}
+	if rsa := lp.cfg.ResetAfterSeconds(); lp.configured && rsa > 0 && (!lp.li.Fields.Has(bucketitem.FieldResetAfter) || lp.li.ResetAfter != rsa) {
+		b.Set(schema.BucketAttr(name, schema.LimitResetAfter), schema.Num(rsa))
+	}
+}
+
 // createShard is the top-up of a calendar quota whose bucket does not
 // exist yet (docs/design.md §8): shard 0 created at a shard count of 1
 // from the config just read uncached, every limit at its share (the
@@ -644,6 +744,14 @@ func (c *Controls) createShard(ctx context.Context, ns, entity, resource string,
 		}
 		if l.Schedule != "" || l.ResetSchedule != "" {
 			n.Zone = l.Zone
+		}
+		if l.IsSession() {
+			// A window opens only for the top-up that names the quota
+			// (ADR-149); another waits for the first use (vu = now).
+			nl.ResetAfter = l.ResetAfterSeconds()
+			if slices.Contains(names, l.Name) {
+				nl.WindowStart, nl.WindowAnchor = now, now
+			}
 		}
 		if p.IsQuota() {
 			nl.GrantShards = 1
@@ -711,8 +819,6 @@ func (c *Controls) createdTTL(walk config.Walk, now int64) int64 {
 }
 
 // readShards reads every shard of (entity, resource), strongly consistent.
-// A shard carrying a session window (ws, rsa, wa, wtc) is refused: reset
-// and top-up of session quotas are not built yet.
 func (c *Controls) readShards(ctx context.Context, ns, entity, resource string) ([]shardState, error) {
 	keys, err := query.Keys(ctx, c.db, c.table, schema.GSI3, schema.AttrGSI3PK, schema.EntityPK(ns, entity), schema.AttrGSI3SK, schema.BucketGSI3SKPrefix(resource), false)
 	if err != nil {
@@ -734,9 +840,6 @@ func (c *Controls) readShards(ctx context.Context, ns, entity, resource string) 
 		img, err := bucketitem.Decode(got.Item)
 		if err != nil {
 			return nil, err
-		}
-		if img.Windowed() {
-			return nil, schema.NewValidationError(schema.FieldResource, resource, "the bucket carries session windows (reset_after quotas), which reset and top-up do not handle yet")
 		}
 		out = append(out, shardState{id: id, img: img, item: got.Item})
 	}

@@ -313,11 +313,11 @@ func isVerdict(err error) bool {
 }
 
 // isInfrastructure reports an error that on_unavailable governs: anything
-// but a verdict (rate limit, disabled), bad input, an unsupported shape, or
-// the caller's own context ending.
+// but a verdict (rate limit, disabled), bad input, or the caller's own
+// context ending.
 func isInfrastructure(ctx context.Context, err error) bool {
 	switch {
-	case ctx.Err() != nil, isVerdict(err), IsValidationError(err), errors.Is(err, errPhase2):
+	case ctx.Err() != nil, isVerdict(err), IsValidationError(err):
 		return false
 	case config.IsUnsupported(err):
 		// A stored schedule this version cannot read is an outage of the
@@ -338,10 +338,3 @@ type dbError struct {
 
 func (e *dbError) Error() string { return e.op + ": " + e.err.Error() }
 func (e *dbError) Unwrap() error { return e.err }
-
-// unsupportedItem wraps an item this version must not write to.
-func unsupportedItem(reason string) error {
-	return fmt.Errorf("limiter: bucket carries %s, which this version does not handle (docs/design.md §9): %w", reason, errPhase2)
-}
-
-var errPhase2 = errors.New("phase 2 feature")

@@ -94,10 +94,17 @@ func (l *Limiter) planMoves(p *pass, sibs []grant.Sibling) {
 			continue
 		}
 		edge := int64(0)
-		if prev, ok := pl.resets.PrevEdge(at, pl.loc); ok {
-			edge = prev.UnixMilli()
+		var cands []bucket.GrantSibling
+		if pl.window != nil {
+			p.joinWindow(pl, sibs)
+			cands = grant.SessionCandidates(sibs, pl.lim.Name, p.now)
+		} else {
+			if prev, ok := pl.resets.PrevEdge(at, pl.loc); ok {
+				edge = prev.UnixMilli()
+			}
+			cands = grant.Candidates(sibs, pl.lim.Name, edge)
 		}
-		donor, ok := bucket.Donor(grant.Candidates(sibs, pl.lim.Name, edge), int64(p.id.Shard))
+		donor, ok := bucket.Donor(cands, int64(p.id.Shard))
 		if !ok {
 			// Uncovered: the fresh share plan gave it, sized at the count
 			// the siblings showed. It holds only while shard 0 has not
@@ -135,6 +142,33 @@ func (l *Limiter) planMoves(p *pass, sibs []grant.Sibling) {
 	}
 	for i := range p.plan {
 		p.plan[i].judge(p.now)
+	}
+}
+
+// joinWindow has a session quota that a shard other than 0 takes on (a
+// new shard, or a seed) join shard 0's live window instead of opening one
+// (docs/design.md §15, ADR-139/140): the shard's balance then belongs to
+// that window, which ends when shard 0's does. Shard 0 was read strongly
+// consistent among the siblings. With no live window there, the pass
+// opens one at now and fans it out.
+func (p *pass) joinWindow(pl *planned, sibs []grant.Sibling) {
+	if p.id.Shard == 0 || p.bypass {
+		return
+	}
+	for _, sb := range sibs {
+		if sb.Shard != 0 {
+			continue
+		}
+		li := sb.Image.Limit(pl.lim.Name)
+		if li == nil || !li.WindowLive(p.now) {
+			return
+		}
+		w := li.Window()
+		end, _ := w.End()
+		pl.join = true
+		pl.window.Open, pl.window.Start, pl.window.End = false, w.Start, end
+		pl.boundary = min(pl.boundary, end)
+		pl.nextReset = end
 	}
 }
 

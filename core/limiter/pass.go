@@ -74,10 +74,17 @@ type planned struct {
 	// top-up wiped (docs/design.md §15).
 	reset     bool
 	nextReset int64 // a quota's next reset edge, epoch ms; 0 for none
-	consumed  int64 // millitokens this request takes
-	declared  bool
-	amount    int64 // tokens requested (declared only)
-	status    bucket.Status
+	// window is a session quota's window at this pass (docs/design.md
+	// §15): the phase read, whether the pass opens or rolls it, the
+	// window the balance reflects after it. Nil for other limits.
+	window *bucket.WindowPass
+	// join reports a session quota that a new or seeded shard (other than
+	// 0) takes in shard 0's live window instead of opening one.
+	join     bool
+	consumed int64 // millitokens this request takes
+	declared bool
+	amount   int64 // tokens requested (declared only)
+	status   bucket.Status
 }
 
 // pass is one entity's side of a slow pass: what was read and decided, and
@@ -133,7 +140,9 @@ func (l *Limiter) plan(req *request, limits []limit.Limit, img *bucketitem.Image
 		m := schedule.Materialise(p, s, r, loc, tk, rf, shards, now)
 		pl.inForce, pl.share, pl.boundary, pl.nextReset = m.InForce, m.Share, m.Boundary, m.NextReset
 		pl.balance, pl.reset = m.Balance, m.Reset && pl.present
-		if !pl.present {
+		if lim.IsSession() {
+			pl.materialiseWindow(img, m.InForce, tk, rf, shards, now)
+		} else if !pl.present {
 			// A new limit starts at its share: a fresh grant for a quota,
 			// sized at this pass's count (gc = S).
 			pl.inForce.GrantShards, pl.inForce.TopUp = max(shards, 1), 0
@@ -152,6 +161,37 @@ func (l *Limiter) plan(req *request, limits []limit.Limit, img *bucketitem.Image
 	return out
 }
 
+// materialiseWindow is a session quota at this pass (docs/design.md §15,
+// bucket.Window.Materialise): a live window applied is clamped to the
+// quota's ceiling, one opened on another shard is rolled in, and an ended
+// one (or none yet) is opened at now with a fresh share at the shard's
+// count. inForce is the quota's parameters in force, with the stored gc
+// and tu. A window opened here ends one configured length after now; a
+// live one keeps the length it was opened with.
+func (pl *planned) materialiseWindow(img *bucketitem.Image, inForce bucket.Params, tk, rf, shards, now int64) {
+	length := pl.lim.ResetAfter.Milliseconds() // validated: whole seconds, positive
+	w, consumed := bucket.Window{Length: length}, int64(0)
+	if pl.present {
+		li := img.Limit(pl.lim.Name)
+		if stored := li.Window(); stored.Length > 0 {
+			w = stored
+		}
+		consumed = li.Consumed
+	}
+	wp := w.Materialise(inForce, tk, consumed, rf, shards, now)
+	if wp.Open {
+		wp.End = bucket.AddSat(now, length)
+	}
+	if wp.Open || wp.Roll {
+		inForce.GrantShards, inForce.TopUp = max(shards, 1), 0
+	}
+	pl.window = &wp
+	pl.inForce, pl.share, pl.balance = inForce, wp.Share, wp.Balance
+	pl.reset = pl.present && (wp.Open || wp.Roll)
+	pl.boundary = min(pl.boundary, wp.End)
+	pl.nextReset = wp.End
+}
+
 // judge sets the limit's status: its balance, and for a declared hard
 // limit the balance cannot cover, exceeded with a retry-after — the next
 // reset edge for a calendar quota ("at midnight"), the drip otherwise.
@@ -161,6 +201,10 @@ func (pl *planned) judge(now int64) {
 		return
 	}
 	pl.status.Exceeded = true
+	if pl.window != nil {
+		pl.status.Retry = pl.window.RetryAfter(pl.balance, pl.amount, now)
+		return
+	}
 	if pl.lim.IsQuota() {
 		pl.status.Retry = pl.resets.RetryAfter(pl.balance, pl.amount, pl.share.Ceiling, time.UnixMilli(now), pl.loc)
 		return
@@ -214,9 +258,16 @@ func (p *pass) build() {
 	if p.bypass {
 		u.Cond("attribute_exists(" + u.Name(schema.AttrPK) + ")")
 		u.Set(schema.AttrBypass, schema.Num(p.deadline))
+		stopFast := false
 		for _, pl := range p.plan {
 			if !pl.present {
 				seed(u, pl, true)
+				if pl.window != nil && !stopFast {
+					// The seed opens no window: the fast path waits for
+					// the enforced pass that does (ADR-151 decision 6).
+					stopFast = true
+					u.Set(schema.AttrVU, schema.Num(p.now))
+				}
 			} else if pl.consumed != 0 {
 				u.Add(schema.BucketAttr(pl.lim.Name, schema.LimitConsumed), schema.Num(pl.consumed))
 			}
@@ -231,7 +282,7 @@ func (p *pass) build() {
 		} else {
 			u.Cond("attribute_not_exists(" + vu + ")")
 		}
-		rf := bucket.StampRF(img.RF, p.now)
+		rf := p.stampRF()
 		u.Set(schema.AttrRF, schema.Num(rf))
 		switch full := p.validUntil(rf); {
 		case full != bucket.NeverFull:
@@ -242,6 +293,7 @@ func (p *pass) build() {
 		for _, pl := range p.plan {
 			if !pl.present {
 				seed(u, pl, false)
+				p.windowWrites(u, pl, nil)
 				continue
 			}
 			credited := pl.balance - pl.stored
@@ -260,6 +312,7 @@ func (p *pass) build() {
 				setParams(u, pl)
 			}
 			p.grantWrites(u, pl, li)
+			p.windowWrites(u, pl, li)
 		}
 		if p.raise {
 			// The pair's count read on shard 0 (docs/design.md §15).
@@ -351,7 +404,12 @@ func (p *pass) createItem() map[string]types.AttributeValue {
 	if p.bypass {
 		n.Bypass = p.deadline
 	}
-	if full := p.validUntil(p.now); full != bucket.NeverFull {
+	for _, pl := range p.plan {
+		if pl.window != nil && !p.bypass {
+			n.RF = max(n.RF, pl.window.Start) // never before the window joined
+		}
+	}
+	if full := p.validUntil(n.RF); full != bucket.NeverFull {
 		n.VU = full
 	}
 	for _, pl := range p.plan {
@@ -365,6 +423,17 @@ func (p *pass) createItem() map[string]types.AttributeValue {
 		}
 		if pl.lim.IsQuota() {
 			l.GrantShards = pl.inForce.GrantShards
+		}
+		if pl.window != nil {
+			l.ResetAfter = pl.lim.ResetAfterSeconds()
+			if !p.bypass {
+				// Opened at now, or shard 0's joined (docs/design.md §15).
+				l.WindowStart, l.WindowAnchor = pl.window.Start, pl.window.Start
+			} else {
+				// A bypassed pass opens no window (ADR-151 decision 6): the
+				// next enforced pass does, so the fast path waits for it.
+				n.VU = p.now
+			}
 		}
 		if pl.lim.Schedule != "" || pl.lim.ResetSchedule != "" {
 			n.Zone = pl.lim.Zone
@@ -434,6 +503,66 @@ func (p *pass) grantWrites(u *expr.Builder, pl planned, li *bucketitem.LimitImag
 		if g, legacy := grant.Of(li, p.img.ShardCount); legacy {
 			u.SetIfNotExists(gc, schema.Num(g))
 		}
+	}
+}
+
+// stampRF is the rf an enforced write of this pass stamps: rf never moves
+// backwards, nor before the start of a window a balance reflects after
+// the write (bucket.WindowStampRF).
+func (p *pass) stampRF() int64 {
+	rf := bucket.StampRF(p.img.RF, p.now)
+	for _, pl := range p.plan {
+		if pl.window != nil {
+			rf = max(rf, pl.window.Start)
+		}
+	}
+	return rf
+}
+
+// windowWrites are a session quota's window writes on an enforced update
+// (docs/design.md §15), li the limit as read (nil for a seed). The write
+// is pinned to the window start read, so that a start another shard's
+// opener fanned out since the read is never overwritten. Opening sets
+// ws = wa = now; joining shard 0's window sets ws = wa = its start;
+// rolling sets wa = ws; both drop the fan-out's tc snapshot. The window
+// length is the config's when it differs from the stored one.
+func (p *pass) windowWrites(u *expr.Builder, pl planned, li *bucketitem.LimitImage) {
+	w := pl.window
+	if w == nil {
+		if li != nil && li.Fields&bucketitem.WindowFields != 0 {
+			// No longer a session quota: its window goes with it.
+			for _, f := range [...]struct {
+				field bucketitem.LimitFields
+				attr  schema.LimitField
+			}{
+				{bucketitem.FieldWindowStart, schema.LimitWindowStart}, {bucketitem.FieldResetAfter, schema.LimitResetAfter},
+				{bucketitem.FieldWindowAnchor, schema.LimitWindowAnchor}, {bucketitem.FieldWindowConsumed, schema.LimitWindowConsumed},
+			} {
+				if li.Fields.Has(f.field) {
+					u.Remove(schema.BucketAttr(pl.lim.Name, f.attr))
+				}
+			}
+		}
+		return
+	}
+	ws := schema.BucketAttr(pl.lim.Name, schema.LimitWindowStart)
+	if li != nil && li.Fields.Has(bucketitem.FieldWindowStart) {
+		u.Cond(u.Name(ws) + " = " + u.Value(schema.Num(li.WindowStart)))
+	} else {
+		u.Cond("attribute_not_exists(" + u.Name(ws) + ")")
+	}
+	if rsa := pl.lim.ResetAfterSeconds(); li == nil || !li.Fields.Has(bucketitem.FieldResetAfter) || li.ResetAfter != rsa {
+		u.Set(schema.BucketAttr(pl.lim.Name, schema.LimitResetAfter), schema.Num(rsa))
+	}
+	if li != nil && !w.Open && !w.Roll {
+		return
+	}
+	if li == nil || w.Open {
+		u.Set(ws, schema.Num(w.Start))
+	}
+	u.Set(schema.BucketAttr(pl.lim.Name, schema.LimitWindowAnchor), schema.Num(w.Start))
+	if li != nil && li.Fields.Has(bucketitem.FieldWindowConsumed) {
+		u.Remove(schema.BucketAttr(pl.lim.Name, schema.LimitWindowConsumed))
 	}
 }
 

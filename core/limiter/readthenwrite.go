@@ -173,9 +173,6 @@ func (l *Limiter) prepare(ctx context.Context, req *request, shard int) (*pass, 
 		if err != nil {
 			return nil, err
 		}
-		if img.Windowed() {
-			return nil, unsupportedItem("session window attributes (reset_after quotas)")
-		}
 		p.img = &img
 		l.pairs.learnImage(req.entity, req.resource, shard, p.img, p.now)
 		l.rejects.remember(p.id, p.img, p.mark)
@@ -253,8 +250,10 @@ func (l *Limiter) batchGet(ctx context.Context, op string, keys []map[string]typ
 	return nil
 }
 
-// written records what a successful write teaches the caches.
-func (l *Limiter) written(p *pass) {
+// written records what a successful write teaches the caches, and fans
+// out the session windows it opened.
+func (l *Limiter) written(ctx context.Context, p *pass) {
+	l.fanOut(ctx, p)
 	l.pairs.update(p.id.Entity, p.id.Resource, func(s *pairState) {
 		s.shardCount = max(s.shardCount, p.shards)
 		s.bypassed = p.bypass
@@ -294,7 +293,7 @@ func (l *Limiter) writeOne(ctx context.Context, p *pass) (*Lease, bool, error) {
 		l.pairs.learnImage(p.req.entity, p.req.resource, p.id.Shard, &img, p.now)
 		l.rejects.remember(p.id, &img, p.mark)
 	}
-	l.written(p)
+	l.written(ctx, p)
 	return &Lease{lim: l, resource: p.id.Resource, parts: []leasePart{p.part()}}, false, nil
 }
 
@@ -351,7 +350,7 @@ func (l *Limiter) writeFunded(ctx context.Context, child, parent *pass) (*Lease,
 	}
 	lease := &Lease{lim: l, resource: child.id.Resource}
 	for _, p := range passes {
-		l.written(p)
+		l.written(ctx, p)
 		lease.parts = append(lease.parts, p.part())
 	}
 	return lease, false, nil
@@ -382,8 +381,8 @@ func (l *Limiter) writeBoth(ctx context.Context, child, parent *pass) (*Lease, b
 	case cancelled:
 		return l.retryBoth(ctx, child, parent) // a lock or a create was lost
 	}
-	l.written(child)
-	l.written(parent)
+	l.written(ctx, child)
+	l.written(ctx, parent)
 	return &Lease{lim: l, resource: child.id.Resource, parts: []leasePart{child.part(), parent.part()}}, false, nil
 }
 
@@ -459,8 +458,8 @@ func (l *Limiter) retryBoth(ctx context.Context, child, parent *pass) (*Lease, b
 	case cancelled:
 		return nil, true, nil
 	}
-	l.written(child)
-	l.written(parent)
+	l.written(ctx, child)
+	l.written(ctx, parent)
 	return &Lease{lim: l, resource: child.id.Resource, parts: []leasePart{child.part(), parent.part()}}, false, nil
 }
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
-	"strings"
+	"strconv"
 	"testing"
 	"time"
 
@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/capability"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
@@ -47,33 +48,6 @@ func (e *env) refused(what string, lease *limiter.Lease, err error, is error) {
 	}
 }
 
-// TestSessionConfigRefused: a resource level the Python client wrote with
-// a session quota beside rpm is not enforced in part: an acquire of either
-// limit is refused, under on_unavailable=allow too, and writes nothing,
-// as before this version modelled session quotas (docs/decisions.md P53):
-// no bucket is created.
-func TestSessionConfigRefused(t *testing.T) {
-	e := newEnv(t, limiter.Options{OnUnavailable: config.OnUnavailableAllow, ConfigCacheTTL: -1})
-	e.put(schema.ResourceConfigItemKeys(ns, "gpt-4"), map[string]types.AttributeValue{
-		"resource": schema.Str("gpt-4"), "config_version": schema.Num(1),
-		"l_rpm_cp": schema.Num(100), "l_rpm_ra": schema.Num(100), "l_rpm_rp": schema.Num(60),
-		"w_session_cp": schema.Num(10_000), "w_session_ra": schema.Num(0), "w_session_rp": schema.Num(1), "w_session_rsa": schema.Num(18_000),
-	})
-	ctx := context.Background()
-	e.proxy.ResetStats()
-	for _, c := range []limiter.Consume{{"rpm": 1}, {"session": 1}, {"rpm": 1, "session": 5}} {
-		lease, err := e.lim.Acquire(ctx, "u", "gpt-4", c, limiter.WithOnUnavailable(config.OnUnavailableAllow))
-		var ue *config.UnsupportedConfigError
-		if !errors.As(err, &ue) || ue.Attribute != "w_session_rsa" {
-			t.Fatalf("%v: %v, want the session config refused", c, err)
-		}
-		e.refused("config", lease, err, limit.ErrSessionQuotaUnsupported)
-	}
-	if it := e.bucket("u", "gpt-4", 0); it != nil {
-		t.Fatalf("a bucket was created: %v", it)
-	}
-}
-
 // TestSessionOverrideRefused: limits given to the call (WithLimits) holding
 // a session quota are refused with the typed validation error, under
 // on_unavailable=allow too, before anything is read or written.
@@ -92,31 +66,237 @@ func TestSessionOverrideRefused(t *testing.T) {
 	}
 }
 
-// TestWindowedBucketRefused: a bucket the Python client left carrying a
-// session window (its config since replaced by a level of rpm alone, the
-// window's vu = 0 marker still there) is never materialised by this
-// version: the acquire is refused, under allow too, and the item is left as
-// it was.
-func TestWindowedBucketRefused(t *testing.T) {
-	e := newEnv(t, limiter.Options{OnUnavailable: config.OnUnavailableAllow, ConfigCacheTTL: -1})
-	e.setResourceLimits("gpt-4", limit.PerMinute("rpm", 100))
-	now := e.clk.Now().UnixMilli()
-	k := schema.BucketItemKeys(ns, "u", "gpt-4", 0)
-	e.put(k, map[string]types.AttributeValue{
-		"entity_id": schema.Str("u"), "resource": schema.Str("gpt-4"), "rf": schema.Num(now - 60_000), "shard_count": schema.Num(1), "vu": schema.Num(0),
-		"b_rpm_tk": schema.Num(50_000), "b_rpm_cp": schema.Num(100_000), "b_rpm_ra": schema.Num(100_000), "b_rpm_rp": schema.Num(60_000), "b_rpm_tc": schema.Num(50_000),
-		"b_session_tk": schema.Num(3_000), "b_session_cp": schema.Num(10_000), "b_session_ra": schema.Num(0), "b_session_rp": schema.Num(1000),
-		"b_session_tc": schema.Num(7_000), "b_session_ws": schema.Num(now - 60_000), "b_session_rsa": schema.Num(18_000), "b_session_wa": schema.Num(now - 60_000),
-		"b_wcu_tk": schema.Num(1_000_000), "b_wcu_cp": schema.Num(1_000_000), "b_wcu_ra": schema.Num(1_000_000), "b_wcu_rp": schema.Num(1000), "b_wcu_tc": schema.Num(0),
+// pythonSession writes the resource level as the Python client of 0.15
+// writes a session quota: 10,000 tokens a window of 5 hours from first
+// use, under the hidden prefix (docs/design.md §7). A session quota never
+// drips, so a shard's vu is its window's end.
+func (e *env) pythonSession(resource string) {
+	e.t.Helper()
+	e.put(schema.ResourceConfigItemKeys(ns, resource), map[string]types.AttributeValue{
+		"resource": schema.Str(resource), "config_version": schema.Num(1),
+		"w_session_cp": schema.Num(10_000), "w_session_ra": schema.Num(0), "w_session_rp": schema.Num(1), "w_session_rsa": schema.Num(18_000),
 	})
-	before := e.bucket("u", "gpt-4", 0)
+}
+
+const sessionMs = 5 * 3_600_000 // the window of pythonSession, ms
+
+// want checks attributes of an item as numbers ("" for an absent one).
+func (e *env) want(what string, item map[string]types.AttributeValue, attrs map[string]string) {
+	e.t.Helper()
+	for attr, w := range attrs {
+		got := ""
+		if _, ok := item[attr]; ok {
+			got = e.n(item, attr)
+		}
+		if got != w {
+			e.t.Errorf("%s: %s = %q, want %q", what, attr, got, w)
+		}
+	}
+}
+
+func ms(v int64) string { return strconv.FormatInt(v, 10) }
+
+// A session quota's window opens on the first admitted use, is spent on
+// the fast path (one conditional UpdateItem), names its end when
+// exhausted (a rejection writes nothing), and re-opens with a full share
+// at the first use after it ended, while tc keeps climbing (ADR-139,
+// docs/design.md §15).
+func TestSessionWindowOpensOnFirstUse(t *testing.T) {
+	e := newEnv(t, limiter.Options{})
+	e.pythonSession("gpt-4")
+	ctx := context.Background()
+	t0 := e.clk.Now().UnixMilli()
+	if _, err := e.lim.Acquire(ctx, "u", "gpt-4", limiter.Consume{"session": 3}); err != nil {
+		t.Fatal(err)
+	}
+	e.want("opened", e.bucket("u", "gpt-4", 0), map[string]string{
+		"b_session_ws": ms(t0), "b_session_wa": ms(t0), "b_session_rsa": "18000", "b_session_wtc": "",
+		"b_session_tk": "9997000", "b_session_tc": "3000", "b_session_gc": "1", "b_session_ra": "0",
+		"rf": ms(t0), "vu": ms(t0 + sessionMs),
+	})
+
+	// Inside the window: the fast path, one call, no read.
+	e.clk.Advance(time.Minute)
 	e.proxy.ResetStats()
-	lease, err := e.lim.Acquire(context.Background(), "u", "gpt-4", limiter.Consume{"rpm": 1}, limiter.WithOnUnavailable(config.OnUnavailableAllow))
-	e.refused("windowed bucket", lease, err, nil)
-	if !strings.Contains(err.Error(), "session window") {
-		t.Fatalf("refused for another reason: %v", err)
+	if _, err := e.lim.Acquire(ctx, "u", "gpt-4", limiter.Consume{"session": 4}); err != nil {
+		t.Fatal(err)
+	}
+	if e.calls("UpdateItem") != 1 || e.calls("BatchGetItem") != 0 || e.calls("GetItem") != 0 {
+		t.Errorf("a use inside the window took %d UpdateItem, %d BatchGetItem, %d GetItem: want the fast path's one write",
+			e.calls("UpdateItem"), e.calls("BatchGetItem"), e.calls("GetItem"))
+	}
+	if _, err := e.lim.Acquire(ctx, "u", "gpt-4", limiter.Consume{"session": 9_993}); err != nil {
+		t.Fatal(err)
+	}
+	before := e.bucket("u", "gpt-4", 0)
+	e.clk.Advance(time.Hour)
+	var rle *limiter.RateLimitExceeded
+	if _, err := e.lim.Acquire(ctx, "u", "gpt-4", limiter.Consume{"session": 1}); !errors.As(err, &rle) {
+		t.Fatalf("exhausted window: %v, want a rejection", err)
+	}
+	if d, never := rle.RetryAfter(); never || d != 4*time.Hour-time.Minute {
+		t.Errorf("retry after %v (never %v), want the window's end, 3h59m from now", d, never)
 	}
 	if after := e.bucket("u", "gpt-4", 0); !reflect.DeepEqual(after, before) {
-		t.Fatalf("the bucket changed:\n%v\n%v", before, after)
+		t.Errorf("a rejection wrote:\n%v\n%v", before, after)
+	}
+
+	// The window ended at t0 + 5 h; the first use at t0 + 7 h opens the
+	// next one there with the full share. A request above the share is
+	// refused for ever and anchors nothing.
+	e.clk.Set(time.UnixMilli(t0 + 7*3_600_000))
+	t1 := e.clk.Now().UnixMilli()
+	if _, err := e.lim.Acquire(ctx, "u", "gpt-4", limiter.Consume{"session": 10_001}); !errors.As(err, &rle) {
+		t.Fatalf("above the share: %v, want a rejection", err)
+	} else if _, never := rle.RetryAfter(); !never {
+		t.Errorf("a request above the share is retryable: %v", rle)
+	}
+	e.want("not anchored by a rejection", e.bucket("u", "gpt-4", 0), map[string]string{"b_session_ws": ms(t0), "b_session_tk": "0"})
+	if _, err := e.lim.Acquire(ctx, "u", "gpt-4", limiter.Consume{"session": 2}); err != nil {
+		t.Fatal(err)
+	}
+	e.want("re-opened", e.bucket("u", "gpt-4", 0), map[string]string{
+		"b_session_ws": ms(t1), "b_session_wa": ms(t1), "b_session_tk": "9998000", "b_session_tc": "10002000",
+		"rf": ms(t1), "vu": ms(t1 + sessionMs),
+	})
+}
+
+// A window opened on one shard reaches the pair's others (docs/design.md
+// §15): a new shard joins shard 0's live window with a grant moved off
+// shard 0 (ADR-145, nothing minted); after the window ends, the first use
+// on shard 0 opens the next and fans its start out (ws, rsa, wtc = tc,
+// vu = 0, never tk); shard 1's next use rolls to its share less what it
+// consumed since the snapshot.
+func TestSessionWindowFanOutAndRoll(t *testing.T) {
+	draw := 0
+	e := newEnv(t, limiter.Options{Rand: func(n int) int { return min(draw, n-1) }})
+	e.pythonSession("gpt-4")
+	ctx := context.Background()
+	t0 := e.clk.Now().UnixMilli()
+	if _, err := e.lim.Acquire(ctx, "u", "gpt-4", limiter.Consume{"session": 1_000}); err != nil {
+		t.Fatal(err)
+	}
+	// Another client doubled the pair; this one learns it on shard 0.
+	e.update("u", "gpt-4", 0, "SET shard_count = :two", map[string]types.AttributeValue{":two": schema.Num(2)})
+	e.clk.Advance(time.Minute)
+	if _, err := e.lim.Acquire(ctx, "u", "gpt-4", limiter.Consume{"session": 0}); err != nil {
+		t.Fatal(err)
+	}
+	draw = 1
+	e.clk.Advance(time.Minute)
+	tj := e.clk.Now().UnixMilli()
+	if _, err := e.lim.Acquire(ctx, "u", "gpt-4", limiter.Consume{"session": 5}); err != nil {
+		t.Fatal(err)
+	}
+	// Shard 1 joined t0's window; slot 1's share (5,000 of 10,000) moved
+	// off shard 0, which covered every slot at gc 1.
+	e.want("shard 0 after the move", e.bucket("u", "gpt-4", 0), map[string]string{"b_session_tk": "4000000", "b_session_gc": "1", "b_session_ws": ms(t0)})
+	e.want("shard 1 joined", e.bucket("u", "gpt-4", 1), map[string]string{
+		"b_session_ws": ms(t0), "b_session_wa": ms(t0), "b_session_rsa": "18000", "b_session_tk": "4995000", "b_session_tc": "5000",
+		"b_session_gc": "2", "rf": ms(tj), "vu": ms(t0 + sessionMs), "shard_count": "2",
+	})
+
+	// Past the window's end: shard 0 opens the next window and fans it out.
+	draw = 0
+	e.clk.Set(time.UnixMilli(t0 + sessionMs + 30*60_000))
+	t1 := e.clk.Now().UnixMilli()
+	e.proxy.ResetStats()
+	if _, err := e.lim.Acquire(ctx, "u", "gpt-4", limiter.Consume{"session": 1}); err != nil {
+		t.Fatal(err)
+	}
+	e.want("shard 0 opened", e.bucket("u", "gpt-4", 0), map[string]string{
+		"b_session_ws": ms(t1), "b_session_wa": ms(t1), "b_session_tk": "4999000", "b_session_gc": "2", "vu": ms(t1 + sessionMs),
+	})
+	e.want("shard 1 handed the start", e.bucket("u", "gpt-4", 1), map[string]string{
+		"b_session_ws": ms(t1), "b_session_wa": ms(t0), "b_session_wtc": "5000", "b_session_tk": "4995000", "vu": "0", "rf": ms(tj),
+	})
+	// The fast path's failed write, the slow path's read and write, and
+	// one fan-out write.
+	if got := e.calls("UpdateItem"); got != 3 {
+		t.Errorf("%d UpdateItem, want 3 (fast path, rf-locked write, fan-out)", got)
+	}
+
+	// Shard 1 used 2 more tokens by a bypassed pass before its next
+	// enforced use (tc climbs past the snapshot); the roll subtracts them.
+	e.update("u", "gpt-4", 1, "ADD b_session_tc :two", map[string]types.AttributeValue{":two": schema.Num(2_000)})
+	draw = 1
+	e.clk.Advance(time.Second)
+	tr := e.clk.Now().UnixMilli()
+	if _, err := e.lim.Acquire(ctx, "u", "gpt-4", limiter.Consume{"session": 3}); err != nil {
+		t.Fatal(err)
+	}
+	e.want("shard 1 rolled", e.bucket("u", "gpt-4", 1), map[string]string{
+		"b_session_ws": ms(t1), "b_session_wa": ms(t1), "b_session_wtc": "", "b_session_tk": "4995000", "b_session_tc": "10000",
+		"b_session_gc": "2", "rf": ms(tr), "vu": ms(t1 + sessionMs),
+	})
+}
+
+// A bypassed pass never opens, joins or rolls a window (ADR-151 decision
+// 6): it counts tc and leaves the window to the next enforced pass.
+func TestSessionBypassNeverOpens(t *testing.T) {
+	e := newEnv(t, limiter.Options{})
+	e.pythonSession("gpt-4")
+	ctx := context.Background()
+	w := e.lim.Store().Writer(capability.ConfigWrite{})
+	if err := w.SetAccess(ctx, ns, "u", "gpt-4", config.AccessBypass); err != nil {
+		t.Fatal(err)
+	}
+	lease, err := e.lim.Acquire(ctx, "u", "gpt-4", limiter.Consume{"session": 4})
+	if err != nil || !lease.Bypassed() {
+		t.Fatalf("bypassed acquire: %v", err)
+	}
+	t0 := e.clk.Now().UnixMilli()
+	e.want("bypassed create", e.bucket("u", "gpt-4", 0), map[string]string{
+		"b_session_ws": "", "b_session_wa": "", "b_session_rsa": "18000", "b_session_tk": "10000000", "b_session_tc": "4000", "vu": ms(t0),
+	})
+	if err := w.SetAccess(ctx, ns, "u", "gpt-4", config.AccessInherit); err != nil {
+		t.Fatal(err)
+	}
+	e.clk.Advance(61 * time.Second) // the bypass stamp lapses
+	t1 := e.clk.Now().UnixMilli()
+	if _, err := e.lim.Acquire(ctx, "u", "gpt-4", limiter.Consume{"session": 1}); err != nil {
+		t.Fatal(err)
+	}
+	e.want("opened by the enforced pass", e.bucket("u", "gpt-4", 0), map[string]string{
+		"b_session_ws": ms(t1), "b_session_wa": ms(t1), "b_session_tk": "9999000", "b_session_tc": "5000",
+	})
+}
+
+// A shard the Python client left with a window pending — another shard
+// opened it and fanned it out (ws > wa, wtc the snapshot, vu = 0) — rolls
+// at this client's next use to share − max(0, tc − wtc), and a shard whose
+// unapplied window already ended opens a new one instead of rolling it.
+func TestSessionPythonPendingShard(t *testing.T) {
+	e := newEnv(t, limiter.Options{})
+	e.pythonSession("gpt-4")
+	now := e.clk.Now().UnixMilli()
+	for _, c := range []struct {
+		entity       string
+		ws, wa       int64
+		want         map[string]string
+		wantWindowAt int64
+	}{
+		{"live", now - 600_000, now - sessionMs - 3_600_000, map[string]string{"b_session_tk": "4989000", "b_session_wa": ms(now - 600_000)}, now - 600_000},
+		{"dead", now - sessionMs - 60_000, now - 2*sessionMs, map[string]string{"b_session_tk": "4999000", "b_session_wa": ms(now)}, now},
+	} {
+		for shard := range 2 {
+			a := map[string]types.AttributeValue{
+				"entity_id": schema.Str(c.entity), "resource": schema.Str("gpt-4"), "rf": schema.Num(now - 3_600_000), "shard_count": schema.Num(2), "vu": schema.Num(0),
+				"b_session_tk": schema.Num(1_000), "b_session_cp": schema.Num(10_000_000), "b_session_ra": schema.Num(0), "b_session_rp": schema.Num(1000),
+				"b_session_tc": schema.Num(20_000), "b_session_ws": schema.Num(c.ws), "b_session_rsa": schema.Num(18_000), "b_session_wa": schema.Num(c.wa),
+				"b_session_wtc": schema.Num(10_000), "b_session_gc": schema.Num(2),
+				"b_wcu_tk": schema.Num(1_000_000), "b_wcu_cp": schema.Num(1_000_000), "b_wcu_ra": schema.Num(1_000_000), "b_wcu_rp": schema.Num(1000), "b_wcu_tc": schema.Num(0),
+			}
+			e.put(schema.BucketItemKeys(ns, c.entity, "gpt-4", shard), a)
+		}
+		if _, err := e.lim.Acquire(context.Background(), c.entity, "gpt-4", limiter.Consume{"session": 1}); err != nil {
+			t.Fatalf("%s: %v", c.entity, err)
+		}
+		want := map[string]string{"b_session_ws": ms(c.wantWindowAt), "b_session_wtc": "", "b_session_tc": "21000", "b_session_gc": "2",
+			"rf": ms(now), "vu": ms(c.wantWindowAt + sessionMs)}
+		for k, v := range c.want {
+			want[k] = v
+		}
+		e.want(c.entity, e.bucket(c.entity, "gpt-4", 0), want)
 	}
 }

@@ -64,6 +64,13 @@ func (b *Builder) SetIfNotExists(attr string, v types.AttributeValue) {
 	b.sets = append(b.sets, n+" = if_not_exists("+n+", "+b.Value(v)+")")
 }
 
+// SetFrom adds `attr = if_not_exists(from, v)` to the SET clause: the
+// item's own from, or v where it has none (a copy of one attribute into
+// another in the same write).
+func (b *Builder) SetFrom(attr, from string, v types.AttributeValue) {
+	b.sets = append(b.sets, b.Name(attr)+" = if_not_exists("+b.Name(from)+", "+b.Value(v)+")")
+}
+
 // Add adds `attr v` to the ADD clause.
 func (b *Builder) Add(attr string, v types.AttributeValue) {
 	b.adds = append(b.adds, b.Name(attr)+" "+b.Value(v))

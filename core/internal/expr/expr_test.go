@@ -55,3 +55,15 @@ func TestSetIfNotExists(t *testing.T) {
 		t.Fatalf("update %q, want %q", got, want)
 	}
 }
+
+func TestSetFrom(t *testing.T) {
+	var b Builder
+	b.Set("b_q_ws", schema.Num(1000))
+	b.SetFrom("b_q_wtc", "b_q_tc", schema.Num(0))
+	if got, want := b.Update(), "SET #a0 = :v0, #a1 = if_not_exists(#a2, :v1)"; got != want {
+		t.Fatalf("update %q, want %q", got, want)
+	}
+	if want := map[string]string{"#a0": "b_q_ws", "#a1": "b_q_wtc", "#a2": "b_q_tc"}; !maps.Equal(b.Names(), want) {
+		t.Fatalf("names %v", b.Names())
+	}
+}

@@ -51,6 +51,23 @@ func Candidates(sibs []Sibling, name string, edge int64) []bucket.GrantSibling {
 	return out
 }
 
+// SessionCandidates are the siblings that may fund session quota name at
+// now (ADR-145 for a session quota, docs/design.md §15): those carrying it
+// in its current period — a live window the balance reflects — each with
+// its grant and balance.
+func SessionCandidates(sibs []Sibling, name string, now int64) []bucket.GrantSibling {
+	var out []bucket.GrantSibling
+	for _, s := range sibs {
+		l := s.Image.Limit(name)
+		if l == nil || !l.Params().IsQuota() || !l.HasWindow() || !l.WindowCurrent(s.Image.RF, now) {
+			continue
+		}
+		g, _ := Of(l, s.Image.ShardCount)
+		out = append(out, bucket.GrantSibling{Shard: int64(s.Shard), GrantShards: g, Tokens: l.Tokens})
+	}
+	return out
+}
+
 // Debit is one quota's part of a move off a donor.
 type Debit struct {
 	Name   string
@@ -60,6 +77,13 @@ type Debit struct {
 	Grant  int64
 	Legacy bool
 	Count  int64
+	// Window marks a session quota: the debit holds only while the donor
+	// still reflects the window read — wa as read (Applied), or, for an
+	// item written before wa, no wa and the start read (Start).
+	Window     bool
+	Applied    int64
+	HasApplied bool
+	Start      int64
 }
 
 // DebitOf is the debit of amount millitokens of quota name off donor.
@@ -67,6 +91,10 @@ func DebitOf(donor *bucketitem.Image, name string, amount int64) Debit {
 	d := Debit{Name: name, Amount: amount, Count: donor.ShardCount}
 	if l := donor.Limit(name); l != nil {
 		d.Grant, d.Legacy = Of(l, donor.ShardCount)
+		if l.HasWindow() {
+			w := l.Window()
+			d.Window, d.Applied, d.HasApplied, d.Start = true, w.Applied, w.HasApplied, w.Start
+		}
 	}
 	return d
 }
@@ -74,8 +102,9 @@ func DebitOf(donor *bucketitem.Image, name string, amount int64) Debit {
 // Update is the donor's debit as one UpdateItem (several quotas moving
 // off one donor share it: a transaction touches an item once): ADD tk −x
 // per quota, under the donor existing, holding x, its grant as read (for a
-// legacy donor: no gc and the count read) and, when edge is not 0, its rf
-// at or after edge (still in the period its grant belongs to).
+// legacy donor: no gc and the count read), for a session quota the window
+// it reflects as read, and, when edge is not 0, its rf at or after edge
+// (still in the period its grant belongs to).
 func Update(table string, donor schema.BucketID, debits []Debit, edge int64) *dynamodb.UpdateItemInput {
 	var b expr.Builder
 	b.Cond("attribute_exists(" + b.Name(schema.AttrPK) + ")")
@@ -88,6 +117,14 @@ func Update(table string, donor schema.BucketID, debits []Debit, edge int64) *dy
 			b.Cond("(attribute_not_exists(" + gc + ") AND " + b.Name(schema.AttrShardCount) + " = " + b.Value(schema.Num(d.Count)) + ")")
 		} else {
 			b.Cond(gc + " = " + b.Value(schema.Num(d.Grant)))
+		}
+		if d.Window {
+			wa := b.Name(schema.BucketAttr(d.Name, schema.LimitWindowAnchor))
+			if d.HasApplied {
+				b.Cond(wa + " = " + b.Value(schema.Num(d.Applied)))
+			} else {
+				b.Cond("(attribute_not_exists(" + wa + ") AND " + b.Name(schema.BucketAttr(d.Name, schema.LimitWindowStart)) + " = " + b.Value(schema.Num(d.Start)) + ")")
+			}
 		}
 	}
 	if edge > 0 {
