@@ -59,8 +59,7 @@ type Decoded struct {
 // are `w_{n}_*` instead, its window length `w_{n}_rsa` (N seconds) among
 // them (ADR-142, docs/design.md §7). The set is validated with
 // limit.ValidateSet; failures are *schema.ValidationError. The codec is
-// pure: the Store's writers refuse a session quota before they encode
-// (limit.CheckSupported).
+// pure: the Store's writers pass the version gate before they write.
 func EncodeLimits(limits []limit.Limit) (map[string]types.AttributeValue, error) {
 	if err := limit.ValidateSet(limits); err != nil {
 		return nil, err

@@ -32,13 +32,13 @@
 //     A corrupt limit is skipped and reported as a [Problem]; a corrupt
 //     hidden (`w_`) limit, or a name under both prefixes, makes the whole
 //     item corrupt ([*CorruptConfigError]). Session quotas are encoded
-//     under the hidden `w_` prefix (ADR-142) and decoded, but this version
-//     does not enforce them: an item holding one is unsupported, as are
-//     schedules it cannot read, limits breaking ADR-137 and the ADR-143
-//     merge fields. Decoding then returns an [*UnsupportedConfigError] and
-//     callers fail closed (docs/design.md §7) instead of enforcing part of
-//     it; the Writer refuses to store a session quota
-//     (docs/decisions.md P53).
+//     under the hidden `w_` prefix (ADR-142) and decoded among the limits.
+//     Schedules this version cannot read, limits breaking ADR-137 and the
+//     ADR-143 merge fields make an item unsupported: decoding then returns
+//     an [*UnsupportedConfigError] and callers fail closed
+//     (docs/design.md §7) instead of enforcing part of it. The Writer
+//     stores a soft limit or a session quota only past the version gate
+//     (docs/decisions.md P55).
 //
 // The table's records are named R1 to R14 in docs/design.md §2; the codec
 // and the Writer's docs use those names where they describe storage.

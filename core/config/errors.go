@@ -103,9 +103,8 @@ func (e *IncompatibleSchemaError) Error() string {
 }
 
 // UnsupportedConfigError reports a config this version must not use: one
-// carrying a feature it does not implement — a session quota (its Err is
-// limit.ErrSessionQuotaUnsupported, docs/decisions.md P53), a schedule or
-// reset schedule it cannot read, a limit breaking ADR-137, or the ADR-143
+// carrying a feature it does not implement — a schedule or reset schedule
+// it cannot read, a limit breaking ADR-137, or the ADR-143
 // merge fields `inherit_limits`, `exclude_limits`, `patch_limits` /
 // `p_{n}_sched` (docs/design.md §7) —, or a corrupt one (its Err is a
 // *CorruptConfigError: a limit under both the `l_` and the `w_` prefix, a
@@ -124,8 +123,7 @@ type UnsupportedConfigError struct {
 	Reason string
 	// Err is the cause when there is a typed one: a *schedule.EncodingError
 	// or *schedule.ZoneError for a stored schedule this version cannot read
-	// (docs/design.md §14), which a client answers per on_unavailable;
-	// limit.ErrSessionQuotaUnsupported for a session quota; a
+	// (docs/design.md §14), which a client answers per on_unavailable; a
 	// *CorruptConfigError for a corrupt item.
 	Err error
 }

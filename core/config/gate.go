@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/zae-limiter/zae-limiter-go/core/internal/expr"
+	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 	"github.com/zae-limiter/zae-limiter-go/core/version"
 )
@@ -18,11 +19,47 @@ const (
 	// SoftBypassVersion is what soft limits and bypass values need
 	// (ADR-151 decision 7).
 	SoftBypassVersion = "0.17.0"
+	// SessionQuotaVersion is what a session quota needs (ADR-141): readers
+	// that keep its window (ws, wa, wtc, rsa on the buckets) and read its
+	// config under the hidden w_ prefix.
+	SessionQuotaVersion = "0.15.0"
 	// QuotaTopUpVersion is what an operator's top-up of a quota needs, the
 	// top-up it records on the bucket (b_{q}_tu, ADR-149): an older reader
 	// clamps the bucket to its grant and loses what was bought.
 	QuotaTopUpVersion = "0.17.0"
 )
+
+// ReadersFor is the reader version a limit set needs stored (the writer
+// gate): SoftBypassVersion for a soft limit, SessionQuotaVersion for a
+// session quota, "" for neither.
+func ReadersFor(limits []limit.Limit) string {
+	need := ""
+	for _, l := range limits {
+		switch {
+		case l.Soft:
+			need = LaterVersion(need, SoftBypassVersion)
+		case l.IsSession():
+			need = LaterVersion(need, SessionQuotaVersion)
+		}
+	}
+	return need
+}
+
+// LaterVersion is the later of two reader versions ("" is none); both
+// are this package's constants or a version record's, compared as semver.
+func LaterVersion(a, b string) string {
+	va, erra := version.Parse(a)
+	vb, errb := version.Parse(b)
+	switch {
+	case erra != nil:
+		return b
+	case errb != nil:
+		return a
+	case va.Compare(vb) >= 0:
+		return a
+	}
+	return b
+}
 
 // RequireReaders is the writer gate: it reads the version record strongly
 // consistently and refuses, with a *VersionMismatchError, unless its

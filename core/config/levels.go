@@ -115,23 +115,18 @@ func validateLevelLimits(limits []limit.Limit) error {
 		return schema.NewValidationError(schema.FieldLimits, strconv.Itoa(len(limits))+" limits",
 			"at most "+strconv.Itoa(MaxLimitsPerLevel)+" limits per config item")
 	}
-	if err := limit.ValidateSet(limits); err != nil {
-		return err
-	}
-	// A session quota is modelled and stored by the codec, but no client
-	// of this version enforces its window: refused before anything is
-	// read or written (docs/decisions.md P53).
-	return limit.CheckSupported(limits)
+	return limit.ValidateSet(limits)
 }
 
 func (s *Store) setLimits(ctx context.Context, t target, limits []limit.Limit, onUnavailable OnUnavailable) error {
 	if err := validateLevelLimits(limits); err != nil {
 		return err
 	}
-	if slices.ContainsFunc(limits, func(l limit.Limit) bool { return l.Soft }) {
+	if need := ReadersFor(limits); need != "" {
 		// Soft limits need readers that honour their stamps (ADR-151
-		// decision 7): the version gate, then the ratchet.
-		return s.gated(ctx, SoftBypassVersion, func() error { return s.replaceLimits(ctx, t, limits, onUnavailable) })
+		// decision 7), session quotas readers that keep their windows
+		// (ADR-141): the version gate, then the ratchet.
+		return s.gated(ctx, need, func() error { return s.replaceLimits(ctx, t, limits, onUnavailable) })
 	}
 	return s.replaceLimits(ctx, t, limits, onUnavailable)
 }

@@ -7,51 +7,88 @@ import (
 	"time"
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
-	"github.com/zae-limiter/zae-limiter-go/core/internal/capability"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 )
 
-// TestSessionQuotaWritersRefuse: every setter of every level, and the bulk
-// create, refuses a set holding a session quota with an *limit.UnsupportedError
-// that says session quotas are not supported by this version yet, and
-// writes nothing: neither a new item nor a change to a level the Python
-// client wrote with one (docs/decisions.md P53).
-func TestSessionQuotaWritersRefuse(t *testing.T) {
+// TestSessionQuotaWritersGated: every setter of every level stores a set
+// holding a session quota only past the version gate (ADR-141,
+// docs/decisions.md P55): with the table's readers at 0.14.0 each is
+// refused with a *VersionMismatchError and writes nothing, neither a new
+// item nor a change to a level the Python client wrote; with readers at
+// 0.15.0 each writes the Python client's very attributes (the hidden w_
+// prefix, the window length in seconds) and raises client_min_version to
+// 0.15.0.
+func TestSessionQuotaWritersGated(t *testing.T) {
 	e := newEnv(t)
 	st := e.store()
-	w := st.Writer(capability.ConfigWrite{})
-	set := []limit.Limit{limit.PerMinute("rpm", 100), limit.Session("session", 10_000, 5*time.Hour)}
-	check := func(what string, err error) {
-		t.Helper()
-		var ue *limit.UnsupportedError
-		if !errors.As(err, &ue) || !errors.Is(err, limit.ErrSessionQuotaUnsupported) || ue.Value != "session" {
-			t.Errorf("%s: %v, want the session quota refused", what, err)
-		}
+	set := []limit.Limit{pyRPM, pySession}
+	if err := st.WriteVersion(e.ctx, config.VersionRecord{LambdaVersion: "0.14.0", ClientMinVersion: "0.12.0"}); err != nil {
+		t.Fatal(err)
 	}
 	for _, lv := range levels() {
-		check(lv.name, lv.set(e.ctx, st, e.ns, set))
+		var vm *config.VersionMismatchError
+		if err := lv.set(e.ctx, st, e.ns, set); !errors.As(err, &vm) || !vm.Gate || vm.ClientMinVersion != config.SessionQuotaVersion {
+			t.Errorf("%s: %v, want the gate's refusal at %s", lv.name, err, config.SessionQuotaVersion)
+		}
 	}
-	_, err := w.CreateEntityConfigs(e.ctx, e.ns, []config.NewEntityConfig{
-		{Entity: "u", Resource: "r", Limits: []limit.Limit{limit.PerMinute("rpm", 5)}},
-		{Entity: "v", Resource: "r", Limits: set},
-	})
-	check("CreateEntityConfigs", err)
 	if n := e.count(t); n != 0 {
-		t.Fatalf("%d items written for a refused session quota", n)
+		t.Fatalf("%d items written past a refusing gate", n)
 	}
-
-	// A level the Python client wrote keeps its session quota: the refused
-	// write changes nothing, and the getter reads it (docs/decisions.md P55).
 	for _, lv := range levels() {
 		k := lv.keys(e.ns)
 		e.put(t, k, merge(lv.ident, pythonLevel()))
 		before := e.get(t, k.Key)
-		check(lv.name+" over a Python level", lv.set(e.ctx, st, e.ns, set))
+		if err := lv.set(e.ctx, st, e.ns, []limit.Limit{pyRPM, limit.Session("session", 5, time.Hour)}); err == nil {
+			t.Errorf("%s: a session quota stored over a Python level with readers at 0.14.0", lv.name)
+		}
 		if after := e.get(t, k.Key); !reflect.DeepEqual(after, before) {
 			t.Errorf("%s: a refused write changed the item:\n%v\n%v", lv.name, before, after)
 		}
-		if got, err := lv.get(e.ctx, st, e.ns); err != nil || !reflect.DeepEqual(got, []limit.Limit{pyRPM, pySession}) {
+		if got, err := lv.get(e.ctx, st, e.ns); err != nil || !reflect.DeepEqual(got, set) {
 			t.Errorf("%s: get = %v, %v, want the Python level's limits", lv.name, got, err)
+		}
+	}
+
+	if err := st.WriteVersion(e.ctx, config.VersionRecord{LambdaVersion: "0.15.0", ClientMinVersion: "0.12.0"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, lv := range levels() {
+		if err := lv.set(e.ctx, st, e.ns, set); err != nil {
+			t.Fatalf("%s: %v", lv.name, err)
+		}
+		got := e.get(t, lv.keys(e.ns).Key)
+		for a, v := range pythonLevel() {
+			if a == "config_version" {
+				continue
+			}
+			if !reflect.DeepEqual(got[a], v) {
+				t.Errorf("%s: %s = %v, want %v as the Python client writes it", lv.name, a, got[a], v)
+			}
+		}
+		if ls, err := lv.get(e.ctx, st, e.ns); err != nil || !reflect.DeepEqual(ls, set) {
+			t.Errorf("%s: read back %v, %v", lv.name, ls, err)
+		}
+	}
+	rec, _, err := st.ReadVersion(e.ctx)
+	if err != nil || rec.ClientMinVersion != config.SessionQuotaVersion {
+		t.Fatalf("client_min_version %q (%v), want it ratcheted to %s", rec.ClientMinVersion, err, config.SessionQuotaVersion)
+	}
+}
+
+// TestReadersFor: the version a limit set needs stored is the latest of
+// its features' (soft 0.17.0 over session 0.15.0), "" for neither.
+func TestReadersFor(t *testing.T) {
+	for _, c := range []struct {
+		set  []limit.Limit
+		want string
+	}{
+		{[]limit.Limit{limit.PerMinute("rpm", 1)}, ""},
+		{[]limit.Limit{limit.Session("s", 1, time.Hour)}, "0.15.0"},
+		{[]limit.Limit{limit.Session("s", 1, time.Hour), limit.PerMinute("rpm", 1).AsSoft()}, "0.17.0"},
+		{[]limit.Limit{limit.PerMinute("rpm", 1).AsSoft(), limit.Session("s", 1, time.Hour)}, "0.17.0"},
+	} {
+		if got := config.ReadersFor(c.set); got != c.want {
+			t.Errorf("ReadersFor(%v) = %q, want %q", c.set, got, c.want)
 		}
 	}
 }

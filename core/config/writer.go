@@ -65,8 +65,8 @@ func (w *Writer) SetCascade(ctx context.Context, ns, entity, resource string, p 
 // fails (a config appeared meanwhile) writes nothing, and its configs are
 // returned: the caller writes those through the setters. A config with
 // nothing to write is skipped. The inputs are validated before anything is
-// written, and a session quota is refused as by the setters. The version gates of soft limits, bypass and cascade policies
-// are the caller's: RequireReaders before, Ratchet after.
+// written. The version gates of soft limits, session quotas, bypass and
+// cascade policies are the caller's: RequireReaders before, Ratchet after.
 func (w *Writer) CreateEntityConfigs(ctx context.Context, ns string, cs []NewEntityConfig) (left []NewEntityConfig, err error) {
 	return w.s.createEntityConfigs(ctx, ns, cs)
 }
@@ -143,8 +143,7 @@ func (w *Writer) SetResourceLimits(ctx context.Context, ns, resource string, lim
 // resource's count of entity configs (R9) commit in one transaction, so
 // the count is exact. An existing config is updated in place, only if
 // still present: the new limits are set and every other limit removed —
-// those of features this version does not implement too (session limits,
-// schedules) — while `disabled`, `cascade`, `on_unavailable` and settings
+// those under the hidden prefix too — while `disabled`, `cascade`, `on_unavailable` and settings
 // this version does not know survive untouched (an update cannot lose a
 // setting a concurrent writer stores between the read and the write). A
 // condition failure re-reads and tries again, up to four times, then
@@ -152,9 +151,11 @@ func (w *Writer) SetResourceLimits(ctx context.Context, ns, resource string, lim
 //
 // The set must hold 1 to MaxLimitsPerLevel valid limits with distinct names
 // (use the Delete methods to remove a level's limits). Nothing is written on
-// invalid input (*schema.ValidationError), nor for a set holding a session
-// quota, which this version does not enforce yet (*limit.UnsupportedError,
-// matching limit.ErrSessionQuotaUnsupported; docs/decisions.md P53). An existing item carrying the
+// invalid input (*schema.ValidationError). A set holding a soft limit or a
+// session quota passes the version gate first (RequireReaders at
+// ReadersFor's version; a *VersionMismatchError writes nothing), and
+// client_min_version is raised to that version after the write (Ratchet).
+// An existing item carrying the
 // ADR-143 merge fields is refused with *UnsupportedConfigError (docs/design.md
 // §7): replacing its limits would silently change what it merges. The
 // resolver's cached copy of the config is evicted.

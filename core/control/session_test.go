@@ -2,6 +2,7 @@ package control_test
 
 import (
 	"errors"
+	"reflect"
 	"fmt"
 	"strconv"
 	"testing"
@@ -19,15 +20,20 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
-// TestSessionQuotaSettersRefuse: every limit setter refuses a set holding a
-// session quota with an *limit.UnsupportedError that says session quotas
-// are not supported by this version yet, and writes nothing: no config, no
-// audit event, no fan-out (docs/decisions.md P53).
-func TestSessionQuotaSettersRefuse(t *testing.T) {
+// TestSessionQuotaSettersGated: every limit setter stores a set holding a
+// session quota only past the version gate at 0.15.0: with the table's
+// readers at 0.14.0 each is refused with a *config.VersionMismatchError and
+// writes nothing, no config, no audit event, no fan-out; with readers at
+// 0.15.0 each writes the config and its audit event (docs/decisions.md
+// P55).
+func TestSessionQuotaSettersGated(t *testing.T) {
 	e := newEnv(t)
 	set := []limit.Limit{limit.PerMinute("rpm", 10), limit.Session("session", 10_000, 5*time.Hour)}
-	e.proxy.ResetStats()
-	for what, call := range map[string]func() error{
+	store := config.NewStore(e.tbl.DB, e.tbl.Name)
+	if err := store.WriteVersion(e.ctx, config.VersionRecord{LambdaVersion: "0.14.0", ClientMinVersion: "0.12.0"}); err != nil {
+		t.Fatal(err)
+	}
+	calls := map[string]func() error{
 		"system": func() error {
 			_, err := e.ctl.SetSystemLimits(e.ctx, e.ns, set, config.SystemOptions{}, "ops")
 			return err
@@ -38,16 +44,27 @@ func TestSessionQuotaSettersRefuse(t *testing.T) {
 			_, err := e.ctl.SetEntityLimits(e.ctx, e.ns, "u", schema.DefaultResource, set, "ops")
 			return err
 		},
-	} {
-		err := call()
-		var ue *limit.UnsupportedError
-		if !errors.As(err, &ue) || !errors.Is(err, limit.ErrSessionQuotaUnsupported) ||
-			err.Error() != `invalid reset_after "session": limit "session" is a session quota (reset_after 5h0m0s): session quotas (reset_after) are not supported by this version yet` {
-			t.Errorf("%s: %v, want the session quota refused", what, err)
+	}
+	e.proxy.ResetStats()
+	for what, call := range calls {
+		var vm *config.VersionMismatchError
+		if err := call(); !errors.As(err, &vm) || vm.ClientMinVersion != config.SessionQuotaVersion {
+			t.Errorf("%s: %v, want the gate's refusal at %s", what, err, config.SessionQuotaVersion)
 		}
 	}
 	if w := e.proxy.Writes(); w != "" {
 		t.Fatalf("refused setters wrote %s", w)
+	}
+	if err := store.WriteVersion(e.ctx, config.VersionRecord{LambdaVersion: "0.15.0", ClientMinVersion: "0.12.0"}); err != nil {
+		t.Fatal(err)
+	}
+	for what, call := range calls {
+		if err := call(); err != nil {
+			t.Errorf("%s: %v", what, err)
+		}
+	}
+	if got, err := store.GetResourceLimits(e.ctx, e.ns, "r"); err != nil || !reflect.DeepEqual(got, set) {
+		t.Fatalf("resource limits %v, %v", got, err)
 	}
 }
 

@@ -23,9 +23,9 @@
 //	limit.Quota("tpm-month", 100_000, schedule.Resets{schedule.MustParseCron("0 0 1 * *")}, "UTC")
 //	limit.Session("tokens-5h", 10_000, 5*time.Hour)
 //
-// Session quotas are modelled, validated and stored here, but this version
-// does not enforce their windows yet: every writer refuses one with an
-// *UnsupportedError (docs/decisions.md P53).
+// A session quota's window opens on its first use and is shared by every
+// shard of the pair (docs/design.md §15); its writers pass the version
+// gate at 0.15.0 first (docs/decisions.md P55).
 //
 // Comments cite the Python project's decision records as ADR-n (ADR-151
 // decision 4: a numbered decision of that record); docs/compatibility.md
@@ -34,7 +34,6 @@ package limit
 
 import (
 	"cmp"
-	"errors"
 	"math"
 	"slices"
 	"strconv"
@@ -483,40 +482,4 @@ func Find(limits []Limit, name string) (Limit, bool) {
 		}
 	}
 	return Limit{}, false
-}
-
-// ErrSessionQuotaUnsupported is the reason every writer of this version
-// refuses a session quota: the model, its validation and its stored form
-// are in place, but the client does not open, share or roll its window yet,
-// so storing one would leave it unenforced (docs/decisions.md P53). Match
-// it with errors.Is.
-var ErrSessionQuotaUnsupported = errors.New("session quotas (reset_after) are not supported by this version yet")
-
-// UnsupportedError is the validation error a writer of this version
-// answers a limit with that it models but does not enforce yet: a session
-// quota. errors.As with a *schema.ValidationError target matches it (Field
-// FieldResetAfter, Value the limit's name), and errors.Is matches
-// ErrSessionQuotaUnsupported, so a caller never mistakes it for an
-// infrastructure failure.
-type UnsupportedError struct {
-	schema.ValidationError
-}
-
-// Unwrap exposes the embedded ValidationError and
-// ErrSessionQuotaUnsupported.
-func (e *UnsupportedError) Unwrap() []error {
-	return []error{&e.ValidationError, ErrSessionQuotaUnsupported}
-}
-
-// CheckSupported returns nil, or an *UnsupportedError for the first limit
-// of limits this version must not store or enforce: a session quota
-// (docs/decisions.md P53). Every writer calls it after validating the set.
-func CheckSupported(limits []Limit) error {
-	for _, l := range limits {
-		if l.IsSession() {
-			return &UnsupportedError{ValidationError: *schema.NewValidationError(FieldResetAfter, l.Name,
-				"limit "+strconv.Quote(l.Name)+" is a session quota (reset_after "+l.ResetAfter.String()+"): "+ErrSessionQuotaUnsupported.Error())}
-		}
-	}
-	return nil
 }

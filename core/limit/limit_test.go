@@ -293,28 +293,3 @@ func TestSession(t *testing.T) {
 		t.Error("a session quota without its window is still a quota, or validates")
 	}
 }
-
-// TestCheckSupported: a set holding a session quota is refused with an
-// *UnsupportedError that is a validation error and says why; any other set
-// passes.
-func TestCheckSupported(t *testing.T) {
-	daily := schedule.Resets{schedule.MustParseCron("0 0 * * *")}
-	if err := limit.CheckSupported([]limit.Limit{limit.PerMinute("rpm", 1), limit.Quota("q", 5, daily, "")}); err != nil {
-		t.Fatalf("drip and calendar quota: %v", err)
-	}
-	if err := limit.CheckSupported(nil); err != nil {
-		t.Fatal(err)
-	}
-	err := limit.CheckSupported([]limit.Limit{limit.PerMinute("rpm", 1), limit.Session("sess", 10, time.Hour), limit.Session("z", 1, time.Second)})
-	var ue *limit.UnsupportedError
-	if !errors.As(err, &ue) || ue.Field != limit.FieldResetAfter || ue.Value != "sess" {
-		t.Fatalf("err = %v, want an *UnsupportedError naming sess", err)
-	}
-	var ve *schema.ValidationError
-	if !errors.As(err, &ve) || !schema.IsValidationError(err) || !errors.Is(err, limit.ErrSessionQuotaUnsupported) {
-		t.Fatalf("err = %v: not a validation error matching ErrSessionQuotaUnsupported", err)
-	}
-	if !strings.Contains(err.Error(), "session quotas (reset_after) are not supported by this version yet") || !strings.Contains(err.Error(), `"sess"`) {
-		t.Errorf("message %q", err)
-	}
-}

@@ -88,6 +88,11 @@ func (l *Limiter) unavailable(ctx context.Context, req *request, cause error) (*
 // Every hand-off to the read-then-write path (docs/design.md §5, step 3)
 // leaves the loop through its one exit at the end.
 func (l *Limiter) acquire(ctx context.Context, req *request) (*Lease, error) {
+	if req.readers != "" {
+		if err := l.requireReaders(ctx, req.readers); err != nil {
+			return nil, err
+		}
+	}
 	st := l.pairs.get(req.entity, req.resource)
 	// The rejection cache (docs/design.md §10) may reject with no call, or
 	// steer the draw away from shards known short.

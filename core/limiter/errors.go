@@ -317,7 +317,7 @@ func isVerdict(err error) bool {
 // context ending.
 func isInfrastructure(ctx context.Context, err error) bool {
 	switch {
-	case ctx.Err() != nil, isVerdict(err), IsValidationError(err):
+	case ctx.Err() != nil, isVerdict(err), IsValidationError(err), isGate(err):
 		return false
 	case config.IsUnsupported(err):
 		// A stored schedule this version cannot read is an outage of the
@@ -328,6 +328,15 @@ func isInfrastructure(ctx context.Context, err error) bool {
 		return errors.As(err, &enc) || errors.As(err, &zone)
 	}
 	return true
+}
+
+// isGate reports the writer gate's refusal: the table's readers are
+// older than the feature a call carries, or its version record is
+// missing. A refusal, never an outage on_unavailable could admit.
+func isGate(err error) bool {
+	var vm *config.VersionMismatchError
+	var mv *config.MissingVersionError
+	return errors.As(err, &vm) || errors.As(err, &mv)
 }
 
 // dbError marks a failed DynamoDB call: an infrastructure failure.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -60,6 +61,11 @@ type Limiter struct {
 	stampTTL      int64 // ms
 	ttlMultiplier int64
 	onUnavailable config.OnUnavailable
+
+	// gatePassed is the latest reader version the writer gate admitted
+	// for this limiter's overrides (requireReaders), under gateMu.
+	gateMu     sync.Mutex
+	gatePassed string
 }
 
 // New returns a limiter for namespace ns (its id, as stored in keys) of

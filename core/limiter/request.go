@@ -19,9 +19,10 @@ type Consume map[string]int64
 type AcquireOption func(*request)
 
 // WithLimits bypasses config resolution and uses these limits for the call
-// (docs/design.md §7, source "override"). A session quota among them is
-// refused with a *limit.UnsupportedError: this version does not enforce
-// session windows yet (docs/decisions.md P53).
+// (docs/design.md §7, source "override"). A session quota among them
+// passes the writer gate first (config.SessionQuotaVersion: the table's
+// readers must keep its window; a *config.VersionMismatchError refuses the
+// call, under on_unavailable=allow too), once per Limiter.
 func WithLimits(limits ...limit.Limit) AcquireOption {
 	return func(r *request) { r.override = slices.Clone(limits) }
 }
@@ -38,6 +39,10 @@ type request struct {
 	declared         []bucketwrite.Declared // sorted by name
 	override         []limit.Limit
 	onUnavailable    config.OnUnavailable
+	// readers is the reader version the override's limits need on the
+	// buckets they write (a session quota's window: the writer gate of
+	// docs/design.md §2), "" for none.
+	readers string
 	// lostMoves counts the slow passes whose quota move off a sibling was
 	// lost (ADR-145: re-read once, then start a covered slot empty).
 	lostMoves int
@@ -84,11 +89,8 @@ func (l *Limiter) newRequest(entity, resource string, consume Consume, opts []Ac
 		if err := limit.ValidateSet(r.override); err != nil {
 			return nil, err
 		}
-		// A session quota's window is not enforced by this version: an
-		// override carrying one is refused, never half-applied
-		// (docs/decisions.md P53).
-		if err := limit.CheckSupported(r.override); err != nil {
-			return nil, err
+		if slices.ContainsFunc(r.override, limit.Limit.IsSession) {
+			r.readers = config.SessionQuotaVersion
 		}
 	}
 	if r.onUnavailable != "" && !r.onUnavailable.Valid() {

@@ -31,38 +31,50 @@ func (e *env) put(k schema.ItemKeys, a map[string]types.AttributeValue) {
 	}
 }
 
-// refused checks that an acquire was refused as a configuration the client
-// must not use, never as an outage that on_unavailable=allow would turn
-// into an admission. (The speculative write an acquire starts with, before
-// any config is read, is conditioned on a live bucket; the callers check
-// that it changed nothing.)
-func (e *env) refused(what string, lease *limiter.Lease, err error, is error) {
-	e.t.Helper()
-	if err == nil || lease != nil || limiter.IsInfrastructureError(err) || (is != nil && !errors.Is(err, is)) {
-		e.t.Fatalf("%s: lease %v, err %v: want a refusal", what, lease, err)
-	}
-	for _, op := range []string{"PutItem", "TransactWriteItems", "DeleteItem", "BatchWriteItem"} {
-		if n := e.calls(op); n != 0 {
-			e.t.Fatalf("%s: a refused acquire sent %d %s", what, n, op)
-		}
-	}
-}
 
-// TestSessionOverrideRefused: limits given to the call (WithLimits) holding
-// a session quota are refused with the typed validation error, under
-// on_unavailable=allow too, before anything is read or written.
-func TestSessionOverrideRefused(t *testing.T) {
+// TestSessionOverrideGated: limits given to the call (WithLimits) holding
+// a session quota pass the writer gate at 0.15.0 first (ADR-141): with
+// the table's readers at 0.14.0 the acquire is refused, under
+// on_unavailable=allow too, before any bucket is written; at 0.15.0 it
+// opens the window and raises client_min_version, and a later acquire
+// pays no second version read.
+func TestSessionOverrideGated(t *testing.T) {
 	e := newEnv(t, limiter.Options{OnUnavailable: config.OnUnavailableAllow})
-	e.proxy.ResetStats()
-	lease, err := e.lim.Acquire(context.Background(), "u", "gpt-4", limiter.Consume{"session": 1},
-		limiter.WithLimits(limit.PerMinute("rpm", 10), limit.Session("session", 10, time.Hour)), limiter.WithOnUnavailable(config.OnUnavailableAllow))
-	var ue *limit.UnsupportedError
-	if !errors.As(err, &ue) || !limiter.IsValidationError(err) {
-		t.Fatalf("%v, want an *limit.UnsupportedError", err)
+	st := config.NewStore(e.tbl.DB, e.tbl.Name)
+	if err := st.WriteVersion(context.Background(), config.VersionRecord{LambdaVersion: "0.14.0", ClientMinVersion: "0.12.0"}); err != nil {
+		t.Fatal(err)
 	}
-	e.refused("override", lease, err, limit.ErrSessionQuotaUnsupported)
+	acquire := func() (*limiter.Lease, error) {
+		return e.lim.Acquire(context.Background(), "u", "gpt-4", limiter.Consume{"session": 1},
+			limiter.WithLimits(limit.PerMinute("rpm", 10), limit.Session("session", 10, time.Hour)), limiter.WithOnUnavailable(config.OnUnavailableAllow))
+	}
+	e.proxy.ResetStats()
+	lease, err := acquire()
+	var vm *config.VersionMismatchError
+	if !errors.As(err, &vm) || !vm.Gate || vm.ClientMinVersion != config.SessionQuotaVersion || lease != nil || limiter.IsInfrastructureError(err) {
+		t.Fatalf("%v, %v: want the gate's refusal at %s", lease, err, config.SessionQuotaVersion)
+	}
 	if w := e.proxy.Writes(); w != "" {
 		t.Fatalf("a refused override wrote %s", w)
+	}
+	if err := st.WriteVersion(context.Background(), config.VersionRecord{LambdaVersion: "0.15.0", ClientMinVersion: "0.12.0"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := acquire(); err != nil {
+		t.Fatal(err)
+	}
+	now := e.clk.Now().UnixMilli()
+	e.want("opened", e.bucket("u", "gpt-4", 0), map[string]string{"b_session_ws": ms(now), "b_session_wa": ms(now), "b_session_rsa": "3600", "b_session_tk": "9000"})
+	rec, _, err := st.ReadVersion(context.Background())
+	if err != nil || rec.ClientMinVersion != config.SessionQuotaVersion {
+		t.Fatalf("client_min_version %q (%v), want %s", rec.ClientMinVersion, err, config.SessionQuotaVersion)
+	}
+	e.proxy.ResetStats()
+	if _, err := acquire(); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.calls("GetItem"); n != 0 {
+		t.Fatalf("%d GetItem on a later acquire: the gate read the version again", n)
 	}
 }
 

@@ -3,8 +3,6 @@ package manifest
 import (
 	"strconv"
 	"strings"
-
-	"github.com/zae-limiter/zae-limiter-go/core/limit"
 )
 
 // Problem is one bad field of a manifest.
@@ -58,21 +56,3 @@ func problemsText(head string, problems []Problem) string {
 	}
 	return b.String()
 }
-
-// UnsupportedError lists what a valid manifest declares that this version
-// cannot apply yet: its session quotas (reset_after_seconds), whose windows
-// no client of this version enforces (docs/decisions.md P53). Every writer
-// refuses such a manifest before writing anything; errors.Is matches
-// limit.ErrSessionQuotaUnsupported.
-type UnsupportedError struct {
-	// Problems lists every unsupported field, in field order.
-	Problems []Problem
-}
-
-// Error implements error: every unsupported field.
-func (e *UnsupportedError) Error() string {
-	return problemsText("limits manifest not applicable by this version", e.Problems)
-}
-
-// Unwrap returns limit.ErrSessionQuotaUnsupported.
-func (e *UnsupportedError) Unwrap() error { return limit.ErrSessionQuotaUnsupported }

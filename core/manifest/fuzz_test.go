@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/manifest"
 )
 
@@ -46,7 +45,6 @@ func FuzzParse(f *testing.F) {
 		if !reflect.DeepEqual(props, m) {
 			t.Fatalf("through Properties: %+v\nwant %+v", props, m)
 		}
-		checkSupported(t, m)
 	})
 }
 
@@ -82,40 +80,5 @@ func FuzzFromProperties(f *testing.F) {
 		if again.Hash() != m.Hash() {
 			t.Fatal("coercion is not idempotent")
 		}
-		checkSupported(t, m)
 	})
-}
-
-// checkSupported: a manifest is refused by CheckSupported, in both
-// spellings, exactly when it declares a session quota, one problem each.
-func checkSupported(t *testing.T, m *manifest.Manifest) {
-	t.Helper()
-	sessions := 0
-	count := func(ls []limit.Limit) {
-		for _, l := range ls {
-			if l.IsSession() {
-				sessions++
-			}
-		}
-	}
-	if m.System != nil {
-		count(m.System.Limits)
-	}
-	for _, l := range m.Resources {
-		count(l.Limits)
-	}
-	for _, e := range m.Entities {
-		for _, l := range e.Resources {
-			count(l.Limits)
-		}
-	}
-	for _, err := range []error{m.CheckSupported(), m.CheckSupportedProperties()} {
-		var ue *manifest.UnsupportedError
-		switch {
-		case sessions == 0 && err != nil:
-			t.Fatalf("a manifest without a session quota refused: %v", err)
-		case sessions > 0 && (!errors.As(err, &ue) || len(ue.Problems) != sessions || !errors.Is(err, limit.ErrSessionQuotaUnsupported)):
-			t.Fatalf("%d session quotas, refusal %v", sessions, err)
-		}
-	}
 }

@@ -185,17 +185,24 @@ func (l Level) config() config.Config {
 }
 
 // ReadersNeeded is the reader version the manifest's features need
-// (docs/design.md §2, the writer gate): config.SoftBypassVersion for a soft
-// limit or a bypass, config.CascadePolicyVersion for a cascade policy, ""
-// for none.
+// (docs/design.md §2, the writer gate): the latest of
+// config.SoftBypassVersion for a soft limit or a bypass,
+// config.CascadePolicyVersion for a cascade policy and
+// config.SessionQuotaVersion for a session quota; "" for none.
 func (m *Manifest) ReadersNeeded() string {
-	cascade, softBypass := false, false
+	need := ""
+	limits := func(ls []limit.Limit) { need = config.LaterVersion(need, config.ReadersFor(ls)) }
 	level := func(l Level) {
-		cascade = cascade || l.Cascade != config.CascadeUnset
-		softBypass = softBypass || l.Disabled == config.AccessBypass || anySoft(l.Limits)
+		limits(l.Limits)
+		if l.Disabled == config.AccessBypass {
+			need = config.LaterVersion(need, config.SoftBypassVersion)
+		}
+		if l.Cascade != config.CascadeUnset {
+			need = config.LaterVersion(need, config.CascadePolicyVersion)
+		}
 	}
 	if m.System != nil {
-		softBypass = softBypass || anySoft(m.System.Limits)
+		limits(m.System.Limits)
 	}
 	for _, l := range m.Resources {
 		level(l)
@@ -205,63 +212,7 @@ func (m *Manifest) ReadersNeeded() string {
 			level(l)
 		}
 	}
-	switch {
-	case softBypass:
-		return config.SoftBypassVersion
-	case cascade:
-		return config.CascadePolicyVersion
-	}
-	return ""
-}
-
-// CheckSupported returns nil, or an *UnsupportedError naming, with its
-// snake_case path (the file form), every session quota m declares: this
-// version models, validates and plans them, but must not apply them
-// (docs/decisions.md P53). CheckSupportedProperties names the same fields
-// in the CloudFormation form.
-func (m *Manifest) CheckSupported() error { return m.checkSupported(snakeCase) }
-
-// CheckSupportedProperties is CheckSupported with the paths of the
-// CloudFormation form: `Resources.gpt-4.Limits.tokens.ResetAfterSeconds`.
-func (m *Manifest) CheckSupportedProperties() error { return m.checkSupported(pascalCase) }
-
-func (m *Manifest) checkSupported(s style) error {
-	var problems []Problem
-	add := func(path string, ls []limit.Limit) {
-		for _, l := range ls {
-			if l.IsSession() {
-				problems = append(problems, Problem{
-					Path:    join(join(path, fLimits.in(s)), l.Name) + "." + fResetAfterS.in(s),
-					Message: limit.ErrSessionQuotaUnsupported.Error() + "; remove the session quota, or apply it with a version that enforces it",
-				})
-			}
-		}
-	}
-	if m.System != nil {
-		add(fSystem.in(s), m.System.Limits)
-	}
-	for _, r := range sortedKeys(m.Resources) {
-		add(join(fResources.in(s), r), m.Resources[r].Limits)
-	}
-	for _, id := range sortedKeys(m.Entities) {
-		ent := m.Entities[id]
-		for _, r := range sortedKeys(ent.Resources) {
-			add(join(join(join(fEntities.in(s), id), fResources.in(s)), r), ent.Resources[r].Limits)
-		}
-	}
-	if len(problems) > 0 {
-		return &UnsupportedError{Problems: problems}
-	}
-	return nil
-}
-
-func anySoft(ls []limit.Limit) bool {
-	for _, l := range ls {
-		if l.Soft {
-			return true
-		}
-	}
-	return false
+	return need
 }
 
 // Empty returns the manifest of namespace that manages nothing: applying it

@@ -64,9 +64,9 @@ func (e *ConfigWriteError) Unwrap() error { return e.Err }
 
 // Apply plans and applies m to namespace ns for req.Owner, and returns once
 // the buckets already in use are in line. Errors before any write (an
-// *OwnershipError, a *RefusedItemError, a *manifest.UnsupportedError for a
-// session quota, the version gate refusing a feature the table's readers do
-// not understand) leave the table as it was. Any later error leaves the intent recorded: a rollback or a retry
+// *OwnershipError, a *RefusedItemError, the version gate refusing a
+// feature the table's readers do not understand) leave the table as it
+// was. Any later error leaves the intent recorded: a rollback or a retry
 // converges (docs/design.md §12). Problems after the config is written are
 // in Result.Errors, their fan-outs owed to the next apply.
 func (p *Provisioner) Apply(ctx context.Context, ns string, m *manifest.Manifest, req Request) (*Result, error) {
@@ -99,13 +99,10 @@ func (p *Provisioner) Release(ctx context.Context, ns string, req Request) (*Res
 }
 
 // ApplyPlan applies a plan made by Plan (docs/design.md §12 gives the order).
-// A manifest declaring a session quota, which this version plans but does
-// not enforce, is refused before anything is read or written with its
-// *manifest.UnsupportedError (docs/decisions.md P53).
+// A manifest whose features need newer readers than the table's (a soft
+// limit, a bypass, a cascade policy, a session quota: ReadersNeeded) is
+// refused by the version gate before anything is written.
 func (p *Provisioner) ApplyPlan(ctx context.Context, pl *Plan) (*Result, error) {
-	if err := pl.Manifest.CheckSupported(); err != nil {
-		return nil, fmt.Errorf("provision: %w", err)
-	}
 	res := &Result{Namespace: pl.Namespace, Changes: pl.Changes, AppliedHash: pl.Hash, TakenOver: len(pl.TakenOver)}
 	for _, c := range pl.Changes {
 		switch c.Action {

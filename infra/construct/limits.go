@@ -14,18 +14,12 @@ import (
 // JSON, docs/design.md §12) into the properties of a
 // Custom::ZaeLimiterLimits resource: the manifest is parsed and validated
 // by core/manifest, as the provisioner will, so a bad manifest fails the
-// synth with every bad field named instead of failing the deployment (a
-// session quota too, which this version does not apply); the
+// synth with every bad field named instead of failing the deployment; the
 // properties are its CloudFormation form (PascalCase, every scalar a
 // string, defaults written out).
 func LimitsProperties(file []byte) (map[string]any, error) {
 	m, err := manifest.Parse(file)
 	if err != nil {
-		return nil, err
-	}
-	// The stack's provisioner would refuse a session quota at deploy
-	// time; the synth refuses it first (docs/decisions.md P53).
-	if err := m.CheckSupported(); err != nil {
 		return nil, err
 	}
 	return m.Properties(), nil

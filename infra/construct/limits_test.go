@@ -50,19 +50,26 @@ entities:
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got  %v\nwant %v", got, want)
 	}
+	// A session quota converts with its window length.
+	session, err := construct.LimitsProperties([]byte("namespace: a\nresources: {r: {limits: {x: {capacity: 1, refill_amount: 0, reset_after_seconds: 60}}}}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x := session["Resources"].(map[string]any)["r"].(map[string]any)["Limits"].(map[string]any)["x"].(map[string]any); x["ResetAfterSeconds"] != "60" {
+		t.Errorf("session quota properties %v", x)
+	}
 	// A bad manifest fails the synth, every bad field named.
 	for file, errWant := range map[string]string{
 		"":                                       "empty",
 		"system: {}":                             "namespace: is required",
 		"namespace: a\nnamspace: b":              "namspace: unknown field",
 		"namespace: a\nsystem: {disabled: true}": "system.disabled: is not allowed at system level",
-		"namespace: a\nresources: {r: {limits: {x: {capacity: 1, burst: 2}}}}":                                  "burst: is an alias of capacity and disagrees",
-		"namespace: a\nresources: {r: {limits: {x: {capacity: 2.5}}}}":                                          "2.5 is not an integer",
-		"namespace: a\nresources: [r]":                                                                          "must be a mapping",
-		"namespace: a\nresources: {r: {limits: {x: {capacity: 1, reset_after: 60}}}}":                           "a session window's length is reset_after_seconds",
-		"namespace: a\nresources: {r: {limits: {x: {capacity: 1, refill_amount: 0, reset_after_seconds: 60}}}}": "resources.r.limits.x.reset_after_seconds: session quotas (reset_after) are not supported by this version yet",
-		"namespace: a\nnamespace: b":                                                                            "already defined",
-		"namespace: a\nresources: {r: {limits: {x: {capacity: lots}}, disabled: maybe}}":                        `2 problems`,
+		"namespace: a\nresources: {r: {limits: {x: {capacity: 1, burst: 2}}}}":           "burst: is an alias of capacity and disagrees",
+		"namespace: a\nresources: {r: {limits: {x: {capacity: 2.5}}}}":                   "2.5 is not an integer",
+		"namespace: a\nresources: [r]":                                                   "must be a mapping",
+		"namespace: a\nresources: {r: {limits: {x: {capacity: 1, reset_after: 60}}}}":    "a session window's length is reset_after_seconds",
+		"namespace: a\nnamespace: b":                                                     "already defined",
+		"namespace: a\nresources: {r: {limits: {x: {capacity: lots}}, disabled: maybe}}": `2 problems`,
 	} {
 		if _, err := construct.LimitsProperties([]byte(file)); err == nil || !strings.Contains(err.Error(), errWant) {
 			t.Errorf("%q: error %v, want %q", file, err, errWant)

@@ -186,9 +186,6 @@ func (h *Handler) applyLimits(ctx context.Context, ev cfn.Event) (string, map[st
 		if onlyUnknown(err) {
 			unsure = err
 			m, tolerated, err = manifest.FromPropertiesTolerating(ev.ResourceProperties, func(manifest.Problem) bool { return true })
-			if err == nil {
-				err = m.CheckSupportedProperties()
-			}
 		}
 	}
 	if err != nil {
@@ -280,20 +277,8 @@ func (h *Handler) applyLimits(ctx context.Context, ev cfn.Event) (string, map[st
 // same field at the same path: the stack already runs with it, and refusing
 // it would fail the rollback too (docs/decisions.md P40). applyLimits
 // tolerates one more case: properties that are what the resource last
-// committed. Properties declaring a session quota, which this version does
-// not apply, are a *manifest.UnsupportedError (docs/decisions.md P53).
+// committed.
 func manifestOf(ev cfn.Event) (*manifest.Manifest, []manifest.Problem, error) {
-	m, tolerated, err := decodeProperties(ev)
-	if err == nil {
-		if err = m.CheckSupportedProperties(); err != nil {
-			return nil, nil, err
-		}
-	}
-	return m, tolerated, err
-}
-
-// decodeProperties is manifestOf without the session quota refusal.
-func decodeProperties(ev cfn.Event) (*manifest.Manifest, []manifest.Problem, error) {
 	if ev.RequestType != cfn.RequestUpdate || len(ev.OldResourceProperties) == 0 {
 		m, err := manifest.FromProperties(ev.ResourceProperties)
 		return m, nil, err
@@ -348,7 +333,7 @@ func onlyUnknown(err error) bool {
 // previous ones but for ServiceToken, and those were refused too. That is
 // the Update CloudFormation sends when a stack moves to this provisioner
 // (from the Python one, whose properties it may not take: a field it
-// ignored, a session quota), and the rollback of that Update. Both
+// ignored), and the rollback of that Update. Both
 // answer SUCCESS with nothing written and the problems in the log and in
 // Data (`Refused`), so neither wedges the stack; the limits stay as the
 // previous provisioner left them, until an Update this one can apply.
@@ -356,17 +341,11 @@ func (h *Handler) unchangedRefused(ev cfn.Event, err error) (map[string]string, 
 	if len(ev.OldResourceProperties) == 0 || !sameButToken(ev.ResourceProperties, ev.OldResourceProperties) {
 		return nil, false
 	}
-	var problems []manifest.Problem
 	var ime *manifest.InvalidManifestError
-	var ue *manifest.UnsupportedError
-	switch {
-	case errors.As(err, &ime):
-		problems = ime.Problems
-	case errors.As(err, &ue):
-		problems = ue.Problems
-	default:
+	if !errors.As(err, &ime) {
 		return nil, false
 	}
+	problems := ime.Problems
 	for _, p := range problems {
 		h.log.Warn("provisioner: the properties are unchanged and cannot be applied here; nothing written (fix them in the template)", "problem", p.String())
 	}

@@ -246,25 +246,26 @@ func TestBadManifestNamesEveryField(t *testing.T) {
 	}
 }
 
-// A Create declaring a session quota (ResetAfterSeconds, valid) is FAILED
-// with the quota's path and why: this version does not apply session
-// quotas (docs/decisions.md P53). Nothing is written.
-func TestSessionQuotaCreateRefused(t *testing.T) {
+// A Create declaring a session quota (ResetAfterSeconds) applies it past
+// the version gate (the table's readers are this build's): the quota is
+// stored under the hidden w_ prefix with its window length in seconds, as
+// the Python provisioner stores it (docs/decisions.md P55).
+func TestSessionQuotaCreate(t *testing.T) {
 	e := newEnv(t)
 	resp := e.invoke(e.event("cfn-limits-create.json", func(ev map[string]any) {
 		props := ev["ResourceProperties"].(map[string]any)
 		props["Entities"].(map[string]any)["api-key-1"].(map[string]any)["Resources"].(map[string]any)["gpt-4"].(map[string]any)["Limits"].(map[string]any)["session"] =
 			map[string]any{"Capacity": "10000", "RefillAmount": "0", "ResetAfterSeconds": "18000"}
 	}))
-	want := "Entities.api-key-1.Resources.gpt-4.Limits.session.ResetAfterSeconds: session quotas (reset_after) are not supported by this version yet"
-	if resp.Status != cfn.StatusFailed || resp.PhysicalResourceID != customresource.FailedPhysicalID || !strings.Contains(resp.Reason, want) {
+	if resp.Status != cfn.StatusSuccess {
 		t.Fatalf("%+v", resp)
 	}
-	if items := e.configItems(e.ns); len(items) != 0 {
-		t.Fatalf("a refused manifest wrote %v", items)
+	ls, err := e.store.GetEntityLimits(e.ctx, e.ns, "api-key-1", "gpt-4")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if st, _ := provision.New(e.tbl.DB, e.tbl.Name, provision.Options{}).ReadState(e.ctx, e.ns, sampleOwner); st.Found || len(st.Targets) > 0 {
-		t.Fatal("a refused manifest wrote the state record")
+	if got, ok := limit.Find(ls, "session"); !ok || got != limit.Session("session", 10_000, 5*time.Hour) {
+		t.Fatalf("stored %+v", ls)
 	}
 }
 

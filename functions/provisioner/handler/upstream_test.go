@@ -231,24 +231,24 @@ func TestRollbackToDeployedPropertiesWithATypo(t *testing.T) {
 
 // An Update that changes nothing but ServiceToken, with properties this
 // provisioner cannot apply (a stack moving over from the Python
-// provisioner with a session quota, phase 2b here), and its rollback:
+// provisioner with a limit this one finds invalid), and its rollback:
 // SUCCESS, nothing written, the problems in Data. The same properties with
 // a real change are refused.
 func TestUnchangedPropertiesThatCannotApply(t *testing.T) {
 	e := newEnv(t)
 	e.invoke(e.event("cfn-limits-create.json", nil))
 	before := e.configItems(e.ns)
-	sessionQuota := func(token string) map[string]any {
+	invalid := func(token string) map[string]any {
 		props := e.eventProps("cfn-limits-create.json")
 		props["ServiceToken"] = token
 		props["Resources"].(map[string]any)["gpt-4"].(map[string]any)["Limits"].(map[string]any)["session"] = map[string]any{
-			"Capacity": "10000", "RefillAmount": "0", "RefillPeriod": "1", "ResetAfterSeconds": "18000"}
+			"Capacity": "10000", "RefillAmount": "0", "RefillPeriod": "1"}
 		return props
 	}
 	python, ours := "arn:aws:lambda:us-east-1:123456789012:function:python-provisioner", "arn:aws:lambda:us-east-1:123456789012:function:go-provisioner"
 	for _, step := range []struct{ name, from, to string }{{"move over", python, ours}, {"its rollback", ours, python}} {
 		resp := e.invoke(e.event("cfn-limits-update.json", func(ev map[string]any) {
-			ev["ResourceProperties"], ev["OldResourceProperties"] = sessionQuota(step.to), sessionQuota(step.from)
+			ev["ResourceProperties"], ev["OldResourceProperties"] = invalid(step.to), invalid(step.from)
 			ev["PhysicalResourceId"] = e.sampleID()
 		}))
 		if resp.Status != cfn.StatusSuccess || resp.Data["Refused"] != "1" || resp.Data["status"] != "unchanged" ||
@@ -263,12 +263,12 @@ func TestUnchangedPropertiesThatCannotApply(t *testing.T) {
 		t.Fatal("an unchanged Update wrote")
 	}
 	resp := e.invoke(e.event("cfn-limits-update.json", func(ev map[string]any) {
-		changed := sessionQuota(ours)
+		changed := invalid(ours)
 		changed["System"].(map[string]any)["OnUnavailable"] = "allow"
-		ev["ResourceProperties"], ev["OldResourceProperties"] = changed, sessionQuota(python)
+		ev["ResourceProperties"], ev["OldResourceProperties"] = changed, invalid(python)
 		ev["PhysicalResourceId"] = e.sampleID()
 	}))
-	if resp.Status != cfn.StatusFailed || !strings.Contains(resp.Reason, "Resources.gpt-4.Limits.session.ResetAfterSeconds: session quotas (reset_after) are not supported by this version yet") {
-		t.Fatalf("a real change with a session quota %+v", resp)
+	if resp.Status != cfn.StatusFailed || !strings.Contains(resp.Reason, "Resources.gpt-4.Limits.session") {
+		t.Fatalf("a real change with an invalid limit %+v", resp)
 	}
 }

@@ -32,11 +32,6 @@ func (a *App) limitsTemplate(f *manifestFlags, stack, logicalID string) error {
 	if err != nil {
 		return err
 	}
-	// The stack's provisioner would refuse a session quota
-	// (docs/decisions.md P53): no template for it.
-	if err := m.CheckSupported(); err != nil {
-		return err
-	}
 	if !logicalIDPattern.MatchString(logicalID) {
 		return usageErrorf("--logical-id %q: a logical id is letters and digits only", logicalID)
 	}

@@ -73,11 +73,10 @@ func withHint(err error, format string, args ...any) error {
 func isUsage(err error) bool {
 	var ue *UsageError
 	var me *manifest.InvalidManifestError
-	var mu *manifest.UnsupportedError
 	var ny *prompt.NeedYesError
 	var fe *output.FormatError
 	var se *limitspec.SyntaxError
-	return errors.As(err, &ue) || errors.As(err, &me) || errors.As(err, &mu) || errors.As(err, &ny) || errors.As(err, &fe) ||
+	return errors.As(err, &ue) || errors.As(err, &me) || errors.As(err, &ny) || errors.As(err, &fe) ||
 		errors.As(err, &se) || schema.IsValidationError(err)
 }
 
@@ -93,11 +92,6 @@ func explain(err error, a *App) error {
 	var me *manifest.InvalidManifestError
 	if errors.As(err, &me) {
 		return problemList(fmt.Sprintf("the manifest has %d problem(s); nothing was written:", len(me.Problems)), me.Problems)
-	}
-	var mu *manifest.UnsupportedError
-	if errors.As(err, &mu) {
-		return problemList(fmt.Sprintf("the manifest declares %d session quota(s), which this version does not apply yet; nothing was written:",
-			len(mu.Problems)), mu.Problems)
 	}
 	var rnf *types.ResourceNotFoundException
 	if errors.As(err, &rnf) {

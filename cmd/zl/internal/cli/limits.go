@@ -213,29 +213,6 @@ func (a *App) limitsPlan(ctx context.Context, f *manifestFlags, diff bool) error
 	return a.Render(viewPlan(m, pl))
 }
 
-// unsupported lists what an apply of m would refuse (its session quotas,
-// docs/decisions.md P53), one `path: reason` each; empty when none.
-func unsupported(m *manifest.Manifest) []string {
-	out := []string{}
-	var ue *manifest.UnsupportedError
-	if errors.As(m.CheckSupported(), &ue) {
-		for _, p := range ue.Problems {
-			out = append(out, p.String())
-		}
-	}
-	return out
-}
-
-// refusedCaption is the line a plan or a diff ends with when the apply
-// would refuse the manifest.
-func refusedCaption(refused []string) string {
-	if len(refused) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("zl limits apply refuses this manifest (%d session quota(s); this version does not apply them yet):\n  %s",
-		len(refused), strings.Join(refused, "\n  "))
-}
-
 // explainPlan adds what to do to a refused plan.
 func explainPlan(err error) error {
 	var oe *provision.OwnershipError
@@ -255,11 +232,6 @@ func explainPlan(err error) error {
 func (a *App) limitsApply(ctx context.Context, f *manifestFlags) error {
 	m, req, p, ctl, err := a.manifestSetup(ctx, f)
 	if err != nil {
-		return err
-	}
-	// Refused before the namespace is registered or anything is asked: the
-	// provisioner would refuse it too (docs/decisions.md P53).
-	if err := m.CheckSupported(); err != nil {
 		return err
 	}
 	out := applyView{Namespace: m.Namespace, Owner: req.Owner.Key()}
@@ -397,14 +369,11 @@ type planView struct {
 	Changes      []changeView `json:"changes"`
 	Unchanged    int          `json:"unchanged"`
 	TakenOver    []takenView  `json:"taken_over"`
-	// Unsupported lists what an apply would refuse: the manifest's session
-	// quotas, each `path: reason`.
-	Unsupported []string `json:"unsupported"`
 }
 
 func viewPlan(m *manifest.Manifest, pl *provision.Plan) planView {
 	v := planView{Namespace: m.Namespace, NamespaceID: pl.Namespace, Owner: pl.Request.Owner.Key(), ManifestHash: pl.Hash,
-		Changes: viewChanges(pl.Changes), Unchanged: pl.Unchanged, TakenOver: []takenView{}, Unsupported: unsupported(m)}
+		Changes: viewChanges(pl.Changes), Unchanged: pl.Unchanged, TakenOver: []takenView{}}
 	for _, t := range pl.TakenOver {
 		v.TakenOver = append(v.TakenOver, takenView{Target: targetLabel(string(t.Target.Kind), t.Target.String()), From: t.Holder})
 	}
@@ -419,9 +388,6 @@ func (v planView) Tables() []output.Table {
 		t.Caption = fmt.Sprintf("No changes: %d target(s) already match the manifest.", v.Unchanged)
 	case v.Unchanged > 0:
 		t.Caption = fmt.Sprintf("%d target(s) unchanged.", v.Unchanged)
-	}
-	if c := refusedCaption(v.Unsupported); c != "" {
-		t.Caption = strings.TrimSpace(t.Caption + "\n" + c)
 	}
 	ts := []output.Table{t}
 	if len(v.TakenOver) > 0 {
@@ -457,8 +423,6 @@ type diffView struct {
 	NamespaceID string           `json:"namespace_id"`
 	Owner       string           `json:"owner"`
 	Targets     []targetDiffView `json:"targets"`
-	// Unsupported is the plan's: what an apply would refuse.
-	Unsupported []string `json:"unsupported"`
 }
 
 // targetDiffView is one changed target's config before and after.
@@ -471,7 +435,7 @@ type targetDiffView struct {
 }
 
 func viewDiff(m *manifest.Manifest, pl *provision.Plan) diffView {
-	v := diffView{Namespace: m.Namespace, NamespaceID: pl.Namespace, Owner: pl.Request.Owner.Key(), Targets: []targetDiffView{}, Unsupported: unsupported(m)}
+	v := diffView{Namespace: m.Namespace, NamespaceID: pl.Namespace, Owner: pl.Request.Owner.Key(), Targets: []targetDiffView{}}
 	for _, c := range pl.Changes {
 		v.Targets = append(v.Targets, targetDiffView{
 			Action: string(c.Action), Kind: string(c.Target.Kind), Target: c.Target.String(),
@@ -498,9 +462,6 @@ func (v diffView) Tables() []output.Table {
 	}
 	if len(v.Targets) == 0 {
 		t.Caption = "No differences: the namespace already matches the manifest."
-	}
-	if c := refusedCaption(v.Unsupported); c != "" {
-		t.Caption = strings.TrimSpace(t.Caption + "\n" + c)
 	}
 	return []output.Table{t}
 }

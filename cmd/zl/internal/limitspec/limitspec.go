@@ -2,8 +2,7 @@
 // line: `rpm:100/min`, `tpm:100000/min:150000` (a burst above the rate),
 // `rps:10/s:soft`, calendar quotas `tokens:100000@daily` or
 // `tokens:5000000@0 0 1 * *` (a cron), and session quotas
-// `tokens:10000@after 5h` (a window opened on first use; this version
-// reads them but does not store them, docs/decisions.md P53). The text is
+// `tokens:10000@after 5h` (a window opened on first use). The text is
 // turned into the limits manifest's own document and read by
 // core/manifest, so a limit typed here is checked by the same rules, with
 // the same messages, as one in a manifest file (docs/design.md §12, §15).
