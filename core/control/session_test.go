@@ -2,8 +2,8 @@ package control_test
 
 import (
 	"errors"
-	"reflect"
 	"fmt"
+	"reflect"
 	"strconv"
 	"testing"
 	"time"

@@ -305,4 +305,3 @@ func checkSessionInvariants(t *testing.T, tbl *ddbtest.Table, led sessionLedger,
 		fail("I8: admitted %d + held %d + grantable %d = %d, want C + top-ups = %d\n%s", led.admitted, held, grantable, got, want, strings.Join(state, "\n"))
 	}
 }
-

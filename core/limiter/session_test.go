@@ -31,7 +31,6 @@ func (e *env) put(k schema.ItemKeys, a map[string]types.AttributeValue) {
 	}
 }
 
-
 // TestSessionOverrideGated: limits given to the call (WithLimits) holding
 // a session quota pass the writer gate at 0.15.0 first (ADR-141): with
 // the table's readers at 0.14.0 the acquire is refused, under
