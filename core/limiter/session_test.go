@@ -3,6 +3,7 @@ package limiter_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strconv"
 	"testing"
@@ -310,4 +311,49 @@ func TestSessionPythonPendingShard(t *testing.T) {
 		}
 		e.want(c.entity, e.bucket(c.entity, "gpt-4", 0), want)
 	}
+}
+
+// What opening a window costs (docs/costs.md "Session quotas"): on a pair
+// of 4 shards whose window ended, the first use on shard 0 pays the fast
+// path's failed write, the slow path's reads and its write, and one
+// conditional write per sibling (3); each sibling's next use then pays one
+// slow pass to roll the window in; a use inside the window is the fast
+// path's one write.
+func TestSessionOpenCost(t *testing.T) {
+	draw := 0
+	e := newEnv(t, limiter.Options{Rand: func(n int) int { return min(draw, n-1) }})
+	e.pythonSession("gpt-4")
+	ctx := context.Background()
+	now := e.clk.Now().UnixMilli()
+	ended := now - sessionMs - 60_000
+	for shard := range 4 {
+		e.put(schema.BucketItemKeys(ns, "u", "gpt-4", shard), map[string]types.AttributeValue{
+			"entity_id": schema.Str("u"), "resource": schema.Str("gpt-4"), "rf": schema.Num(ended + 1), "shard_count": schema.Num(4), "vu": schema.Num(ended + sessionMs),
+			"b_session_tk": schema.Num(0), "b_session_cp": schema.Num(10_000_000), "b_session_ra": schema.Num(0), "b_session_rp": schema.Num(1000),
+			"b_session_tc": schema.Num(10_000_000), "b_session_ws": schema.Num(ended), "b_session_rsa": schema.Num(18_000), "b_session_wa": schema.Num(ended),
+			"b_session_gc": schema.Num(4),
+			"b_wcu_tk": schema.Num(1_000_000), "b_wcu_cp": schema.Num(1_000_000), "b_wcu_ra": schema.Num(1_000_000), "b_wcu_rp": schema.Num(1000), "b_wcu_tc": schema.Num(0),
+		})
+	}
+	type cost map[string]int
+	measure := func(what string, shard int, want cost) {
+		t.Helper()
+		draw = shard
+		e.proxy.ResetStats()
+		if _, err := e.lim.Acquire(ctx, "u", "gpt-4", limiter.Consume{"session": 1}); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		for _, op := range []string{"UpdateItem", "BatchGetItem", "GetItem", "TransactWriteItems", "PutItem"} {
+			if got := e.calls(op); got != want[op] {
+				t.Errorf("%s: %d %s, want %d", what, got, op, want[op])
+			}
+		}
+	}
+	measure("the opener", 0, cost{"UpdateItem": 5, "BatchGetItem": 3})
+	for shard := 1; shard < 4; shard++ {
+		e.want(fmt.Sprintf("shard %d", shard), e.bucket("u", "gpt-4", shard), map[string]string{"b_session_ws": ms(now), "vu": "0", "b_session_wtc": "10000000"})
+	}
+	e.clk.Advance(time.Second)
+	measure("a sibling's roll", 2, cost{"UpdateItem": 2, "BatchGetItem": 2, "GetItem": 1})
+	measure("a use inside the window", 0, cost{"UpdateItem": 1})
 }

@@ -141,7 +141,10 @@ func (d *demo) controls(ctx context.Context) error {
 	if err := d.scheduledLimit(ctx); err != nil {
 		return err
 	}
-	return d.dailyQuota(ctx)
+	if err := d.dailyQuota(ctx); err != nil {
+		return err
+	}
+	return d.sessionQuota(ctx)
 }
 
 func fmtDetails(m map[string]string) string {

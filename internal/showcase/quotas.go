@@ -124,3 +124,116 @@ func (d *demo) dailyQuota(ctx context.Context) error {
 	}
 	return nil
 }
+
+// sessionQuota shows a session quota (docs/design.md §15) on a clock of
+// its own: a 5-hour window of 1,000 tokens opens at the first use, its
+// 429 names the window's end, a top-up adds to the window, a reset ends
+// it, the next use opens a new one, and the first use after that one
+// ended opens another, while tc keeps climbing.
+func (d *demo) sessionQuota(ctx context.Context) error {
+	const resource = "quota/agent"
+	at := func(s string) time.Time {
+		t, err := time.Parse("2006-01-02 15:04", s)
+		if err != nil {
+			panic(err)
+		}
+		return t
+	}
+	clk := clock.NewManual(at("2026-11-30 09:00"))
+	lim, err := limiter.New(d.db, d.table, d.ns, limiter.Options{Clock: clk.Now})
+	if err != nil {
+		return err
+	}
+	ctl := control.New(d.db, d.table, control.Options{Clock: clk.Now, Caches: []control.Cache{lim}})
+	session := limit.Session("tokens", 1_000, 5*time.Hour)
+	if _, err := ctl.SetResourceLimits(ctx, d.ns, resource, []limit.Limit{session}, "ops@example.com"); err != nil {
+		return err
+	}
+	fmt.Fprintln(d.out, "\na session quota: 1,000 tokens a 5-hour window that opens on first use (limit.Session, set past the 0.15.0 reader gate):")
+	hm := func(ms int64) string { return time.UnixMilli(ms).UTC().Format("15:04") }
+	state := func() (string, error) {
+		got, err := d.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(d.table), ConsistentRead: aws.Bool(true),
+			Key: schema.BucketKey(d.ns, "agent-user", resource, 0).AttributeValues()})
+		if err != nil {
+			return "", err
+		}
+		img, err := bucketitem.Decode(got.Item)
+		if err != nil {
+			return "", err
+		}
+		q := img.Limit("tokens")
+		if q == nil {
+			return "no bucket", nil
+		}
+		s := fmt.Sprintf("tk %s, tc %s", tokens(q.Tokens), tokens(q.Consumed))
+		if q.Fields.Has(bucketitem.FieldTopUp) {
+			s += ", tu " + tokens(q.TopUp)
+		}
+		if end, ok := q.WindowEnd(); ok {
+			if end > clk.Now().UnixMilli() {
+				s += fmt.Sprintf(", window %s–%s", hm(q.WindowStart), hm(end))
+			} else {
+				s += fmt.Sprintf(", window ended at %s", hm(end))
+			}
+		}
+		return s, nil
+	}
+	take := func(when string, n int64) error {
+		clk.Set(at(when))
+		lease, err := lim.Acquire(ctx, "agent-user", resource, limiter.Consume{"tokens": n})
+		var rle *limiter.RateLimitExceeded
+		switch {
+		case errors.As(err, &rle):
+			wait, _ := rle.RetryAfter()
+			fmt.Fprintf(d.out, "  %s  %4d asked: 429, retry after %v: at %s, the window's end\n", when[11:], n, wait, clk.Now().Add(wait).UTC().Format("15:04"))
+			return nil
+		case err != nil:
+			return err
+		}
+		left, _ := lease.Remaining("tokens")
+		s, err := state()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(d.out, "  %s  %4d taken: %d left (%s)\n", when[11:], n, left, s)
+		return nil
+	}
+	for _, s := range []struct {
+		when string
+		n    int64
+	}{{"2026-11-30 09:00", 600}, {"2026-11-30 10:00", 400}, {"2026-11-30 11:00", 100}} {
+		if err := take(s.when, s.n); err != nil {
+			return err
+		}
+	}
+	clk.Set(at("2026-11-30 11:05"))
+	op, err := ctl.TopUp(ctx, d.ns, "agent-user", resource, map[string]int64{"tokens": 250}, control.OperationOptions{OperationID: "purchase-43", Principal: "billing"})
+	if err != nil {
+		return err
+	}
+	s, err := state()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(d.out, "  11:05  top-up of 250 (purchase-43): %d granted into the window (%s)\n", op.Granted["tokens"], s)
+	if err := take("2026-11-30 11:10", 250); err != nil {
+		return err
+	}
+	clk.Set(at("2026-11-30 11:15"))
+	if _, err := ctl.Reset(ctx, d.ns, "agent-user", resource, nil, control.OperationOptions{Principal: "ops@example.com"}); err != nil {
+		return err
+	}
+	if s, err = state(); err != nil {
+		return err
+	}
+	fmt.Fprintf(d.out, "  11:15  reset: the window ends now, the next use opens a new one in full (%s)\n", s)
+	for _, s := range []struct {
+		when string
+		n    int64
+	}{{"2026-11-30 11:20", 100}, {"2026-11-30 17:00", 50}} {
+		if err := take(s.when, s.n); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -285,6 +285,18 @@ func TestRunShowsOperatorControls(t *testing.T) {
 		"  22:10:00   250 taken: 0 left (tk 0, tc 1250, gc 1, tu 250, vu Dec 1 00:00 EST)",
 		"  23:59:59     1 asked: 429, retry after 1s: at Dec 1 00:00 EST, the reset",
 		"  00:00:05   100 taken: 900 left (tk 900, tc 1350, gc 1, vu Dec 2 00:00 EST)",
+		// A session quota: the window opens at the first use, its 429
+		// names its end, a top-up adds to it, a reset ends it, the next
+		// use opens a new one, and so does the first use after that ended;
+		// tc climbs throughout.
+		"  09:00   600 taken: 400 left (tk 400, tc 600, window 09:00–14:00)",
+		"  10:00   400 taken: 0 left (tk 0, tc 1000, window 09:00–14:00)",
+		"  11:00   100 asked: 429, retry after 3h0m0s: at 14:00, the window's end",
+		"  11:05  top-up of 250 (purchase-43): 250 granted into the window (tk 250, tc 1000, tu 250, window 09:00–14:00)",
+		"  11:10   250 taken: 0 left (tk 0, tc 1250, tu 250, window 09:00–14:00)",
+		"  11:15  reset: the window ends now, the next use opens a new one in full (tk 1000, tc 1250, window ended at 11:15)",
+		"  11:20   100 taken: 900 left (tk 900, tc 1350, window 11:20–16:20)",
+		"  17:00    50 taken: 950 left (tk 950, tc 1400, window 17:00–22:00)",
 	} {
 		if !strings.Contains(step, "\n"+want+"\n") {
 			t.Errorf("step 9 lacks the line %q\n%s", want, step)
