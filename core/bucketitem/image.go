@@ -649,10 +649,23 @@ func (img *Image) ImageLimit(name string, amount, now int64) bucket.ImageLimit {
 // ResetsAtMs its next edge; a quota whose reset schedule does not decode,
 // or has no edge within reach, is left without them, which sends the
 // request to the read-then-write path. Parameter schedules are not applied
-// here: a caller judges only an image without one (HasParamSchedule).
+// here: a caller judges only an image without one (HasParamSchedule). A
+// session quota carries its window's end as ResetsAtMs while the window is
+// live and applied, and ResetPending otherwise (docs/design.md §15).
 func (img *Image) JudgeLimit(l *LimitImage, amount int64, soft bool, now int64) bucket.ImageLimit {
 	il := l.ImageLimit(amount, soft)
 	if !il.Params.IsQuota() {
+		return il
+	}
+	if l.HasWindow() {
+		// A session quota: judged from the image only inside a live window
+		// its balance reflects, until that window's end; any other phase
+		// is the read-then-write path's to open or roll.
+		if w := l.Window(); w.Length > 0 && w.Phase(img.RF, now) == bucket.WindowCurrent {
+			il.ResetsAtMs, _ = w.End()
+		} else {
+			il.ResetPending = true
+		}
 		return il
 	}
 	_, r, loc, err := img.Schedules(l.Name)

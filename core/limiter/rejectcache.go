@@ -302,7 +302,7 @@ func (l *Limiter) judgeShard(req *request, img *bucketitem.Image, now int64) (sh
 	if img.HasDisabled {
 		return false, true, 0, false // ResourceDisabled stays the server's answer
 	}
-	if img.Bypass.Present || img.Windowed() || img.HasParamSchedule() || len(req.declared) > maxLocalLimits {
+	if img.Bypass.Present || img.HasParamSchedule() || len(req.declared) > maxLocalLimits {
 		return false, false, 0, false
 	}
 	if req.override != nil {

@@ -8,6 +8,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -303,5 +305,123 @@ func checkSessionInvariants(t *testing.T, tbl *ddbtest.Table, led sessionLedger,
 	grantable := bucket.FloorDiv(led.capacity, count) * uncovered
 	if got, want := led.admitted+held+grantable, led.capacity+led.topUps; got != want {
 		fail("I8: admitted %d + held %d + grantable %d = %d, want C + top-ups = %d\n%s", led.admitted, held, grantable, got, want, strings.Join(state, "\n"))
+	}
+}
+
+// Concurrent openers (docs/design.md §15): 4 limiters (as 4 processes)
+// with 32 goroutines hammer a pair of 4 shards — 2 of them holding a
+// window that ended, 2 not created yet — at one clock reading, in
+// requests of 7 tokens, until every request is refused. Whatever the
+// races between openers, fan-outs, joins and ADR-145 moves, every shard
+// ends in the one window opened at that instant, nothing is admitted
+// beyond the allowance, and what was admitted plus what the shards hold
+// is exactly C: no allowance minted, none lost.
+func TestSessionConcurrentOpeners(t *testing.T) {
+	t.Run("ended", func(t *testing.T) { runConcurrentSession(t, false) })
+	t.Run("live", func(t *testing.T) { runConcurrentSession(t, true) })
+}
+
+// runConcurrentSession is TestSessionConcurrentOpeners from a window that
+// ended, or (live) from one opened an hour ago when the pair had 2 shards,
+// each holding its full grant at gc 2: the 2 new shards must then be
+// funded by moves off the 2 old ones (ADR-145), never by a fresh grant.
+func runConcurrentSession(t *testing.T, live bool) {
+	tbl := ddbtest.NewTable(t)
+	clk := clock.NewManual(time.Date(2026, 11, 29, 21, 0, 0, 0, time.UTC))
+	ctx := context.Background()
+	quota := limit.Session("tokens", 1000, sessionLength)
+	var lims []*limiter.Limiter
+	for i := range 4 {
+		r := rand.New(rand.NewPCG(uint64(i), 7))
+		var mu sync.Mutex
+		lim, err := limiter.New(tbl.DB, tbl.Name, ns, limiter.Options{Clock: clk.Now, RejectionCacheTTL: -1,
+			Rand: func(n int) int { mu.Lock(); defer mu.Unlock(); return r.IntN(n) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lims = append(lims, lim)
+	}
+	if err := lims[0].Store().Writer(capability.ConfigWrite{}).SetResourceLimits(ctx, ns, "gpt-4", []limit.Limit{quota}); err != nil {
+		t.Fatal(err)
+	}
+	now := clk.Now().UnixMilli()
+	start, tk := now-sessionLength.Milliseconds()-60_000, int64(3_000) // ended
+	if live {
+		start, tk = now-3_600_000, 500_000
+	}
+	for shard := range 2 {
+		n := bucketitem.New{ID: schema.BucketID{Namespace: ns, Entity: "k", Resource: "gpt-4", Shard: shard}, RF: start + 1, ShardCount: 4,
+			VU: start + sessionLength.Milliseconds(),
+			Limits: []bucketitem.NewLimit{{Name: "tokens", Tokens: tk, Consumed: 500_000, Params: quota.Params(), GrantShards: 2,
+				ResetAfter: quota.ResetAfterSeconds(), WindowStart: start, WindowAnchor: start}}}
+		if _, err := tbl.DB.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(tbl.Name), Item: n.Item()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 32)
+	for g := range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for refused := 0; refused < 20; {
+				_, err := lims[g%len(lims)].Acquire(ctx, "k", "gpt-4", limiter.Consume{"tokens": 7})
+				var rle *limiter.RateLimitExceeded
+				switch {
+				case err == nil:
+					admitted.Add(7 * bucket.MilliPerToken)
+				case errors.As(err, &rle):
+					refused++
+				default:
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	var held, consumed int64
+	var covers []bucket.GrantSibling
+	shards := sessionShards(t, tbl)
+	for sh, img := range shards {
+		li := img.Limit("tokens")
+		consumed += li.Consumed
+		w := li.Window()
+		switch phase := w.Phase(img.RF, now); {
+		case w.Start != start && live, w.Start != now && !live:
+			t.Errorf("shard %d: window at %d (%s), want the one the pair is in", sh, w.Start, phase)
+		case phase == bucket.WindowCurrent:
+			held += li.Tokens
+			covers = append(covers, bucket.GrantSibling{Shard: int64(sh), GrantShards: li.GrantShards})
+		}
+		// Pending: fanned out, not rolled in; its balance is the ended
+		// window's and its slot still grantable in this one.
+	}
+	var uncovered int64
+	for slot := range int64(4) {
+		covered := false
+		for _, c := range covers {
+			covered = covered || bucket.GrantCovers(c.Shard, c.GrantShards, slot)
+		}
+		if !covered {
+			uncovered++
+		}
+	}
+	got := admitted.Load()
+	if got > quota.Params().Capacity {
+		t.Fatalf("admitted %d millitokens, above the allowance %d", got, quota.Params().Capacity)
+	}
+	grantable := quota.Params().Capacity / 4 * uncovered
+	t.Logf("%d shards; admitted %d, held %d, grantable %d (C = %d)", len(shards), got, held, grantable, quota.Params().Capacity)
+	if got+held+grantable != quota.Params().Capacity {
+		t.Errorf("admitted %d + held %d + grantable %d = %d, want C = %d", got, held, grantable, got+held+grantable, quota.Params().Capacity)
+	}
+	if consumed != got+2*500_000 {
+		t.Errorf("tc sums to %d, want the 1,000,000 before plus the %d admitted", consumed, got)
 	}
 }

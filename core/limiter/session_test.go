@@ -357,3 +357,48 @@ func TestSessionOpenCost(t *testing.T) {
 	measure("a sibling's roll", 2, cost{"UpdateItem": 2, "BatchGetItem": 2, "GetItem": 1})
 	measure("a use inside the window", 0, cost{"UpdateItem": 1})
 }
+
+// An exhausted session window is refused from what DynamoDB already said:
+// the failed write's image (one call), then the rejection cache (no call),
+// each naming the window's end; at the window's end the cached state is
+// never trusted and the request goes to DynamoDB, which opens the next
+// window (docs/design.md §10, §15).
+func TestSessionExhaustedRejectionsAreCheap(t *testing.T) {
+	e := newEnv(t, limiter.Options{})
+	e.pythonSession("gpt-4")
+	ctx := context.Background()
+	t0 := e.clk.Now()
+	if _, err := e.lim.Acquire(ctx, "k", "gpt-4", limiter.Consume{"session": 10_000}); err != nil {
+		t.Fatal(err)
+	}
+	e.clk.Set(t0.Add(5*time.Hour - 2*time.Second))
+	e.proxy.ResetStats()
+	var rle *limiter.RateLimitExceeded
+	if _, err := e.lim.Acquire(ctx, "k", "gpt-4", limiter.Consume{"session": 1}); !errors.As(err, &rle) {
+		t.Fatalf("exhausted: %v", err)
+	}
+	if n := e.totalCalls(); n != 1 {
+		t.Errorf("the first 429 took %d calls, want 1 (the failed write's image decides)", n)
+	}
+	if d, _ := rle.RetryAfter(); d != 2*time.Second {
+		t.Errorf("retry after %v, want the 2 s to the window's end", d)
+	}
+	e.proxy.ResetStats()
+	if _, err := e.lim.Acquire(ctx, "k", "gpt-4", limiter.Consume{"session": 1}); !errors.As(err, &rle) {
+		t.Fatalf("exhausted again: %v", err)
+	}
+	if n := e.totalCalls(); n != 0 {
+		t.Errorf("the second 429 took %d calls, want 0 (the rejection cache)", n)
+	}
+	if d, _ := rle.RetryAfter(); d != 2*time.Second {
+		t.Errorf("the cached 429's retry after %v, want the window's end", d)
+	}
+	e.clk.Set(t0.Add(5 * time.Hour))
+	if _, err := e.lim.Acquire(ctx, "k", "gpt-4", limiter.Consume{"session": 1}); err != nil {
+		t.Fatalf("at the window's end: %v", err)
+	}
+	e.want("the next window", e.bucket("k", "gpt-4", 0), map[string]string{"b_session_ws": ms(t0.Add(5 * time.Hour).UnixMilli()), "b_session_tk": "9999000"})
+	if st := e.lim.Stats(); st.LocalRejections != 1 {
+		t.Errorf("stats %+v, want one local rejection", st)
+	}
+}
