@@ -402,3 +402,35 @@ func TestSessionExhaustedRejectionsAreCheap(t *testing.T) {
 		t.Errorf("stats %+v, want one local rejection", st)
 	}
 }
+
+// A cascade's parent and child anchor their windows independently
+// (ADR-139): the first use of a child opens the child's window and, in the
+// same transaction, the parent's if it has none live; a second child an
+// hour later opens its own window while the parent's runs on from the
+// first use.
+func TestSessionCascadeAnchorsIndependently(t *testing.T) {
+	e := newEnv(t, limiter.Options{})
+	e.pythonSession("gpt-4")
+	ctx := context.Background()
+	w := e.lim.Store().Writer(capability.ConfigWrite{})
+	if _, err := w.CreateEntity(ctx, ns, "org", config.EntityOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"key-1", "key-2"} {
+		if _, err := w.CreateEntity(ctx, ns, k, config.EntityOptions{ParentID: "org", Cascade: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t0 := e.clk.Now().UnixMilli()
+	if _, err := e.lim.Acquire(ctx, "key-1", "gpt-4", limiter.Consume{"session": 10}); err != nil {
+		t.Fatal(err)
+	}
+	e.clk.Advance(time.Hour)
+	t1 := e.clk.Now().UnixMilli()
+	if _, err := e.lim.Acquire(ctx, "key-2", "gpt-4", limiter.Consume{"session": 20}); err != nil {
+		t.Fatal(err)
+	}
+	e.want("key-1", e.bucket("key-1", "gpt-4", 0), map[string]string{"b_session_ws": ms(t0), "b_session_tk": "9990000"})
+	e.want("key-2", e.bucket("key-2", "gpt-4", 0), map[string]string{"b_session_ws": ms(t1), "b_session_tk": "9980000"})
+	e.want("org", e.bucket("org", "gpt-4", 0), map[string]string{"b_session_ws": ms(t0), "b_session_tk": "9970000", "b_session_tc": "30000"})
+}
