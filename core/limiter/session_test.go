@@ -332,7 +332,7 @@ func TestSessionOpenCost(t *testing.T) {
 			"b_session_tk": schema.Num(0), "b_session_cp": schema.Num(10_000_000), "b_session_ra": schema.Num(0), "b_session_rp": schema.Num(1000),
 			"b_session_tc": schema.Num(10_000_000), "b_session_ws": schema.Num(ended), "b_session_rsa": schema.Num(18_000), "b_session_wa": schema.Num(ended),
 			"b_session_gc": schema.Num(4),
-			"b_wcu_tk": schema.Num(1_000_000), "b_wcu_cp": schema.Num(1_000_000), "b_wcu_ra": schema.Num(1_000_000), "b_wcu_rp": schema.Num(1000), "b_wcu_tc": schema.Num(0),
+			"b_wcu_tk":     schema.Num(1_000_000), "b_wcu_cp": schema.Num(1_000_000), "b_wcu_ra": schema.Num(1_000_000), "b_wcu_rp": schema.Num(1000), "b_wcu_tc": schema.Num(0),
 		})
 	}
 	type cost map[string]int
