@@ -41,8 +41,15 @@ import (
 // Seeds 1–3 run every time, and one more drawn afresh, logged so that a
 // failure replays with QUOTA_PROPERTY_SEED=<seed>.
 func TestQuotaConservationProperty(t *testing.T) {
+	propertySeeds(t, "QUOTA_PROPERTY_SEED", func(t *testing.T, seed uint64) { runQuotaProperty(t, seed, 120) })
+}
+
+// propertySeeds runs a property over seeds 1–3 and one drawn afresh, each
+// on a table of its own in parallel, or over the one seed the environment
+// variable env names (a replay).
+func propertySeeds(t *testing.T, env string, run func(t *testing.T, seed uint64)) {
 	seeds := []uint64{1, 2, 3, rand.Uint64()}
-	if s := os.Getenv("QUOTA_PROPERTY_SEED"); s != "" {
+	if s := os.Getenv(env); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
 			t.Fatal(err)
@@ -52,8 +59,8 @@ func TestQuotaConservationProperty(t *testing.T) {
 	for _, seed := range seeds {
 		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
 			t.Parallel() // a table each
-			t.Logf("replay with QUOTA_PROPERTY_SEED=%d", seed)
-			runQuotaProperty(t, seed, 120)
+			t.Logf("replay with %s=%d", env, seed)
+			run(t, seed)
 		})
 	}
 }
@@ -66,108 +73,157 @@ type quotaLedger struct {
 	period   int64 // the period's reset edge, epoch ms
 }
 
-func runQuotaProperty(t *testing.T, seed uint64, steps int) {
-	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	tbl := ddbtest.NewTable(t)
-	clk := clock.NewManual(time.Date(2026, 11, 29, 21, 0, 0, 0, time.UTC))
-	ctx := context.Background()
-	const resource = "gpt-4"
-	resets := schedule.Resets{schedule.MustParseCron("0 0 * * *")}
-	quota := limit.Quota("tpd", 1024, resets, "")
-	clients := make([]*limiter.Limiter, 2)
-	for i := range clients {
-		lim, err := limiter.New(tbl.DB, tbl.Name, ns, limiter.Options{
-			Clock: clk.Now, Rand: func(n int) int { return rng.IntN(n) },
+// propertyRun is one run of a quota property: two clients (their own
+// caches, as two processes) and an operator on a table of its own, a
+// seeded draw, the injected clock, and the log of the steps taken.
+type propertyRun struct {
+	t       *testing.T
+	seed    uint64
+	rng     *rand.Rand
+	tbl     *ddbtest.Table
+	clk     *clock.Manual
+	clients []*limiter.Limiter
+	ops     *control.Controls
+	quota   limit.Limit
+	log     []string
+}
+
+// newPropertyRun sets quota as the resource gpt-4's limit.
+func newPropertyRun(t *testing.T, seed uint64, quota limit.Limit) *propertyRun {
+	r := &propertyRun{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), tbl: ddbtest.NewTable(t),
+		clk: clock.NewManual(time.Date(2026, 11, 29, 21, 0, 0, 0, time.UTC)), quota: quota}
+	for range 2 {
+		lim, err := limiter.New(r.tbl.DB, r.tbl.Name, ns, limiter.Options{
+			Clock: r.clk.Now, Rand: func(n int) int { return r.rng.IntN(n) },
 			Sleep: func(context.Context, time.Duration) error { return nil },
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		clients[i] = lim
+		r.clients = append(r.clients, lim)
 	}
-	if err := clients[0].Store().Writer(capability.ConfigWrite{}).SetResourceLimits(ctx, ns, resource, []limit.Limit{quota}); err != nil {
+	if err := r.clients[0].Store().Writer(capability.ConfigWrite{}).SetResourceLimits(context.Background(), ns, "gpt-4", []limit.Limit{quota}); err != nil {
 		t.Fatal(err)
 	}
-	ops := control.New(tbl.DB, tbl.Name, control.Options{Clock: clk.Now, Caches: []control.Cache{clients[0], clients[1]}})
+	r.ops = control.New(r.tbl.DB, r.tbl.Name, control.Options{Clock: r.clk.Now, Caches: []control.Cache{r.clients[0], r.clients[1]}})
+	return r
+}
+
+// fail stops the run with its seed and every step taken.
+func (r *propertyRun) fail(format string, args ...any) {
+	r.t.Helper()
+	r.t.Fatalf("seed %d after %d steps:\n  %s\n"+format, append([]any{r.seed, len(r.log), strings.Join(r.log, "\n  ")}, args...)...)
+}
+
+// acquire has a client drawn at random take 1 to 96 tokens of the quota:
+// the millitokens admitted, 0 for a 429.
+func (r *propertyRun) acquire() int64 {
+	c := r.rng.IntN(len(r.clients))
+	amount := int64(1 + r.rng.IntN(96))
+	_, err := r.clients[c].Acquire(context.Background(), "k", "gpt-4", limiter.Consume{r.quota.Name: amount})
+	var rle *limiter.RateLimitExceeded
+	switch {
+	case err == nil:
+		r.log = append(r.log, fmt.Sprintf("client %d takes %d", c, amount))
+		return amount * bucket.MilliPerToken
+	case errors.As(err, &rle):
+		r.log = append(r.log, fmt.Sprintf("client %d refused %d", c, amount))
+	default:
+		r.fail("acquire: %v", err)
+	}
+	return 0
+}
+
+// topUp has the operator top the quota up by 1 to 200 tokens (ADR-149):
+// the millitokens granted, exactly what was asked.
+func (r *propertyRun) topUp() int64 {
+	n := int64(1 + r.rng.IntN(200))
+	res, err := r.ops.TopUp(context.Background(), ns, "k", "gpt-4", map[string]int64{r.quota.Name: n}, control.OperationOptions{})
+	switch {
+	case err != nil:
+		r.fail("top-up: %v", err)
+	case res.Granted[r.quota.Name] != n:
+		r.fail("top-up of %d granted %d", n, res.Granted[r.quota.Name])
+	}
+	r.log = append(r.log, fmt.Sprintf("top-up %d over %d shards", n, res.ShardsWritten))
+	return n * bucket.MilliPerToken
+}
+
+// reset has the operator reset the quota: false when there is no bucket
+// to reset yet.
+func (r *propertyRun) reset() bool {
+	var ve *schema.ValidationError
+	switch _, err := r.ops.Reset(context.Background(), ns, "k", "gpt-4", nil, control.OperationOptions{}); {
+	case errors.As(err, &ve):
+		r.log = append(r.log, "reset of no bucket refused")
+		return false
+	case err != nil:
+		r.fail("reset: %v", err)
+	}
+	r.log = append(r.log, "reset")
+	return true
+}
+
+func runQuotaProperty(t *testing.T, seed uint64, steps int) {
+	resets := schedule.Resets{schedule.MustParseCron("0 0 * * *")}
+	r := newPropertyRun(t, seed, limit.Quota("tpd", 1024, resets, ""))
+	tbl, clk, fail := r.tbl, r.clk, r.fail
 	edge := func(now time.Time) int64 {
 		e, _ := resets.PrevEdge(now, time.UTC)
 		return e.UnixMilli()
 	}
 	led := quotaLedger{capacity: 1024 * bucket.MilliPerToken, period: edge(clk.Now())}
-	var log []string
-	fail := func(format string, args ...any) {
-		t.Helper()
-		t.Fatalf("seed %d after %d steps:\n  %s\n"+format, append([]any{seed, len(log), strings.Join(log, "\n  ")}, args...)...)
-	}
 	for step := 0; step < steps; step++ {
-		switch r := rng.IntN(100); {
-		case r < 60:
-			c := rng.IntN(len(clients))
-			amount := int64(1 + rng.IntN(96))
-			_, err := clients[c].Acquire(ctx, "k", resource, limiter.Consume{"tpd": amount})
-			var rle *limiter.RateLimitExceeded
-			switch {
-			case err == nil:
-				led.admitted += amount * bucket.MilliPerToken
-				log = append(log, fmt.Sprintf("client %d takes %d", c, amount))
-			case errors.As(err, &rle):
-				log = append(log, fmt.Sprintf("client %d refused %d", c, amount))
-			default:
-				fail("acquire: %v", err)
+		switch p := r.rng.IntN(100); {
+		case p < 60:
+			led.admitted += r.acquire()
+		case p < 66:
+			led.topUps += r.topUp() // exactly N this period
+		case p < 70:
+			// Every shard back to its share, a fresh account of the
+			// period's allowance.
+			if r.reset() {
+				led.admitted, led.topUps = 0, 0
 			}
-		case r < 66:
-			// An operator tops the quota up (ADR-149): exactly N this period.
-			n := int64(1 + rng.IntN(200))
-			res, err := ops.TopUp(ctx, ns, "k", resource, map[string]int64{"tpd": n}, control.OperationOptions{})
-			if err != nil {
-				fail("top-up: %v", err)
-			}
-			if res.Granted["tpd"] != n {
-				fail("top-up of %d granted %d", n, res.Granted["tpd"])
-			}
-			led.topUps += n * bucket.MilliPerToken
-			log = append(log, fmt.Sprintf("top-up %d over %d shards", n, res.ShardsWritten))
-		case r < 70:
-			// An operator resets it: every shard back to its share, a fresh
-			// account of the period's allowance.
-			var ve *schema.ValidationError
-			switch _, err := ops.Reset(ctx, ns, "k", resource, nil, control.OperationOptions{}); {
-			case errors.As(err, &ve):
-				log = append(log, "reset of no bucket refused")
-				continue
-			case err != nil:
-				fail("reset: %v", err)
-			}
-			led.admitted, led.topUps = 0, 0
-			log = append(log, "reset")
-		case r < 80:
-			// A third writer doubles the pair, as a client short of wcu does.
-			count := quotaShardCount(t, tbl)
-			if count >= 16 {
-				continue
-			}
-			_, err := tbl.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-				TableName: aws.String(tbl.Name), Key: schema.BucketKey(ns, "k", resource, 0).AttributeValues(),
-				UpdateExpression:          aws.String("SET shard_count = :n"),
-				ConditionExpression:       aws.String("shard_count = :o"),
-				ExpressionAttributeValues: map[string]types.AttributeValue{":n": schema.Num(2 * count), ":o": schema.Num(count)},
-			})
-			var ccf *types.ConditionalCheckFailedException
-			if err != nil && !errors.As(err, &ccf) {
-				fail("double: %v", err)
-			}
-			log = append(log, fmt.Sprintf("doubled to %d", 2*count))
+		case p < 80:
+			r.double()
 		default:
-			d := time.Duration(1+rng.IntN(240)) * time.Minute
+			d := time.Duration(1+r.rng.IntN(240)) * time.Minute
 			clk.Advance(d)
 			if e := edge(clk.Now()); e != led.period {
 				// A new period: nothing admitted or topped up in it yet.
 				led = quotaLedger{capacity: led.capacity, period: e}
 			}
-			log = append(log, fmt.Sprintf("clock +%v to %s", d, clk.Now().Format("Jan 2 15:04")))
+			r.log = append(r.log, fmt.Sprintf("clock +%v to %s", d, clk.Now().Format("Jan 2 15:04")))
 		}
 		checkQuotaInvariants(t, tbl, led, clk.Now(), resets, fail)
 	}
+	t.Logf("steps by kind: %v; shard count at the end %d", stepKinds(r.log), pairShardCount(t, tbl))
+}
+
+// double has a third writer double the pair's count on shard 0, as a
+// client short of wcu does, up to 16 shards (none before the bucket).
+func (r *propertyRun) double() {
+	r.t.Helper()
+	count := pairShardCount(r.t, r.tbl)
+	if count == 0 || count >= 16 {
+		return
+	}
+	_, err := r.tbl.DB.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+		TableName: aws.String(r.tbl.Name), Key: schema.BucketKey(ns, "k", "gpt-4", 0).AttributeValues(),
+		UpdateExpression:          aws.String("SET shard_count = :n"),
+		ConditionExpression:       aws.String("shard_count = :o"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":n": schema.Num(2 * count), ":o": schema.Num(count)},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if err != nil && !errors.As(err, &ccf) {
+		r.fail("double: %v", err)
+	}
+	r.log = append(r.log, fmt.Sprintf("doubled to %d", 2*count))
+}
+
+// stepKinds counts a property run's log lines by their kind.
+func stepKinds(log []string) map[string]int {
 	kinds := map[string]int{}
 	for _, l := range log {
 		f := append(strings.Fields(l), "")
@@ -176,56 +232,30 @@ func runQuotaProperty(t *testing.T, seed uint64, steps int) {
 		}
 		kinds[f[0]]++
 	}
-	t.Logf("steps by kind: %v; shard count at the end %d", kinds, quotaShardCount(t, tbl))
+	return kinds
 }
 
-func quotaShardCount(t *testing.T, tbl *ddbtest.Table) int64 {
-	t.Helper()
-	out, err := tbl.DB.GetItem(context.Background(), &dynamodb.GetItemInput{
-		TableName: aws.String(tbl.Name), Key: schema.BucketKey(ns, "k", "gpt-4", 0).AttributeValues(), ConsistentRead: aws.Bool(true),
-	})
-	if err != nil {
-		t.Fatal(err)
+// grantable is what the slots none of covers covers still grant at
+// count: C // count each (ADR-145's I8).
+func grantable(covers []bucket.GrantSibling, count, capacity int64) int64 {
+	var uncovered int64
+	for slot := int64(0); slot < count; slot++ {
+		covered := false
+		for _, c := range covers {
+			covered = covered || bucket.GrantCovers(c.Shard, c.GrantShards, slot)
+		}
+		if !covered {
+			uncovered++
+		}
 	}
-	img, err := bucketitem.Decode(out.Item)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return max(img.ShardCount, 1)
+	return bucket.FloorDiv(capacity, count) * uncovered
 }
 
 // checkQuotaInvariants reads every shard and checks I3/I4, I7 and I8
 // against the ledger.
 func checkQuotaInvariants(t *testing.T, tbl *ddbtest.Table, led quotaLedger, now time.Time, resets schedule.Resets, fail func(string, ...any)) {
 	t.Helper()
-	ctx := context.Background()
-	// Every shard in one strongly consistent BatchGetItem.
-	keys := make([]map[string]types.AttributeValue, 0, schema.MaxShardCount)
-	for sh := range schema.MaxShardCount {
-		keys = append(keys, schema.BucketKey(ns, "k", "gpt-4", sh).AttributeValues())
-	}
-	byShard := map[int]*bucketitem.Image{}
-	for len(keys) > 0 {
-		out, err := tbl.DB.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
-			tbl.Name: {Keys: keys, ConsistentRead: aws.Bool(true)},
-		}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, it := range out.Responses[tbl.Name] {
-			img, err := bucketitem.Decode(it)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pk, _ := it[schema.AttrPK].(*types.AttributeValueMemberS)
-			id, err := schema.ParseBucketPK(pk.Value)
-			if err != nil {
-				t.Fatal(err)
-			}
-			byShard[id.Shard] = &img
-		}
-		keys = out.UnprocessedKeys[tbl.Name].Keys
-	}
+	byShard := pairShards(t, tbl)
 	var shards []*bucketitem.Image
 	var ids []int
 	count := int64(1)
@@ -262,18 +292,8 @@ func checkQuotaInvariants(t *testing.T, tbl *ddbtest.Table, led quotaLedger, now
 		held += li.Tokens
 		covers = append(covers, bucket.GrantSibling{Shard: int64(ids[i]), GrantShards: gc})
 	}
-	var uncovered int64
-	for slot := int64(0); slot < count; slot++ {
-		covered := false
-		for _, c := range covers {
-			covered = covered || bucket.GrantCovers(c.Shard, c.GrantShards, slot)
-		}
-		if !covered {
-			uncovered++
-		}
-	}
-	grantable := bucket.FloorDiv(led.capacity, count) * uncovered
-	if got, want := led.admitted+held+grantable, led.capacity+led.topUps; got != want {
-		fail("I8: admitted %d + held %d + grantable %d = %d, want C + top-ups = %d\n%s", led.admitted, held, grantable, got, want, strings.Join(state, "\n"))
+	g := grantable(covers, count, led.capacity)
+	if got, want := led.admitted+held+g, led.capacity+led.topUps; got != want {
+		fail("I8: admitted %d + held %d + grantable %d = %d, want C + top-ups = %d\n%s", led.admitted, held, g, got, want, strings.Join(state, "\n"))
 	}
 }

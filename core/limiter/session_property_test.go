@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,7 +17,6 @@ import (
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
 	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
-	"github.com/zae-limiter/zae-limiter-go/core/control"
 	"github.com/zae-limiter/zae-limiter-go/core/internal/capability"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
@@ -44,21 +41,7 @@ import (
 // Seeds 1–3 run every time, and one more drawn afresh, logged so that a
 // failure replays with SESSION_PROPERTY_SEED=<seed>.
 func TestSessionConservationProperty(t *testing.T) {
-	seeds := []uint64{1, 2, 3, rand.Uint64()}
-	if s := os.Getenv("SESSION_PROPERTY_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		seeds = []uint64{v}
-	}
-	for _, seed := range seeds {
-		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
-			t.Parallel() // a table each
-			t.Logf("replay with SESSION_PROPERTY_SEED=%d", seed)
-			runSessionProperty(t, seed, 120)
-		})
-	}
+	propertySeeds(t, "SESSION_PROPERTY_SEED", func(t *testing.T, seed uint64) { runSessionProperty(t, seed, 120) })
 }
 
 // sessionLedger is the reference model of one window.
@@ -72,130 +55,50 @@ type sessionLedger struct {
 const sessionLength = 5 * time.Hour
 
 func runSessionProperty(t *testing.T, seed uint64, steps int) {
-	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	tbl := ddbtest.NewTable(t)
-	clk := clock.NewManual(time.Date(2026, 11, 29, 21, 0, 0, 0, time.UTC))
-	ctx := context.Background()
-	const resource = "gpt-4"
-	quota := limit.Session("tokens", 1024, sessionLength)
-	clients := make([]*limiter.Limiter, 2)
-	for i := range clients {
-		lim, err := limiter.New(tbl.DB, tbl.Name, ns, limiter.Options{
-			Clock: clk.Now, Rand: func(n int) int { return rng.IntN(n) },
-			Sleep: func(context.Context, time.Duration) error { return nil },
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		clients[i] = lim
-	}
-	if err := clients[0].Store().Writer(capability.ConfigWrite{}).SetResourceLimits(ctx, ns, resource, []limit.Limit{quota}); err != nil {
-		t.Fatal(err)
-	}
-	ops := control.New(tbl.DB, tbl.Name, control.Options{Clock: clk.Now, Caches: []control.Cache{clients[0], clients[1]}})
+	r := newPropertyRun(t, seed, limit.Session("tokens", 1024, sessionLength))
+	tbl, clk := r.tbl, r.clk
 	led := sessionLedger{capacity: 1024 * bucket.MilliPerToken}
-	var log []string
-	fail := func(format string, args ...any) {
-		t.Helper()
-		t.Fatalf("seed %d after %d steps:\n  %s\n"+format, append([]any{seed, len(log), strings.Join(log, "\n  ")}, args...)...)
-	}
 	// opened follows the window after a step that may open one: a new
 	// live window starts a new account, with what the step put in it.
 	opened := func(admitted, topUp int64) {
 		w := liveWindow(t, tbl, clk.Now().UnixMilli())
 		if w != 0 && w != led.window {
 			led = sessionLedger{capacity: led.capacity, window: w}
-			log = append(log, fmt.Sprintf("window opens at %s", time.UnixMilli(w).UTC().Format("Jan 2 15:04")))
+			r.log = append(r.log, fmt.Sprintf("window opens at %s", time.UnixMilli(w).UTC().Format("Jan 2 15:04")))
 		}
 		led.admitted += admitted
 		led.topUps += topUp
 	}
 	for step := 0; step < steps; step++ {
-		switch r := rng.IntN(100); {
-		case r < 60:
-			c := rng.IntN(len(clients))
-			amount := int64(1 + rng.IntN(96))
-			_, err := clients[c].Acquire(ctx, "k", resource, limiter.Consume{"tokens": amount})
-			var rle *limiter.RateLimitExceeded
-			switch {
-			case err == nil:
-				log = append(log, fmt.Sprintf("client %d takes %d", c, amount))
-				opened(amount*bucket.MilliPerToken, 0)
-			case errors.As(err, &rle):
-				log = append(log, fmt.Sprintf("client %d refused %d", c, amount))
-			default:
-				fail("acquire: %v", err)
+		switch p := r.rng.IntN(100); {
+		case p < 60:
+			if got := r.acquire(); got > 0 {
+				opened(got, 0)
 			}
-		case r < 66:
-			// An operator tops the quota up (ADR-149): exactly N in the
-			// window, opened now where none is live.
-			n := int64(1 + rng.IntN(200))
-			var ve *schema.ValidationError
-			res, err := ops.TopUp(ctx, ns, "k", resource, map[string]int64{"tokens": n}, control.OperationOptions{})
-			switch {
-			case errors.As(err, &ve):
-				log = append(log, "top-up of no bucket refused")
-				continue
-			case err != nil:
-				fail("top-up: %v", err)
-			case res.Granted["tokens"] != n:
-				fail("top-up of %d granted %d", n, res.Granted["tokens"])
+		case p < 66:
+			opened(0, r.topUp()) // exactly N in the window, opened now where none is live
+		case p < 70:
+			// The window ends now; the next use opens a new one in full.
+			if r.reset() {
+				led = sessionLedger{capacity: led.capacity}
 			}
-			log = append(log, fmt.Sprintf("top-up %d over %d shards", n, res.ShardsWritten))
-			opened(0, n*bucket.MilliPerToken)
-		case r < 70:
-			// An operator resets it: the window ends now; the next use
-			// opens a new one in full.
-			var ve *schema.ValidationError
-			switch _, err := ops.Reset(ctx, ns, "k", resource, nil, control.OperationOptions{}); {
-			case errors.As(err, &ve):
-				log = append(log, "reset of no bucket refused")
-				continue
-			case err != nil:
-				fail("reset: %v", err)
-			}
-			led = sessionLedger{capacity: led.capacity}
-			log = append(log, "reset")
-		case r < 80:
-			// A third writer doubles the pair, as a client short of wcu does.
-			count := sessionShardCount(t, tbl)
-			if count == 0 || count >= 16 {
-				continue
-			}
-			_, err := tbl.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-				TableName: aws.String(tbl.Name), Key: schema.BucketKey(ns, "k", resource, 0).AttributeValues(),
-				UpdateExpression:          aws.String("SET shard_count = :n"),
-				ConditionExpression:       aws.String("shard_count = :o"),
-				ExpressionAttributeValues: map[string]types.AttributeValue{":n": schema.Num(2 * count), ":o": schema.Num(count)},
-			})
-			var ccf *types.ConditionalCheckFailedException
-			if err != nil && !errors.As(err, &ccf) {
-				fail("double: %v", err)
-			}
-			log = append(log, fmt.Sprintf("doubled to %d", 2*count))
+		case p < 80:
+			r.double()
 		default:
-			d := time.Duration(1+rng.IntN(150)) * time.Minute
+			d := time.Duration(1+r.rng.IntN(150)) * time.Minute
 			clk.Advance(d)
 			if led.window != 0 && clk.Now().UnixMilli() >= led.window+sessionLength.Milliseconds() {
 				led = sessionLedger{capacity: led.capacity} // the window ended
 			}
-			log = append(log, fmt.Sprintf("clock +%v to %s", d, clk.Now().Format("Jan 2 15:04")))
+			r.log = append(r.log, fmt.Sprintf("clock +%v to %s", d, clk.Now().Format("Jan 2 15:04")))
 		}
-		checkSessionInvariants(t, tbl, led, clk.Now().UnixMilli(), fail)
+		checkSessionInvariants(t, tbl, led, clk.Now().UnixMilli(), r.fail)
 	}
-	kinds := map[string]int{}
-	for _, l := range log {
-		f := append(strings.Fields(l), "")
-		if f[0] == "client" {
-			f[0] = f[2]
-		}
-		kinds[f[0]]++
-	}
-	t.Logf("steps by kind: %v; shard count at the end %d", kinds, sessionShardCount(t, tbl))
+	t.Logf("steps by kind: %v; shard count at the end %d", stepKinds(r.log), pairShardCount(t, tbl))
 }
 
-// sessionShards reads every shard of the pair, strongly consistent.
-func sessionShards(t *testing.T, tbl *ddbtest.Table) map[int]*bucketitem.Image {
+// pairShards reads every shard of the pair k on gpt-4, strongly consistent.
+func pairShards(t *testing.T, tbl *ddbtest.Table) map[int]*bucketitem.Image {
 	t.Helper()
 	keys := make([]map[string]types.AttributeValue, 0, schema.MaxShardCount)
 	for sh := range schema.MaxShardCount {
@@ -226,9 +129,9 @@ func sessionShards(t *testing.T, tbl *ddbtest.Table) map[int]*bucketitem.Image {
 	return byShard
 }
 
-// sessionShardCount is shard 0's count, 0 before the bucket exists.
-func sessionShardCount(t *testing.T, tbl *ddbtest.Table) int64 {
-	if z := sessionShards(t, tbl)[0]; z != nil {
+// pairShardCount is shard 0's count, 0 before the bucket exists.
+func pairShardCount(t *testing.T, tbl *ddbtest.Table) int64 {
+	if z := pairShards(t, tbl)[0]; z != nil {
 		return max(z.ShardCount, 1)
 	}
 	return 0
@@ -238,7 +141,7 @@ func sessionShardCount(t *testing.T, tbl *ddbtest.Table) int64 {
 // applied or not; 0 for none.
 func liveWindow(t *testing.T, tbl *ddbtest.Table, now int64) int64 {
 	var w int64
-	for _, img := range sessionShards(t, tbl) {
+	for _, img := range pairShards(t, tbl) {
 		if li := img.Limit("tokens"); li != nil && li.WindowLive(now) {
 			w = max(w, li.WindowStart)
 		}
@@ -250,7 +153,7 @@ func liveWindow(t *testing.T, tbl *ddbtest.Table, now int64) int64 {
 // invariants against the ledger.
 func checkSessionInvariants(t *testing.T, tbl *ddbtest.Table, led sessionLedger, now int64, fail func(string, ...any)) {
 	t.Helper()
-	byShard := sessionShards(t, tbl)
+	byShard := pairShards(t, tbl)
 	count := int64(1)
 	if z := byShard[0]; z != nil {
 		count = max(z.ShardCount, 1)
@@ -292,19 +195,9 @@ func checkSessionInvariants(t *testing.T, tbl *ddbtest.Table, led sessionLedger,
 	if led.window == 0 {
 		return // no live window: nothing in force to account for
 	}
-	var uncovered int64
-	for slot := int64(0); slot < count; slot++ {
-		covered := false
-		for _, c := range covers {
-			covered = covered || bucket.GrantCovers(c.Shard, c.GrantShards, slot)
-		}
-		if !covered {
-			uncovered++
-		}
-	}
-	grantable := bucket.FloorDiv(led.capacity, count) * uncovered
-	if got, want := led.admitted+held+grantable, led.capacity+led.topUps; got != want {
-		fail("I8: admitted %d + held %d + grantable %d = %d, want C + top-ups = %d\n%s", led.admitted, held, grantable, got, want, strings.Join(state, "\n"))
+	g := grantable(covers, count, led.capacity)
+	if got, want := led.admitted+held+g, led.capacity+led.topUps; got != want {
+		fail("I8: admitted %d + held %d + grantable %d = %d, want C + top-ups = %d\n%s", led.admitted, held, g, got, want, strings.Join(state, "\n"))
 	}
 }
 
@@ -387,7 +280,7 @@ func runConcurrentSession(t *testing.T, live bool) {
 	}
 	var held, consumed int64
 	var covers []bucket.GrantSibling
-	shards := sessionShards(t, tbl)
+	shards := pairShards(t, tbl)
 	for sh, img := range shards {
 		li := img.Limit("tokens")
 		consumed += li.Consumed
@@ -402,24 +295,14 @@ func runConcurrentSession(t *testing.T, live bool) {
 		// Pending: fanned out, not rolled in; its balance is the ended
 		// window's and its slot still grantable in this one.
 	}
-	var uncovered int64
-	for slot := range int64(4) {
-		covered := false
-		for _, c := range covers {
-			covered = covered || bucket.GrantCovers(c.Shard, c.GrantShards, slot)
-		}
-		if !covered {
-			uncovered++
-		}
-	}
 	got := admitted.Load()
 	if got > quota.Params().Capacity {
 		t.Fatalf("admitted %d millitokens, above the allowance %d", got, quota.Params().Capacity)
 	}
-	grantable := quota.Params().Capacity / 4 * uncovered
-	t.Logf("%d shards; admitted %d, held %d, grantable %d (C = %d)", len(shards), got, held, grantable, quota.Params().Capacity)
-	if got+held+grantable != quota.Params().Capacity {
-		t.Errorf("admitted %d + held %d + grantable %d = %d, want C = %d", got, held, grantable, got+held+grantable, quota.Params().Capacity)
+	g := grantable(covers, 4, quota.Params().Capacity)
+	t.Logf("%d shards; admitted %d, held %d, grantable %d (C = %d)", len(shards), got, held, g, quota.Params().Capacity)
+	if got+held+g != quota.Params().Capacity {
+		t.Errorf("admitted %d + held %d + grantable %d = %d, want C = %d", got, held, g, got+held+g, quota.Params().Capacity)
 	}
 	if consumed != got+2*500_000 {
 		t.Errorf("tc sums to %d, want the 1,000,000 before plus the %d admitted", consumed, got)

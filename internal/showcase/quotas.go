@@ -49,18 +49,9 @@ func (d *demo) dailyQuota(ctx context.Context) error {
 	}
 	fmt.Fprintln(d.out, "a daily quota: tpd 1,000 tokens a day, resetting at midnight in New York (limit.Quota, set through core/control):")
 	state := func() (string, error) {
-		got, err := d.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(d.table), ConsistentRead: aws.Bool(true),
-			Key: schema.BucketKey(d.ns, "chat-user", resource, 0).AttributeValues()})
-		if err != nil {
-			return "", err
-		}
-		img, err := bucketitem.Decode(got.Item)
-		if err != nil {
-			return "", err
-		}
-		q := img.Limit("tpd")
-		if q == nil {
-			return "no bucket", nil
+		img, q, err := d.shardLimit(ctx, "chat-user", resource, "tpd")
+		if err != nil || q == nil {
+			return "no bucket", err
 		}
 		s := fmt.Sprintf("tk %s, tc %s, gc %d", tokens(q.Tokens), tokens(q.Consumed), q.GrantShards)
 		if q.Fields.Has(bucketitem.FieldTopUp) {
@@ -73,28 +64,10 @@ func (d *demo) dailyQuota(ctx context.Context) error {
 	}
 	take := func(when string, n int64) error {
 		clk.Set(at(when))
-		lease, err := lim.Acquire(ctx, "chat-user", resource, limiter.Consume{"tpd": n})
-		var rle *limiter.RateLimitExceeded
-		switch {
-		case errors.As(err, &rle):
-			wait, never := rle.RetryAfter()
-			if never {
-				fmt.Fprintf(d.out, "  %s  %4d asked: 429, never\n", when[11:], n)
-				return nil
-			}
-			fmt.Fprintf(d.out, "  %s  %4d asked: 429, retry after %v: at %s, the reset\n", when[11:], n, wait,
-				clk.Now().Add(wait).In(ny).Format("Jan 2 15:04 MST"))
-			return nil
-		case err != nil:
-			return err
-		}
-		left, _ := lease.Remaining("tpd")
-		s, err := state()
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(d.out, "  %s  %4d taken: %d left (%s)\n", when[11:], n, left, s)
-		return nil
+		return d.quotaTake(ctx, lim, quotaUse{entity: "chat-user", resource: resource, limit: "tpd", label: when[11:], amount: n,
+			until: func(wait time.Duration) string {
+				return clk.Now().Add(wait).In(ny).Format("Jan 2 15:04 MST") + ", the reset"
+			}}, state)
 	}
 	for _, s := range []struct {
 		when string
@@ -152,18 +125,9 @@ func (d *demo) sessionQuota(ctx context.Context) error {
 	fmt.Fprintln(d.out, "\na session quota: 1,000 tokens a 5-hour window that opens on first use (limit.Session, set past the 0.15.0 reader gate):")
 	hm := func(ms int64) string { return time.UnixMilli(ms).UTC().Format("15:04") }
 	state := func() (string, error) {
-		got, err := d.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(d.table), ConsistentRead: aws.Bool(true),
-			Key: schema.BucketKey(d.ns, "agent-user", resource, 0).AttributeValues()})
-		if err != nil {
-			return "", err
-		}
-		img, err := bucketitem.Decode(got.Item)
-		if err != nil {
-			return "", err
-		}
-		q := img.Limit("tokens")
-		if q == nil {
-			return "no bucket", nil
+		_, q, err := d.shardLimit(ctx, "agent-user", resource, "tokens")
+		if err != nil || q == nil {
+			return "no bucket", err
 		}
 		s := fmt.Sprintf("tk %s, tc %s", tokens(q.Tokens), tokens(q.Consumed))
 		if q.Fields.Has(bucketitem.FieldTopUp) {
@@ -180,23 +144,10 @@ func (d *demo) sessionQuota(ctx context.Context) error {
 	}
 	take := func(when string, n int64) error {
 		clk.Set(at(when))
-		lease, err := lim.Acquire(ctx, "agent-user", resource, limiter.Consume{"tokens": n})
-		var rle *limiter.RateLimitExceeded
-		switch {
-		case errors.As(err, &rle):
-			wait, _ := rle.RetryAfter()
-			fmt.Fprintf(d.out, "  %s  %4d asked: 429, retry after %v: at %s, the window's end\n", when[11:], n, wait, clk.Now().Add(wait).UTC().Format("15:04"))
-			return nil
-		case err != nil:
-			return err
-		}
-		left, _ := lease.Remaining("tokens")
-		s, err := state()
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(d.out, "  %s  %4d taken: %d left (%s)\n", when[11:], n, left, s)
-		return nil
+		return d.quotaTake(ctx, lim, quotaUse{entity: "agent-user", resource: resource, limit: "tokens", label: when[11:], amount: n,
+			until: func(wait time.Duration) string {
+				return clk.Now().Add(wait).UTC().Format("15:04") + ", the window's end"
+			}}, state)
 	}
 	for _, s := range []struct {
 		when string
@@ -235,5 +186,56 @@ func (d *demo) sessionQuota(ctx context.Context) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// shardLimit reads shard 0 of (entity, resource), strongly consistent, and
+// returns it with its limit name (nil when there is no bucket or no such
+// limit on it).
+func (d *demo) shardLimit(ctx context.Context, entity, resource, name string) (*bucketitem.Image, *bucketitem.LimitImage, error) {
+	got, err := d.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(d.table), ConsistentRead: aws.Bool(true),
+		Key: schema.BucketKey(d.ns, entity, resource, 0).AttributeValues()})
+	if err != nil {
+		return nil, nil, err
+	}
+	img, err := bucketitem.Decode(got.Item)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &img, img.Limit(name), nil
+}
+
+// quotaUse is one acquire of a quota demo: who takes how much of which
+// limit, the line's label, and how a 429's retry instant reads.
+type quotaUse struct {
+	entity, resource, limit, label string
+	amount                         int64
+	until                          func(wait time.Duration) string
+}
+
+// quotaTake acquires u and prints the verdict: what is left and the
+// bucket's state after an admission, the retry-after and its instant
+// after a 429.
+func (d *demo) quotaTake(ctx context.Context, lim *limiter.Limiter, u quotaUse, state func() (string, error)) error {
+	lease, err := lim.Acquire(ctx, u.entity, u.resource, limiter.Consume{u.limit: u.amount})
+	var rle *limiter.RateLimitExceeded
+	switch {
+	case errors.As(err, &rle):
+		wait, never := rle.RetryAfter()
+		if never {
+			fmt.Fprintf(d.out, "  %s  %4d asked: 429, never\n", u.label, u.amount)
+			return nil
+		}
+		fmt.Fprintf(d.out, "  %s  %4d asked: 429, retry after %v: at %s\n", u.label, u.amount, wait, u.until(wait))
+		return nil
+	case err != nil:
+		return err
+	}
+	left, _ := lease.Remaining(u.limit)
+	st, err := state()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(d.out, "  %s  %4d taken: %d left (%s)\n", u.label, u.amount, left, st)
 	return nil
 }
