@@ -546,12 +546,18 @@ func (p *pass) windowWrites(u *expr.Builder, pl planned, li *bucketitem.LimitIma
 		return
 	}
 	ws := schema.BucketAttr(pl.lim.Name, schema.LimitWindowStart)
-	if li != nil && li.Fields.Has(bucketitem.FieldWindowStart) {
-		u.Cond(u.Name(ws) + " = " + u.Value(schema.Num(li.WindowStart)))
+	read := li
+	if li == nil {
+		// A seed: the window attributes another client's fan-out may have
+		// left without the quota (a partial limit) are pinned and replaced.
+		read = p.img.Lookup(pl.lim.Name)
+	}
+	if read != nil && read.Fields.Has(bucketitem.FieldWindowStart) {
+		u.Cond(u.Name(ws) + " = " + u.Value(schema.Num(read.WindowStart)))
 	} else {
 		u.Cond("attribute_not_exists(" + u.Name(ws) + ")")
 	}
-	if rsa := pl.lim.ResetAfterSeconds(); li == nil || !li.Fields.Has(bucketitem.FieldResetAfter) || li.ResetAfter != rsa {
+	if rsa := pl.lim.ResetAfterSeconds(); read == nil || !read.Fields.Has(bucketitem.FieldResetAfter) || read.ResetAfter != rsa {
 		u.Set(schema.BucketAttr(pl.lim.Name, schema.LimitResetAfter), schema.Num(rsa))
 	}
 	if li != nil && !w.Open && !w.Roll {
@@ -561,7 +567,7 @@ func (p *pass) windowWrites(u *expr.Builder, pl planned, li *bucketitem.LimitIma
 		u.Set(ws, schema.Num(w.Start))
 	}
 	u.Set(schema.BucketAttr(pl.lim.Name, schema.LimitWindowAnchor), schema.Num(w.Start))
-	if li != nil && li.Fields.Has(bucketitem.FieldWindowConsumed) {
+	if read != nil && read.Fields.Has(bucketitem.FieldWindowConsumed) {
 		u.Remove(schema.BucketAttr(pl.lim.Name, schema.LimitWindowConsumed))
 	}
 }

@@ -434,3 +434,41 @@ func TestSessionCascadeAnchorsIndependently(t *testing.T) {
 	e.want("key-2", e.bucket("key-2", "gpt-4", 0), map[string]string{"b_session_ws": ms(t1), "b_session_tk": "9980000"})
 	e.want("org", e.bucket("org", "gpt-4", 0), map[string]string{"b_session_ws": ms(t0), "b_session_tk": "9970000", "b_session_tc": "30000"})
 }
+
+// A shard a Python client's fan-out reached before the shard carried the
+// quota (its condition does not ask for the quota) holds the window's
+// attributes without the quota, a partial limit. This client's seed of the
+// quota there pins that start and replaces it with shard 0's live window,
+// instead of failing on it for ever.
+func TestSessionSeedOverAPartialWindow(t *testing.T) {
+	e := newEnv(t, limiter.Options{Rand: func(n int) int { return n - 1 }})
+	e.pythonSession("gpt-4")
+	now := e.clk.Now().UnixMilli()
+	ws := now - 600_000
+	common := map[string]types.AttributeValue{
+		"entity_id": schema.Str("u"), "resource": schema.Str("gpt-4"), "rf": schema.Num(now - 3_600_000), "shard_count": schema.Num(2),
+		"b_wcu_tk": schema.Num(1_000_000), "b_wcu_cp": schema.Num(1_000_000), "b_wcu_ra": schema.Num(1_000_000), "b_wcu_rp": schema.Num(1000), "b_wcu_tc": schema.Num(0),
+	}
+	shard0 := map[string]types.AttributeValue{"vu": schema.Num(ws + sessionMs),
+		"b_session_tk": schema.Num(5_000_000), "b_session_cp": schema.Num(10_000_000), "b_session_ra": schema.Num(0), "b_session_rp": schema.Num(1000),
+		"b_session_tc": schema.Num(0), "b_session_ws": schema.Num(ws), "b_session_rsa": schema.Num(18_000), "b_session_wa": schema.Num(ws), "b_session_gc": schema.Num(2)}
+	shard1 := map[string]types.AttributeValue{"vu": schema.Num(0),
+		"b_session_ws": schema.Num(ws), "b_session_rsa": schema.Num(18_000), "b_session_wtc": schema.Num(0)}
+	for shard, a := range []map[string]types.AttributeValue{shard0, shard1} {
+		for k, v := range common {
+			a[k] = v
+		}
+		e.put(schema.BucketItemKeys(ns, "u", "gpt-4", shard), a)
+	}
+	ctx := context.Background()
+	// The first acquire learns the count on shard 0; the second draws
+	// shard 1 and seeds the quota there.
+	for range 2 {
+		if _, err := e.lim.Acquire(ctx, "u", "gpt-4", limiter.Consume{"session": 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.want("shard 1 seeded", e.bucket("u", "gpt-4", 1), map[string]string{
+		"b_session_ws": ms(ws), "b_session_wa": ms(ws), "b_session_wtc": "", "b_session_tk": "4999000", "b_session_gc": "2", "vu": ms(ws + sessionMs),
+	})
+}
