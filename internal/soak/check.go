@@ -46,7 +46,10 @@ type Report struct {
 	TopUps, OperatorResets       int
 	TopUpsInexact                []string
 	QuotaPastEdge                int
-	Checks                       []Check
+	// SessionWindows counts the session pair's window starts the stream
+	// showed.
+	SessionWindows int
+	Checks         []Check
 }
 
 // Check is one property and by how much it was missed (0: held).
@@ -94,6 +97,7 @@ func (r *Report) WriteTable(w io.Writer) {
 	}
 	row("quota pairs' shards (qhot 2 at start)", fmt.Sprintf("%s (qhot doubled %d times)", strings.Join(shards, ", "), r.QuotaDoublings))
 	row("quota reset edges / top-ups / resets", fmt.Sprintf("%d / %d / %d (%d shards written after the edge)", r.ResetEdges, r.TopUps, r.OperatorResets, r.QuotaPastEdge))
+	row("session windows opened (from the stream)", r.SessionWindows)
 	row("aggregator restarts", r.Restarts)
 	row("stream records delivered", fmt.Sprintf("%d in %d batches (redeliveries included)", r.StreamRecords, r.StreamBatches))
 	row("poison records written / dropped", fmt.Sprintf("%d / %d", r.Poisoned, r.Dropped))
@@ -200,18 +204,22 @@ func (w *world) check(ctx context.Context) error {
 	r := w.report
 	limits := resourceLimits()
 	limits[resQuota] = w.quotaLimits()
+	limits[resSession] = w.sessionLimits()
 	elapsedMs := w.end.Sub(w.t0).Milliseconds()
 	var snapDiff, ledgerDiff, overDiff int64
 	var snapDetail, ledgerDetail, overDetail []string
 	var excessTotal int64
-	for _, res := range []string{resChat, resImage, resEmbed, resQuota} {
+	for _, res := range []string{resChat, resImage, resEmbed, resQuota, resSession} {
 		snaps, err := w.snapshots(ctx, res)
 		if err != nil {
 			return err
 		}
 		ents := entities
-		if res == resQuota {
+		switch res {
+		case resQuota:
 			ents = quotaEntities
+		case resSession:
+			ents = sessionEntities
 		}
 		for _, e := range ents {
 			p := pair{e, res}
@@ -253,8 +261,8 @@ func (w *world) check(ctx context.Context) error {
 			// Over-admission on the hard rps: admitted ≤ capacity + refill
 			// over the run + what rollbacks returned + what failures may
 			// have returned.
-			if e == "vip" && res == resChat || res == resQuota {
-				continue // bypassed: admitted without limit, by design; a quota has no rps (checkQuotas)
+			if e == "vip" && res == resChat || res == resQuota || res == resSession {
+				continue // bypassed: admitted without limit, by design; a quota has no rps (checkQuotas, checkSessions)
 			}
 			rps := rpsOf(res)
 			bound := rps + bucket.FloorDiv(rps*elapsedMs, 1000) + a.returned + a.uncertain["rps"]
@@ -284,7 +292,10 @@ func (w *world) check(ctx context.Context) error {
 		undue = int64(r.Dropped - r.Poisoned)
 	}
 	r.add("only poison records dropped", undue, fmt.Sprintf("%d dropped, %d poisoned", r.Dropped, r.Poisoned))
-	return w.checkQuotas(ctx)
+	if err := w.checkQuotas(ctx); err != nil {
+		return err
+	}
+	return w.checkSessions(ctx)
 }
 
 func first(s []string, n int) []string { return s[:min(len(s), n)] }

@@ -46,6 +46,7 @@ func (f *follower) poller() (*streampoll.Poller, error) {
 		Logger: slog.New(slog.DiscardHandler), MaxRetries: 3, BisectOnError: true, PollInterval: 50 * time.Millisecond,
 		Handler: func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 			resp, err := f.h.Handle(ctx, ev)
+			f.w.noteWindows(ev)
 			f.mu.Lock()
 			f.records += len(ev.Records)
 			f.batches++

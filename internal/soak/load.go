@@ -75,9 +75,16 @@ type world struct {
 	offset time.Duration
 	quotaC int64
 	quotas map[string]*quotaLedger
-	t0     time.Time // setup began, run's clock: no bucket is older
-	start  time.Time // the load began, real time (paces the run)
-	end    time.Time // the load ended, run's clock
+	// sessionW and sessionC are the session quota's window and allowance
+	// (session.go); windows, what the stream showed of each window by its
+	// start, and seen the stream records already booked.
+	sessionW time.Duration
+	sessionC int64
+	windows  map[int64]sessionWindowUse
+	seen     map[string]bool
+	t0       time.Time // setup began, run's clock: no bucket is older
+	start    time.Time // the load began, real time (paces the run)
+	end      time.Time // the load ended, run's clock
 }
 
 // now is the run's clock: every limiter, operator and the aggregator read
@@ -139,6 +146,9 @@ func (w *world) setup(ctx context.Context) error {
 		return err
 	}
 	if err := w.setShardCount(ctx, pair{"hot", resChat}, 4); err != nil {
+		return err
+	}
+	if err := w.setupSessions(ctx, ctl); err != nil {
 		return err
 	}
 	return w.setupQuotas(ctx, ctl, lim)
@@ -231,6 +241,11 @@ func (w *world) load(ctx context.Context, f *follower) error {
 	for range quotaWeight {
 		for _, e := range quotaEntities {
 			pairs = append(pairs, pair{e, resQuota})
+		}
+	}
+	for range sessionWeight {
+		for _, e := range sessionEntities {
+			pairs = append(pairs, pair{e, resSession})
 		}
 	}
 	admits *= float64(len(pairs)) / float64(n)
@@ -380,7 +395,7 @@ func (w *world) float() float64 {
 // as it is, a commit after adjusting tps, or a rollback. A quota pair's is
 // quotaStep.
 func (w *world) step(ctx context.Context, lim *limiter.Limiter, p pair) {
-	if p.resource == resQuota {
+	if p.resource == resQuota || p.resource == resSession {
 		w.quotaStep(ctx, lim, p)
 		return
 	}

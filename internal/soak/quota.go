@@ -182,12 +182,16 @@ func (w *world) setupQuotas(ctx context.Context, ctl *control.Controls, lim *lim
 	return w.setShardCount(ctx, pair{"qhot", resQuota}, 2)
 }
 
-// quotaStep is one client request on a quota pair: an acquire of 1 to 20
-// tokens, then a commit (nothing to write) or, one time in ten, a
+// quotaStep is one client request on a quota pair (calendar or session):
+// an acquire of 1 to 20 tokens (1 to 4 of a session quota), then a commit (nothing to write) or, one time in ten, a
 // rollback. Every outcome is booked on the run's clock.
 func (w *world) quotaStep(ctx context.Context, lim *limiter.Limiter, p pair) {
-	n := int64(1 + w.intn(quotaMaxTake))
-	consume := limiter.Consume{quotaLimit: n}
+	name, most := quotaLimit, quotaMaxTake
+	if p.resource == resSession {
+		name, most = sessionLimit, sessionMaxTake
+	}
+	n := int64(1 + w.intn(most))
+	consume := limiter.Consume{name: n}
 	actx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	from := w.now()
@@ -201,7 +205,7 @@ func (w *world) quotaStep(ctx context.Context, lim *limiter.Limiter, p pair) {
 		return
 	case err == nil:
 	case errors.As(err, &rle):
-		w.count(func(r *Report) { r.Rejected++; r.QuotaRejected++ })
+		w.count(func(r *Report) { r.Rejected++; r.QuotaRejected++ }) // session pair included
 		return
 	case errors.As(err, &dis):
 		w.count(func(r *Report) { r.Disabled++ })
@@ -232,9 +236,9 @@ func (w *world) quotaStep(ctx context.Context, lim *limiter.Limiter, p pair) {
 	w.mu.Lock()
 	a := w.account(p)
 	if err != nil {
-		a.uncertain[quotaLimit] += n
+		a.uncertain[name] += n
 	} else {
-		a.applied[quotaLimit] -= n
+		a.applied[name] -= n
 	}
 	w.mu.Unlock()
 	if err != nil {
@@ -257,15 +261,17 @@ type quotaEvent struct {
 // runQuotaEvents does, each at its time until the deadline: top-ups of
 // every quota pair at 1/4 and 0.6 of the run (away from the edge), qhot
 // doubled at 1/3 and 0.55, and an operator's reset of some quota pairs at
-// 0.75.
+// 0.75; the session pair's top-up at 0.4 and reset at 0.8.
 func (w *world) runQuotaEvents(ctx context.Context, deadline time.Time) error {
 	ctl := control.New(w.db, w.table, control.Options{Clock: w.now})
 	for _, ev := range []quotaEvent{
 		{0.25, "top-ups", func(ctx context.Context) error { return w.topUps(ctx, ctl, 1) }},
 		{1.0 / 3, "qhot doubled", w.doubleQuota},
 		{0.55, "qhot doubled", w.doubleQuota},
+		{0.4, "session top-up", func(ctx context.Context) error { return w.sessionTopUp(ctx, ctl) }},
 		{0.6, "top-ups", func(ctx context.Context) error { return w.topUps(ctx, ctl, 2) }},
 		{0.75, "operator's resets", func(ctx context.Context) error { return w.operatorResets(ctx, ctl) }},
+		{0.8, "session reset", func(ctx context.Context) error { return w.sessionReset(ctx, ctl) }},
 	} {
 		at := w.begin.Add(time.Duration(ev.at * float64(w.cfg.Duration)))
 		if !at.Before(deadline) {

@@ -39,4 +39,9 @@ func TestSoakShort(t *testing.T) {
 		r.QuotaDoublings == 0 || r.QuotaShards["qhot"] <= 2 || r.TopUps == 0 || r.OperatorResets == 0 {
 		t.Fatalf("the run did not exercise the calendar quotas:\n%s", out.String())
 	}
+	// The session pair: windows opened and ended inside the run (the
+	// checks above ask for two starts at least).
+	if r.SessionWindows < 2 {
+		t.Fatalf("the run did not exercise the session quota:\n%s", out.String())
+	}
 }
