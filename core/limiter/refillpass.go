@@ -27,11 +27,13 @@ import (
 //
 // It never re-reads config: a vu of 0 (a parameter change) and anything
 // else this pass does not settle — a stamp to renew, a missing limit, an
-// expired ttl, a cascade, a parameter schedule, a session window, a
-// calendar quota's reset on a shard other than 0 (sized at shard 0's
+// expired ttl, a cascade, a parameter schedule, a session window to open
+// or roll (the fan-out and the pair's other shards are the slow path's),
+// a calendar quota's reset on a shard other than 0 (sized at shard 0's
 // count, docs/design.md §15) — is left to the slow path. A calendar
 // quota's reset on shard 0 is applied here, from the image's reset
-// schedule.
+// schedule, and a session quota inside a live window its balance
+// reflects is clamped to its ceiling, its vu bounded by the window's end.
 
 // refillable reports whether the enforce-shaped write that returned img
 // (at clock reading now) can be settled by a refill pass for declared: a
@@ -39,7 +41,7 @@ import (
 func refillable(img *bucketitem.Image, declared []bucketwrite.Declared, now int64) bool {
 	switch {
 	case img == nil, !img.HasRF, !img.HasVU, img.VU <= 0, img.VU > now,
-		img.HasDisabled, img.Bypass.Present, img.Windowed(), img.HasParamSchedule(),
+		img.HasDisabled, img.Bypass.Present, img.HasParamSchedule(),
 		img.HasTTL && img.TTL <= bucket.FloorDiv(now, 1000), !img.WCU.Present():
 		return false
 	}
@@ -105,8 +107,19 @@ func (l *Limiter) planRefill(req *request, id schema.BucketID, img *bucketitem.I
 			balance, credited int64
 			resets            schedule.Resets
 			loc               *time.Location
+			windowEnd         int64 // a session quota's live window's end
 		)
-		if li.ResetSchedule != "" || img.HasResetSched || p.IsQuota() {
+		if li.HasWindow() {
+			w := li.Window()
+			if w.Length <= 0 || li.GrantShards < 1 || !p.IsQuota() || w.Phase(img.RF, now) != bucket.WindowCurrent {
+				return refillPlan{unsettled: true}
+			}
+			windowEnd, _ = w.End()
+			share = bucket.Effective(p, shards)
+			balance = min(li.Tokens, share.Ceiling)
+			credited = balance - li.Tokens
+			full = min(full, windowEnd)
+		} else if li.ResetSchedule != "" || img.HasResetSched || p.IsQuota() {
 			// A calendar quota (docs/design.md §15), from the image's
 			// reset schedule.
 			var err error
@@ -160,6 +173,9 @@ func (l *Limiter) planRefill(req *request, id schema.BucketID, img *bucketitem.I
 				st.Retry = bucket.DripRetryAfter(balance, d.Amount, share.Ceiling, share.Rate, share.Period)
 				if len(resets) > 0 {
 					st.Retry = resets.RetryAfter(balance, d.Amount, share.Ceiling, time.UnixMilli(now), loc)
+				}
+				if windowEnd > 0 {
+					st.Retry = bucket.QuotaRetryAfter(balance, d.Amount, windowEnd, now)
 				}
 			}
 			plan.short = append(plan.short, limitStatus(req.entity, req.resource, d, p, soft, st))

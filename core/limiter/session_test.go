@@ -472,3 +472,35 @@ func TestSessionSeedOverAPartialWindow(t *testing.T) {
 		"b_session_ws": ms(ws), "b_session_wa": ms(ws), "b_session_wtc": "", "b_session_tk": "4999000", "b_session_gc": "2", "vu": ms(ws + sessionMs),
 	})
 }
+
+// Estimate, then settle, on a session quota: the credit of a Commit that
+// gives tokens back sets vu to its instant, and the next acquire is one
+// refill pass from the credit's image (one UpdateItem, no read), inside
+// the live window; the credit's tokens are there to spend again.
+func TestSessionAcquireAfterACredit(t *testing.T) {
+	e := newEnv(t, limiter.Options{})
+	e.pythonSession("gpt-4")
+	ctx := context.Background()
+	t0 := e.clk.Now().UnixMilli()
+	lease, err := e.lim.Acquire(ctx, "u", "gpt-4", limiter.Consume{"session": 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.Adjust("session", -40); err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.clk.Advance(time.Minute)
+	e.proxy.ResetStats()
+	if _, err := e.lim.Acquire(ctx, "u", "gpt-4", limiter.Consume{"session": 5}); err != nil {
+		t.Fatal(err)
+	}
+	if n, u := e.totalCalls(), e.calls("UpdateItem"); n != 1 || u != 1 {
+		t.Errorf("the acquire after a credit took %d calls (%d UpdateItem), want one refill pass", n, u)
+	}
+	e.want("after the refill pass", e.bucket("u", "gpt-4", 0), map[string]string{
+		"b_session_tk": "9935000", "b_session_tc": "65000", "b_session_ws": ms(t0), "vu": ms(t0 + sessionMs),
+	})
+}
