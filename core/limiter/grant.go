@@ -169,6 +169,7 @@ func (p *pass) joinWindow(pl *planned, sibs []grant.Sibling) {
 		pl.window.Open, pl.window.Start, pl.window.End = false, w.Start, end
 		pl.boundary = min(pl.boundary, end)
 		pl.nextReset = end
+		return
 	}
 }
 

@@ -1,6 +1,7 @@
 package limiter
 
 import (
+	"context"
 	"slices"
 	"strings"
 
@@ -104,4 +105,28 @@ func (r *request) forEntity(entity string) *request {
 	c := *r
 	c.entity = entity
 	return &c
+}
+
+// requireReaders is the writer gate for limits given to an acquire
+// (docs/design.md §2, §13): the table's readers must be at least need
+// before a bucket carries what those limits write, and client_min_version
+// is raised to need once. A version passed is remembered for the
+// limiter's life, so only the first such acquire pays the read.
+func (l *Limiter) requireReaders(ctx context.Context, need string) error {
+	l.gateMu.Lock()
+	passed := l.gatePassed
+	l.gateMu.Unlock()
+	if passed != "" && config.LaterVersion(passed, need) == passed {
+		return nil
+	}
+	if err := l.store.RequireReaders(ctx, need); err != nil {
+		return err
+	}
+	if err := l.store.Ratchet(ctx, need); err != nil {
+		return err
+	}
+	l.gateMu.Lock()
+	l.gatePassed = config.LaterVersion(l.gatePassed, need)
+	l.gateMu.Unlock()
+	return nil
 }

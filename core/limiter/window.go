@@ -15,7 +15,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
-	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/internal/expr"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
@@ -97,28 +96,4 @@ func (l *Limiter) fanOut(ctx context.Context, p *pass) {
 		}
 	}
 	wg.Wait()
-}
-
-// requireReaders is the writer gate for limits given to an acquire
-// (docs/design.md §2, §13): the table's readers must be at least need
-// before a bucket carries what those limits write, and client_min_version
-// is raised to need once. A version passed is remembered for the
-// limiter's life, so only the first such acquire pays the read.
-func (l *Limiter) requireReaders(ctx context.Context, need string) error {
-	l.gateMu.Lock()
-	passed := l.gatePassed
-	l.gateMu.Unlock()
-	if passed != "" && config.LaterVersion(passed, need) == passed {
-		return nil
-	}
-	if err := l.store.RequireReaders(ctx, need); err != nil {
-		return err
-	}
-	if err := l.store.Ratchet(ctx, need); err != nil {
-		return err
-	}
-	l.gateMu.Lock()
-	l.gatePassed = config.LaterVersion(l.gatePassed, need)
-	l.gateMu.Unlock()
-	return nil
 }

@@ -5,16 +5,16 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
 	"github.com/zae-limiter/zae-limiter-go/core/control"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
-	"github.com/zae-limiter/zae-limiter-go/core/schema"
+	"github.com/zae-limiter/zae-limiter-go/core/streamimage"
 )
 
 // The session-quota pair (docs/design.md §11, §15): s1 on the session
@@ -81,37 +81,47 @@ type sessionWindowUse struct {
 // restarts read the stream from its start) is booked once.
 func (w *world) noteWindows(ev events.DynamoDBEvent) {
 	for _, rec := range ev.Records {
-		img := rec.Change.NewImage
-		if img["resource"].DataType() != events.DataTypeString || img["resource"].String() != resSession {
+		img, ok := sessionImage(rec.Change.NewImage)
+		if !ok {
 			continue
 		}
-		wa, ok := numberOf(img[schema.BucketAttr(sessionLimit, schema.LimitWindowAnchor)])
-		if !ok {
+		li := img.Limit(sessionLimit)
+		if li == nil || !li.Fields.Has(bucketitem.FieldWindowAnchor) {
 			continue // no window yet (a bypassed create; not in this load)
 		}
-		tc, _ := numberOf(img[schema.BucketAttr(sessionLimit, schema.LimitConsumed)])
-		oldTC, _ := numberOf(rec.Change.OldImage[schema.BucketAttr(sessionLimit, schema.LimitConsumed)])
-		tu, _ := numberOf(img[schema.BucketAttr(sessionLimit, schema.LimitTopUp)])
-		rf, _ := numberOf(img[schema.AttrRF])
+		var oldTC int64
+		if old, ok := sessionImage(rec.Change.OldImage); ok {
+			if ol := old.Limit(sessionLimit); ol != nil {
+				oldTC = ol.Consumed
+			}
+		}
+		wa := li.WindowAnchor
 		w.mu.Lock()
 		if !w.seen[rec.Change.SequenceNumber] {
 			w.seen[rec.Change.SequenceNumber] = true
 			u := w.windows[wa]
-			u.consumed += tc - oldTC
-			u.topUps = max(u.topUps, tu)
-			u.opened = u.opened || rf < wa+w.sessionW.Milliseconds()
+			u.consumed += li.Consumed - oldTC
+			u.topUps = max(u.topUps, li.TopUp)
+			u.opened = u.opened || img.RF < wa+w.sessionW.Milliseconds()
 			w.windows[wa] = u
 		}
 		w.mu.Unlock()
 	}
 }
 
-func numberOf(v events.DynamoDBAttributeValue) (int64, bool) {
-	if v.DataType() != events.DataTypeNumber {
-		return 0, false
+// sessionImage decodes a stream image of a session-pair bucket; ok is
+// false for any other item, and for one that does not decode (the rogue
+// writer's poison).
+func sessionImage(image map[string]events.DynamoDBAttributeValue) (*bucketitem.Image, bool) {
+	if r := image["resource"]; r.DataType() != events.DataTypeString || r.String() != resSession {
+		return nil, false
 	}
-	n, err := strconv.ParseInt(v.Number(), 10, 64)
-	return n, err == nil
+	item, err := streamimage.ImageToDynamoDB(image)
+	if err != nil {
+		return nil, false
+	}
+	img, err := bucketitem.Decode(item)
+	return &img, err == nil
 }
 
 // sessionTopUp tops s1 up by a quarter of the allowance (it opens a window
