@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/ddbjson"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
@@ -803,4 +804,40 @@ func (img *Image) anyLimit(pred func(*LimitImage) bool) bool {
 		}
 	}
 	return false
+}
+
+// DecodeJSON is Image.Decode for an item in DynamoDB's JSON wire form, as
+// an answer carries it ({"name":{"N":"12"},...}), read without building SDK
+// values (docs/design.md §5, "The answer's decoding"), and returns how many
+// attributes the item holds. It reads only the subset of package ddbjson:
+// for anything outside it, it returns ddbjson.ErrUnsupported and the caller
+// decodes the SDK's values instead. What it reads, it reads as Decode reads
+// the SDK's values of the same item, with the same errors; img is
+// unspecified after an error.
+func (img *Image) DecodeJSON(item string) (attrs int, err error) {
+	it, err := ddbjson.NewItem(item)
+	if err != nil {
+		return 0, err
+	}
+	buf := img.startDecode()
+	for {
+		k, v, ok, err := it.Next()
+		if err == nil && ok {
+			attrs++
+			s := Scalar{Type: v.Type, Text: v.Text}
+			if v.Type == "BOOL" {
+				s.Bool = v.Bool
+			}
+			buf, err = img.decodeAttr(buf, k, s)
+		}
+		if err != nil {
+			img.store = buf
+			return 0, err
+		}
+		if !ok {
+			break
+		}
+	}
+	img.finishDecode(buf)
+	return attrs, nil
 }

@@ -39,7 +39,7 @@ type DB interface {
 // Limiter acquires capacity for (entity, resource) pairs of one namespace of
 // one table. It is safe for concurrent use by any number of goroutines.
 type Limiter struct {
-	db       DB
+	db       onceWrites
 	table    string
 	ns       string
 	store    *config.Store

@@ -32,10 +32,14 @@ type onceWrites struct {
 	// retries off. Built once and only ever read (the SDK ranges over it;
 	// its capacity is its length, so an append copies).
 	once []func(*dynamodb.Options)
+	// answered is once with the answer's reader (answer.go) too: the
+	// option list of the fast path's UpdateItem, built once like once.
+	answered []func(*dynamodb.Options)
 }
 
 func newOnceWrites(db DB, sleep func(context.Context, time.Duration) error) onceWrites {
-	return onceWrites{DB: db, sleep: sleep, once: []func(*dynamodb.Options){noRetries}}
+	return onceWrites{DB: db, sleep: sleep, once: []func(*dynamodb.Options){noRetries},
+		answered: []func(*dynamodb.Options){noRetries, readAnswer}}
 }
 
 // noRetries turns the SDK's retries off for one call.
@@ -78,6 +82,14 @@ func retryThrottled[T any](ctx context.Context, sleep func(context.Context, time
 func (d onceWrites) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	return retryThrottled(ctx, d.sleep, func() (*dynamodb.UpdateItemOutput, error) {
 		return d.DB.UpdateItem(ctx, in, d.sendOnce(opts)...)
+	})
+}
+
+// updateAnswered is UpdateItem with no options, sent once, its answer's
+// image read by the answer's reader (answer.go, answerImage).
+func (d onceWrites) updateAnswered(ctx context.Context, in *dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
+	return retryThrottled(ctx, d.sleep, func() (*dynamodb.UpdateItemOutput, error) {
+		return d.DB.UpdateItem(ctx, in, d.answered[:len(d.answered):len(d.answered)]...)
 	})
 }
 

@@ -43,10 +43,10 @@ func (l *Limiter) speculate(ctx context.Context, req *request, shard int, shape 
 		return sp
 	}
 	mark := l.rejects.mark(req.entity, req.resource)
-	out, err := l.db.UpdateItem(ctx, in)
+	out, err := l.db.updateAnswered(ctx, in)
 	if err == nil {
-		img, derr := bucketitem.Decode(out.Attributes)
-		sp.ok, sp.img, sp.err = true, &img, derr
+		img, derr := answerImage(out)
+		sp.ok, sp.img, sp.err = true, img, derr
 		if derr == nil {
 			l.pairs.learnImage(req.entity, req.resource, shard, sp.img, sp.now)
 			l.rejects.remember(sp.id, sp.img, mark)

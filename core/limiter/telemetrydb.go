@@ -18,6 +18,8 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/zae-limiter/zae-limiter-go/core/internal/ddbjson"
 )
 
 // dbOp is a DynamoDB operation of the DB interface.
@@ -244,11 +246,45 @@ func batchUnits(reqs map[string][]types.WriteRequest) int64 {
 // length shows the item is at most 1 KB: one unit. The walk over a bucket
 // item's thirty-odd attributes was the largest part of what the metrics
 // cost a fast-path acquire (docs/decisions.md P50).
+// An answer whose item the answer's reader took (answer.go) carries no
+// SDK values: its count of attributes gives the bound, and its JSON the
+// size.
 func answeredItemUnits(md middleware.Metadata, item map[string]types.AttributeValue) int64 {
+	if a := bodyImageOf(md); a != nil {
+		if b := answeredItemBound(md, a.attrs); b >= 0 && b <= 1024 {
+			return 1
+		}
+		return max(1, (int64(jsonItemSize(a.item))+1023)/1024)
+	}
 	if b := answeredItemBound(md, len(item)); b >= 0 && b <= 1024 {
 		return 1
 	}
 	return itemUnits(item)
+}
+
+// jsonItemSize is itemSize of an item the answer's reader read (so inside
+// ddbjson's subset: S, N, BOOL and NULL values).
+func jsonItemSize(item string) int {
+	it, err := ddbjson.NewItem(item)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for {
+		name, v, ok, err := it.Next()
+		if err != nil || !ok {
+			return n
+		}
+		n += len(name)
+		switch v.Type {
+		case "S":
+			n += len(v.Text)
+		case "N":
+			n += numberSize(v.Text)
+		default:
+			n++
+		}
+	}
 }
 
 // Bytes of an answer's JSON beyond the sizes DynamoDB counts for the item

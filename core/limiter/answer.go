@@ -1,0 +1,155 @@
+package limiter
+
+// The answer's decoding (docs/design.md §5): the fast path's UpdateItem
+// returns the bucket's new image, and the limiter reads it straight from
+// the response body into a bucketitem.Image instead of letting the SDK
+// build a map of attribute values that it would then decode again. The
+// SDK's generic decoding of that map is the larger part of what an acquire
+// costs beyond the request itself (docs/costs.md, "Client CPU of an acquire").
+//
+// Only a successful answer (HTTP 200) whose item is inside ddbjson's subset
+// is read so; anything else — an error answer, another attribute type, an
+// escape, a body that cannot be read — goes to the SDK exactly as it came,
+// and the caller decodes out.Attributes as before. A DB that is not the
+// SDK's client never runs the middleware, and the caller falls back the
+// same way.
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"unsafe"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go/middleware"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/ddbjson"
+)
+
+// bodyImage is a bucket image read from an answer's body, carried to the
+// caller in the output's metadata.
+type bodyImage struct {
+	img   bucketitem.Image
+	item  string // the item's JSON (telemetry sizes it)
+	attrs int    // the attributes the item holds (telemetry's size bound)
+}
+
+type bodyImageKey struct{}
+
+// bodyImageOf returns the image the answer's middleware read for out, or nil.
+func bodyImageOf(md middleware.Metadata) *bodyImage {
+	a, _ := md.Get(bodyImageKey{}).(*bodyImage)
+	return a
+}
+
+// readAnswer is the call option that installs the middleware.
+func readAnswer(o *dynamodb.Options) {
+	o.APIOptions = append(o.APIOptions, addAnswerReader)
+}
+
+// addAnswerReader places the middleware right inside the SDK's operation
+// deserializer, so it sees the body after the SDK's own response wrappers
+// (checksum validation, decompression) and before the SDK decodes it. A
+// stack without that step (a future SDK that renames it) is left as it
+// is: the answer is then decoded by the SDK, as for any other DB.
+func addAnswerReader(s *middleware.Stack) error {
+	_ = s.Deserialize.Insert(answerReader{}, "OperationDeserializer", middleware.After)
+	return nil
+}
+
+// answerReader is the deserialize middleware of the fast path's UpdateItem.
+type answerReader struct{}
+
+// ID implements middleware.DeserializeMiddleware.
+func (answerReader) ID() string { return "ZaeLimiter:BucketAnswer" }
+
+// maxAnswerBytes bounds the body read whole: an item is at most 400 KB,
+// and its JSON a few times that.
+const maxAnswerBytes = 4 << 20
+
+// HandleDeserialize implements middleware.DeserializeMiddleware.
+func (answerReader) HandleDeserialize(ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler) (
+	middleware.DeserializeOutput, middleware.Metadata, error,
+) {
+	out, md, err := next.HandleDeserialize(ctx, in)
+	if err != nil {
+		return out, md, err
+	}
+	resp, ok := out.RawResponse.(*smithyhttp.Response)
+	if !ok || resp == nil || resp.Response == nil || resp.StatusCode != http.StatusOK || resp.Body == nil ||
+		resp.ContentLength > maxAnswerBytes {
+		return out, md, err
+	}
+	body, rerr := readAll(resp.Body, resp.ContentLength)
+	if rerr != nil {
+		// What was read, then the failure: the SDK meets the body as it
+		// would have.
+		resp.Body = replacedBody{Reader: io.MultiReader(bytes.NewReader(body), failingReader{rerr}), closer: resp.Body}
+		return out, md, err
+	}
+	// body is never written again: the strings the image keeps share it.
+	text := unsafe.String(unsafe.SliceData(body), len(body))
+	a := new(bodyImage)
+	item, derr := ddbjson.Member(text, "Attributes")
+	if derr == nil {
+		a.item = item
+		a.attrs, derr = a.img.DecodeJSON(item)
+	}
+	if derr != nil {
+		resp.Body = replacedBody{Reader: bytes.NewReader(body), closer: resp.Body}
+		return out, md, err
+	}
+	// The SDK decodes an empty answer; its Close still closes (and
+	// checks) the real body.
+	e := &emptyAnswer{closer: resp.Body}
+	e.Reset("{}")
+	resp.Body = e
+	md.Set(bodyImageKey{}, a)
+	return out, md, err
+}
+
+// readAll reads r whole, in one allocation when its length is known.
+func readAll(r io.Reader, length int64) ([]byte, error) {
+	if length < 0 {
+		return io.ReadAll(io.LimitReader(r, maxAnswerBytes))
+	}
+	buf := make([]byte, length)
+	n, err := io.ReadFull(r, buf)
+	return buf[:n], err
+}
+
+// replacedBody is a response body read from elsewhere, closing the
+// original.
+type replacedBody struct {
+	io.Reader
+	closer io.Closer
+}
+
+func (b replacedBody) Close() error { return b.closer.Close() }
+
+// emptyAnswer is the body handed to the SDK after the middleware read the
+// answer: "{}", closing the original.
+type emptyAnswer struct {
+	strings.Reader
+	closer io.Closer
+}
+
+func (b *emptyAnswer) Close() error { return b.closer.Close() }
+
+type failingReader struct{ err error }
+
+func (f failingReader) Read([]byte) (int, error) { return 0, f.err }
+
+// answerImage decodes the image of a successful UpdateItem: the one the
+// middleware read, or out.Attributes.
+func answerImage(out *dynamodb.UpdateItemOutput) (*bucketitem.Image, error) {
+	if a := bodyImageOf(out.ResultMetadata); a != nil {
+		return &a.img, nil
+	}
+	img, err := bucketitem.Decode(out.Attributes)
+	return &img, err
+}
