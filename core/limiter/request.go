@@ -90,9 +90,7 @@ func (l *Limiter) newRequest(entity, resource string, consume Consume, opts []Ac
 		if err := limit.ValidateSet(r.override); err != nil {
 			return nil, err
 		}
-		if slices.ContainsFunc(r.override, limit.Limit.IsSession) {
-			r.readers = config.SessionQuotaVersion
-		}
+		r.readers = config.ReadersFor(r.override)
 	}
 	if r.onUnavailable != "" && !r.onUnavailable.Valid() {
 		return nil, schema.NewValidationError("on_unavailable", string(r.onUnavailable), "must be allow or block")

@@ -78,6 +78,41 @@ func TestSessionOverrideGated(t *testing.T) {
 	}
 }
 
+// TestSoftOverrideGated: limits given to the call holding a soft limit pass
+// the writer gate at 0.17.0 first, as the config setters gate a stored soft
+// limit (decisions P55): refused with the table's readers at 0.16.0, under
+// on_unavailable=allow too, with nothing written; admitted at 0.17.0.
+func TestSoftOverrideGated(t *testing.T) {
+	e := newEnv(t, limiter.Options{})
+	st := config.NewStore(e.tbl.DB, e.tbl.Name)
+	if err := st.WriteVersion(context.Background(), config.VersionRecord{LambdaVersion: "0.16.0", ClientMinVersion: "0.12.0"}); err != nil {
+		t.Fatal(err)
+	}
+	acquire := func() (*limiter.Lease, error) {
+		return e.lim.Acquire(context.Background(), "u", "gpt-4", limiter.Consume{"rpm": 1},
+			limiter.WithLimits(limit.PerMinute("rpm", 10).AsSoft()), limiter.WithOnUnavailable(config.OnUnavailableAllow))
+	}
+	e.proxy.ResetStats()
+	lease, err := acquire()
+	var vm *config.VersionMismatchError
+	if !errors.As(err, &vm) || !vm.Gate || vm.ClientMinVersion != config.SoftBypassVersion || lease != nil {
+		t.Fatalf("%v, %v: want the gate's refusal at %s", lease, err, config.SoftBypassVersion)
+	}
+	if w := e.proxy.Writes(); w != "" {
+		t.Fatalf("a refused override wrote %s", w)
+	}
+	if err := st.WriteVersion(context.Background(), config.VersionRecord{LambdaVersion: "0.17.0", ClientMinVersion: "0.12.0"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := acquire(); err != nil {
+		t.Fatal(err)
+	}
+	rec, _, err := st.ReadVersion(context.Background())
+	if err != nil || rec.ClientMinVersion != config.SoftBypassVersion {
+		t.Fatalf("client_min_version %q (%v), want %s", rec.ClientMinVersion, err, config.SoftBypassVersion)
+	}
+}
+
 // pythonSession writes the resource level as the Python client of 0.15
 // writes a session quota: 10,000 tokens a window of 5 hours from first
 // use, under the hidden prefix (docs/design.md §7). A session quota never
