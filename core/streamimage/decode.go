@@ -23,6 +23,16 @@ import (
 // DynamoDB API requires. Attribute errors are *PathError values naming the
 // record and attribute, e.g. Records[3].dynamodb.NewImage.b_rpm_tk.
 func DecodeEvent(data []byte) (events.DynamoDBEvent, error) {
+	// The usual shape first, read directly (fast.go); anything else the
+	// way below, which names what is wrong.
+	if ev, err := decodeEventFast(data); err == nil {
+		return ev, nil
+	}
+	return decodeEventSlow(data)
+}
+
+// decodeEventSlow is DecodeEvent by encoding/json, for any shape.
+func decodeEventSlow(data []byte) (events.DynamoDBEvent, error) {
 	// Pass one validates every attribute occurrence as encoding/json meets
 	// it, so a malformed value under a key that a later duplicate overrides
 	// fails here exactly as it does in aws-lambda-go.

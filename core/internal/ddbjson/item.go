@@ -219,3 +219,10 @@ func skipSpace(s string, i int) int {
 	}
 	return i
 }
+
+// ObjectEnd returns the index just past the JSON object that starts at
+// s[i] (after any whitespace), reading its strings as the subset does; its
+// content is checked by Item, not here.
+func ObjectEnd(s string, i int) (int, error) {
+	return objectEnd(s, skipSpace(s, i))
+}
