@@ -226,27 +226,38 @@ const (
 	slotViewType
 )
 
-// record reads one record object; every key it knows at most once, no
-// other key.
-func (c *eventCursor) record(rec *events.DynamoDBEventRecord) bool {
+// object reads an object: member is called with each key, the cursor on
+// its value, reads the value and says whether it was read.
+func (c *eventCursor) object(member func(key string) bool) bool {
 	if !c.next('{') {
 		return false
 	}
 	if c.next('}') {
 		return true
 	}
-	var seen uint16
 	for {
 		k, ok := c.text()
-		if !ok || !c.next(':') {
+		if !ok || !c.next(':') || !member(k) {
 			return false
 		}
-		bit, field := recordField(k)
+		if !c.next(',') {
+			return c.next('}')
+		}
+	}
+}
+
+// record reads one record object; every key it knows at most once, no
+// other key.
+func (c *eventCursor) record(rec *events.DynamoDBEventRecord) bool {
+	var seen uint16
+	return c.object(func(k string) bool {
+		bit := recordField(k)
 		if bit == 0 || seen&bit != 0 {
 			return false
 		}
 		seen |= bit
-		switch field {
+		var ok bool
+		switch k {
 		case "awsRegion":
 			rec.AWSRegion, ok = c.owned(slotRegion)
 		case "eventID":
@@ -262,51 +273,37 @@ func (c *eventCursor) record(rec *events.DynamoDBEventRecord) bool {
 		case "dynamodb":
 			ok = c.change(&rec.Change)
 		}
-		if !ok {
-			return false
-		}
-		if c.next(',') {
-			continue
-		}
-		return c.next('}')
-	}
+		return ok
+	})
 }
 
-func recordField(k string) (uint16, string) {
+// recordField is the bit of a record key the fast reading knows, or 0.
+func recordField(k string) uint16 {
 	switch k {
 	case "awsRegion":
-		return 1, k
+		return 1
 	case "eventID":
-		return 2, k
+		return 2
 	case "eventName":
-		return 4, k
+		return 4
 	case "eventSource":
-		return 8, k
+		return 8
 	case "eventVersion":
-		return 16, k
+		return 16
 	case "eventSourceARN":
-		return 32, k
+		return 32
 	case "dynamodb":
-		return 64, k
+		return 64
 	}
-	return 0, ""
+	return 0
 }
 
-// change reads a record's dynamodb object.
+// change reads a record's dynamodb object, each key it knows at most once.
 func (c *eventCursor) change(ch *events.DynamoDBStreamRecord) bool {
-	if !c.next('{') {
-		return false
-	}
-	if c.next('}') {
-		return true
-	}
 	var seen uint16
-	for {
-		k, ok := c.text()
-		if !ok || !c.next(':') {
-			return false
-		}
+	return c.object(func(k string) bool {
 		var bit uint16
+		var ok bool
 		switch k {
 		case "ApproximateCreationDateTime":
 			bit = 1
@@ -337,9 +334,6 @@ func (c *eventCursor) change(ch *events.DynamoDBStreamRecord) bool {
 			return false
 		}
 		seen |= bit
-		if c.next(',') {
-			continue
-		}
-		return c.next('}')
-	}
+		return true
+	})
 }

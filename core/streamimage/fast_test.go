@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/zae-limiter/zae-limiter-go/core/internal/ddbjson"
@@ -59,46 +58,4 @@ func TestFastReadingTakesTheUsualEvent(t *testing.T) {
 	if r := ev.Records[0]; r.EventID != "abc" || r.Change.SequenceNumber != "12" || r.Change.Keys["PK"].String() != "p" {
 		t.Errorf("the event changed with its payload: %+v", r)
 	}
-}
-
-// FuzzDecodeEventFast: whatever the fast reading accepts, the slow one
-// reads to the same event.
-func FuzzDecodeEventFast(f *testing.F) {
-	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	for _, file := range files {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data)
-	}
-	for _, seed := range []string{
-		`{"Records":[]}`,
-		`{"Records":[{}]}`,
-		`{"Records":[{"eventID":"1","eventName":"MODIFY","dynamodb":{"ApproximateCreationDateTime":1764442859,"Keys":{"PK":{"S":"a"},"SK":{"S":"#STATE"}},` +
-			`"NewImage":{"rf":{"N":"1"},"c":{"BOOL":true},"n":{"NULL":true}},"OldImage":{},"SequenceNumber":"0012","SizeBytes":40,"StreamViewType":"NEW_AND_OLD_IMAGES"}},` +
-			`{"eventID":"2","eventName":"MODIFY","dynamodb":{"SizeBytes":0}}]}`,
-		strings.Repeat(" ", 3) + `{ "Records" : [ { "dynamodb" : { "NewImage" : { "a" : { "N" : "1" } , "a" : { "S" : "x" } } } } ] }`,
-	} {
-		f.Add([]byte(seed))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		fast, err := decodeEventFast(data)
-		if err != nil {
-			if !errors.Is(err, ddbjson.ErrUnsupported) {
-				t.Fatalf("fast reading: %v", err)
-			}
-			return
-		}
-		slow, err := decodeEventSlow(data)
-		if err != nil {
-			t.Fatalf("the fast reading took %q, the slow one refuses it: %v", data, err)
-		}
-		if !reflect.DeepEqual(fast, slow) {
-			t.Fatalf("%q:\nfast %+v\nslow %+v", data, fast, slow)
-		}
-	})
 }

@@ -2,9 +2,11 @@ package streamimage_test
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -17,17 +19,7 @@ import (
 // decoder, convert to DynamoDB types and back unchanged, and survive a trip
 // through JSON.
 func FuzzImageFromJSON(f *testing.F) {
-	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	for _, file := range files {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data)
-	}
+	addFixtureSeeds(f)
 	for _, seed := range []string{
 		`{"PK":{"S":"a1B2c3D4e5F/BUCKET#user-1#gpt-4#0"},"SK":{"S":"#STATE"},"rf":{"N":"1764442859123"}}`,
 		`{"l":{"L":[{"M":{"bs":{"BS":["AA==",""]},"n":{"NULL":true}}},{"NS":["1","2.5"]},{"SS":[]}]}}`,
@@ -119,4 +111,51 @@ func checkImage(t *testing.T, img map[string]events.DynamoDBAttributeValue) {
 	if !reflect.DeepEqual(back, img) {
 		t.Fatalf("round trip:\n got %v\nwant %v", back, img)
 	}
+}
+
+// addFixtureSeeds adds every event of testdata to f's corpus.
+func addFixtureSeeds(f *testing.F) {
+	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+}
+
+// FuzzDecodeEventFast: whatever the fast reading accepts, the slow one
+// reads to the same event.
+func FuzzDecodeEventFast(f *testing.F) {
+	addFixtureSeeds(f)
+	for _, seed := range []string{
+		`{"Records":[]}`,
+		`{"Records":[{}]}`,
+		`{"Records":[{"eventID":"1","eventName":"MODIFY","dynamodb":{"ApproximateCreationDateTime":1764442859,"Keys":{"PK":{"S":"a"},"SK":{"S":"#STATE"}},` +
+			`"NewImage":{"rf":{"N":"1"},"c":{"BOOL":true},"n":{"NULL":true}},"OldImage":{},"SequenceNumber":"0012","SizeBytes":40,"StreamViewType":"NEW_AND_OLD_IMAGES"}},` +
+			`{"eventID":"2","eventName":"MODIFY","dynamodb":{"SizeBytes":0}}]}`,
+		strings.Repeat(" ", 3) + `{ "Records" : [ { "dynamodb" : { "NewImage" : { "a" : { "N" : "1" } , "a" : { "S" : "x" } } } } ] }`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fast, err := streamimage.DecodeEventFast(data)
+		if err != nil {
+			if !errors.Is(err, streamimage.ErrFastUnsupported) {
+				t.Fatalf("fast reading: %v", err)
+			}
+			return
+		}
+		slow, err := streamimage.DecodeEventSlow(data)
+		if err != nil {
+			t.Fatalf("the fast reading took %q, the slow one refuses it: %v", data, err)
+		}
+		if !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("%q:\nfast %+v\nslow %+v", data, fast, slow)
+		}
+	})
 }
