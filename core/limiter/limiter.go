@@ -24,7 +24,10 @@ import (
 const Version = config.BuildVersion
 
 // DB is the part of the DynamoDB client the limiter uses; *dynamodb.Client
-// satisfies it.
+// satisfies it. A DB that wraps the SDK's client passes the call options
+// on: the fast path's UpdateItem carries one that reads the returned image
+// straight from the response body (docs/design.md §5, "The answer's
+// decoding"), so its output then holds no Attributes.
 type DB interface {
 	UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
