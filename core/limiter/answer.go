@@ -100,7 +100,9 @@ func (answerReader) HandleDeserialize(ctx context.Context, in middleware.Deseria
 		a.attrs, derr = a.img.DecodeJSON(item)
 	}
 	if derr != nil {
-		resp.Body = replacedBody{Reader: bytes.NewReader(body), closer: resp.Body}
+		// The bytes read, then whatever is left (a body of unknown
+		// length past maxAnswerBytes): the SDK reads the answer whole.
+		resp.Body = replacedBody{Reader: io.MultiReader(bytes.NewReader(body), resp.Body), closer: resp.Body}
 		return out, md, err
 	}
 	// The SDK decodes an empty answer; its Close still closes (and

@@ -99,6 +99,28 @@ func TestAnswerReader(t *testing.T) {
 	}
 }
 
+// TestAnswerReaderLeavesALongBodyWhole: an answer of unknown length longer
+// than the reader reads at once is handed to the SDK whole, and decoded by
+// it.
+func TestAnswerReaderLeavesALongBodyWhole(t *testing.T) {
+	body := []byte(`{"Attributes":{"rf":{"N":"17"},"resource":{"S":"` + strings.Repeat("x", maxAnswerBytes) + `"}}}`)
+	db := dynamodb.New(dynamodb.Options{Region: "us-east-1", Credentials: aws.AnonymousCredentials{},
+		BaseEndpoint: aws.String("http://answer.invalid"), DisableValidateResponseChecksum: true, RetryMaxAttempts: 1,
+		HTTPClient: &http.Client{Transport: answerTrip{body: body, header: http.Header{}, length: -1}}})
+	out, err := db.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{TableName: aws.String("t"),
+		Key: map[string]types.AttributeValue{"PK": &types.AttributeValueMemberS{Value: "k"}}}, readAnswer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bodyImageOf(out.ResultMetadata) != nil {
+		t.Fatal("the reader took an answer it read only in part")
+	}
+	img, err := answerImage(out)
+	if err != nil || img.RF != 17 || len(img.Resource) != maxAnswerBytes {
+		t.Fatalf("the SDK decoded rf %d and a resource of %d bytes (%v), want 17 and %d", img.RF, len(img.Resource), err, maxAnswerBytes)
+	}
+}
+
 // brokenBody answers with a body that breaks after its first bytes.
 type brokenBody struct{}
 
