@@ -25,9 +25,15 @@ import (
 // answerClient is an SDK client whose every call is answered by body
 // (HTTP 200, its length known).
 func answerClient(body []byte) *dynamodb.Client {
+	return answerClientVia(answerTrip{body: body, header: http.Header{}, length: int64(len(body))})
+}
+
+// answerClientVia is an SDK client whose calls rt answers, with no retry
+// and, unless an option turns it back on, no checksum validation.
+func answerClientVia(rt http.RoundTripper, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 	return dynamodb.New(dynamodb.Options{Region: "us-east-1", Credentials: aws.AnonymousCredentials{},
 		BaseEndpoint: aws.String("http://answer.invalid"), DisableValidateResponseChecksum: true, RetryMaxAttempts: 1,
-		HTTPClient: &http.Client{Transport: answerTrip{body: body, header: http.Header{}, length: int64(len(body))}}})
+		HTTPClient: &http.Client{Transport: rt}}, optFns...)
 }
 
 // readBoth sends one UpdateItem answered by body through the answer's
@@ -88,9 +94,7 @@ func TestAnswerReader(t *testing.T) {
 	}
 	// A body that fails while it is read fails the call, through the
 	// reader as without it.
-	db := dynamodb.New(dynamodb.Options{Region: "us-east-1", Credentials: aws.AnonymousCredentials{},
-		BaseEndpoint: aws.String("http://answer.invalid"), RetryMaxAttempts: 1, DisableValidateResponseChecksum: true,
-		HTTPClient: &http.Client{Transport: brokenBody{}}})
+	db := answerClientVia(brokenBody{})
 	in := &dynamodb.UpdateItemInput{TableName: aws.String("t"), Key: map[string]types.AttributeValue{"PK": &types.AttributeValueMemberS{Value: "k"}}}
 	for _, opts := range [][]func(*dynamodb.Options){{readAnswer}, nil} {
 		if _, err := db.UpdateItem(context.Background(), in, opts...); err == nil {
@@ -104,9 +108,7 @@ func TestAnswerReader(t *testing.T) {
 // it.
 func TestAnswerReaderLeavesALongBodyWhole(t *testing.T) {
 	body := []byte(`{"Attributes":{"rf":{"N":"17"},"resource":{"S":"` + strings.Repeat("x", maxAnswerBytes) + `"}}}`)
-	db := dynamodb.New(dynamodb.Options{Region: "us-east-1", Credentials: aws.AnonymousCredentials{},
-		BaseEndpoint: aws.String("http://answer.invalid"), DisableValidateResponseChecksum: true, RetryMaxAttempts: 1,
-		HTTPClient: &http.Client{Transport: answerTrip{body: body, header: http.Header{}, length: -1}}})
+	db := answerClientVia(answerTrip{body: body, header: http.Header{}, length: -1})
 	out, err := db.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{TableName: aws.String("t"),
 		Key: map[string]types.AttributeValue{"PK": &types.AttributeValueMemberS{Value: "k"}}}, readAnswer)
 	if err != nil {
@@ -256,12 +258,13 @@ func TestAnswerReaderKeepsTheChecksum(t *testing.T) {
 		warn bool
 	}{{strconv.FormatUint(uint64(crc32.ChecksumIEEE(body)), 10), false}, {"12345", true}} {
 		var logged []string
-		db := dynamodb.New(dynamodb.Options{Region: "us-east-1", Credentials: aws.AnonymousCredentials{},
-			BaseEndpoint: aws.String("http://answer.invalid"), RetryMaxAttempts: 1,
-			Logger: logging.LoggerFunc(func(_ logging.Classification, format string, v ...any) {
-				logged = append(logged, fmt.Sprintf(format, v...))
-			}),
-			HTTPClient: &http.Client{Transport: answerTrip{body: body, header: http.Header{"X-Amz-Crc32": {tc.crc}}, length: int64(len(body))}}})
+		db := answerClientVia(answerTrip{body: body, header: http.Header{"X-Amz-Crc32": {tc.crc}}, length: int64(len(body))},
+			func(o *dynamodb.Options) {
+				o.DisableValidateResponseChecksum = false
+				o.Logger = logging.LoggerFunc(func(_ logging.Classification, format string, v ...any) {
+					logged = append(logged, fmt.Sprintf(format, v...))
+				})
+			})
 		out, err := db.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{TableName: aws.String("t"),
 			Key: map[string]types.AttributeValue{"PK": &types.AttributeValueMemberS{Value: "k"}}}, readAnswer)
 		if err != nil {

@@ -34,16 +34,7 @@ type eventCursor struct {
 	last [6]string
 }
 
-func (c *eventCursor) space() {
-	for c.i < len(c.s) {
-		switch c.s[c.i] {
-		case ' ', '\t', '\n', '\r':
-			c.i++
-		default:
-			return
-		}
-	}
-}
+func (c *eventCursor) space() { c.i = ddbjson.SkipSpace(c.s, c.i) }
 
 // next skips whitespace and consumes b.
 func (c *eventCursor) next(b byte) bool {
@@ -66,21 +57,12 @@ func (c *eventCursor) peek() byte {
 
 // text reads a string in the subset, as a view of the input.
 func (c *eventCursor) text() (string, bool) {
-	c.space()
-	if c.i >= len(c.s) || c.s[c.i] != '"' {
+	t, next, err := ddbjson.ReadString(c.s, ddbjson.SkipSpace(c.s, c.i))
+	if err != nil {
 		return "", false
 	}
-	for j := c.i + 1; j < len(c.s); j++ {
-		switch b := c.s[j]; {
-		case b == '"':
-			t := c.s[c.i+1 : j]
-			c.i = j + 1
-			return t, true
-		case b == '\\' || b < 0x20 || b >= 0x7f:
-			return "", false
-		}
-	}
-	return "", false
+	c.i = next
+	return t, true
 }
 
 // owned reads a string in the subset as a string of its own (the input is

@@ -220,6 +220,15 @@ func skipSpace(s string, i int) int {
 	return i
 }
 
+// SkipSpace returns the index of the first byte of s at or after i that is
+// not JSON whitespace.
+func SkipSpace(s string, i int) int { return skipSpace(s, i) }
+
+// ReadString reads the JSON string that starts at s[i] when it is in the
+// subset (printable ASCII, no escape), and returns its text, a view of s,
+// and the index past its closing quote; otherwise ErrUnsupported.
+func ReadString(s string, i int) (string, int, error) { return readString(s, i) }
+
 // ObjectEnd returns the index just past the JSON object that starts at
 // s[i] (after any whitespace), reading its strings as the subset does; its
 // content is checked by Item, not here.
