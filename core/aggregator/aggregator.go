@@ -40,6 +40,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/zae-limiter/zae-limiter-go/core/streamimage"
 )
 
 // Window is a snapshot window.
@@ -160,7 +162,22 @@ type Result struct {
 // number to redeliver from (see the package doc); poison records are
 // logged and skipped, never reported. A panic inside becomes an error,
 // never a crash of the caller.
-func (a *Aggregator) Process(ctx context.Context, records []events.DynamoDBEventRecord) (res Result, err error) {
+func (a *Aggregator) Process(ctx context.Context, records []events.DynamoDBEventRecord) (Result, error) {
+	return a.guarded(ctx, eventBatch(records))
+}
+
+// ProcessText is Process for the records streamimage.ReadEvent read from
+// an event's JSON: their images are decoded straight from the text, with
+// no map of attribute values per image (docs/design.md §6, "Memory per
+// record"). The result is Process's for the same event. The records'
+// strings are views of the event's bytes, which must not change until
+// ProcessText returns; nothing of them is kept after it.
+func (a *Aggregator) ProcessText(ctx context.Context, records []streamimage.Record) (Result, error) {
+	return a.guarded(ctx, textBatch(records))
+}
+
+// guarded is process with a panic inside turned into an error.
+func (a *Aggregator) guarded(ctx context.Context, records batch) (res Result, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			a.log.ErrorContext(ctx, "aggregator panic", "panic", fmt.Sprint(r))

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -174,10 +175,12 @@ func FuzzParseRecord(f *testing.F) {
 	f.Add([]byte(`{"eventName":"INSERT","dynamodb":{"Keys":{"PK":{"BS":[1]}}}}`))
 	f.Add([]byte(`{"eventName":"MODIFY","dynamodb":{"ApproximateCreationDateTime":-1e300,"SequenceNumber":"1"}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		ev, err := streamimage.DecodeEvent(append(append([]byte(`{"Records":[`), data...), ']', '}'))
+		payload := append(append([]byte(`{"Records":[`), data...), ']', '}')
+		ev, err := streamimage.DecodeEvent(payload)
 		if err != nil {
 			return
 		}
+		sameParses(t, payload, ev)
 		a, err := New(&fakeDB{}, Config{TableName: "t", Windows: []Window{Hourly, Daily, Monthly}}, Options{Logger: quiet})
 		if err != nil {
 			t.Fatal(err)
@@ -203,10 +206,11 @@ func FuzzParseRecord(f *testing.F) {
 			if len(r.padded) != schema.SequenceNumberWidth || !strings.HasSuffix(r.padded, r.seq) {
 				t.Fatalf("padded %q of %q", r.padded, r.seq)
 			}
-			if pk, _, _ := recordKey(rec); pk != r.id.PK() || r.newImg == nil || r.newImg.Entity != r.id.Entity {
+			d := eventDelivered(&rec)
+			if pk, _, _ := d.key(); pk != r.id.PK() || r.newImg == nil || r.newImg.Entity != r.id.Entity {
 				t.Fatalf("id %+v for key %q", r.id, pk)
 			}
-			if (rec.EventName == "MODIFY") != (r.oldImg != nil) || (r.oldImg == nil) != (r.oldItem == nil) {
+			if (rec.EventName == "MODIFY") != (r.oldImg != nil) || (r.oldImg == nil) != r.oldItem.empty() {
 				t.Fatalf("%s with OldImage %v", rec.EventName, r.oldImg)
 			}
 			if r.instant.Before(minInstant) || r.instant.After(maxInstant) {
@@ -236,6 +240,77 @@ func FuzzParseRecord(f *testing.F) {
 			if len(db.invalid) > 0 {
 				t.Fatalf("malformed writes: %v", db.invalid)
 			}
+		}
+	})
+}
+
+// sameParses holds the two forms of a record to one reading: where
+// streamimage.ReadEvent reads payload, parsing each of its records gives
+// what parsing the record of ev (payload as DecodeEvent reads it) gives.
+func sameParses(t *testing.T, payload []byte, ev events.DynamoDBEvent) {
+	t.Helper()
+	text, err := streamimage.ReadEvent(payload)
+	if err != nil {
+		return
+	}
+	if len(text) != len(ev.Records) {
+		t.Fatalf("ReadEvent read %d records, DecodeEvent %d", len(text), len(ev.Records))
+	}
+	for i := range text {
+		var fromEvent, fromText bucketRecord
+		outE, errE := fromEvent.parse(eventDelivered(&ev.Records[i]), i)
+		outT, errT := fromText.parse(textDelivered(&text[i]), i)
+		if outE != outT || (errE == nil) != (errT == nil) {
+			t.Fatalf("record %d: from the event %v (%v), from the text %v (%v)", i, outE, errE, outT, errT)
+		}
+		if outE != outBucket {
+			continue
+		}
+		fromEvent.newItem, fromText.newItem, fromEvent.oldItem, fromText.oldItem = image{}, image{}, image{}, image{}
+		if !reflect.DeepEqual(fromEvent, fromText) {
+			t.Fatalf("record %d:\nfrom the event %+v\nfrom the text  %+v", i, fromEvent, fromText)
+		}
+	}
+}
+
+// FuzzProcessText: wherever streamimage.ReadEvent reads an event,
+// ProcessText makes of it what Process makes of the event DecodeEvent
+// reads: the same result and the same writes, in the same order.
+func FuzzProcessText(f *testing.F) {
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		text, err := streamimage.ReadEvent(data)
+		if err != nil {
+			return
+		}
+		ev, err := streamimage.DecodeEvent(data)
+		if err != nil {
+			t.Fatalf("ReadEvent read what DecodeEvent refuses: %v", err)
+		}
+		sameParses(t, data, ev)
+		run := func(process func(*Aggregator) (Result, error)) (Result, []*dynamodb.UpdateItemInput) {
+			db := &fakeDB{}
+			a, err := New(db, Config{TableName: "t", Windows: []Window{Hourly, Daily, Monthly}, Workers: 1}, Options{
+				Logger: quiet, Clock: func() time.Time { return time.Unix(1796040000, 0) },
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := process(a)
+			if err != nil {
+				t.Fatalf("process: %v", err)
+			}
+			return res, db.writes
+		}
+		resE, writesE := run(func(a *Aggregator) (Result, error) { return a.Process(context.Background(), ev.Records) })
+		resT, writesT := run(func(a *Aggregator) (Result, error) { return a.ProcessText(context.Background(), text) })
+		if resE != resT {
+			t.Fatalf("Process %+v, ProcessText %+v", resE, resT)
+		}
+		if !reflect.DeepEqual(writesE, writesT) {
+			t.Fatalf("Process wrote %d items, ProcessText %d, or other ones", len(writesE), len(writesT))
 		}
 	})
 }

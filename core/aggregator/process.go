@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
-
 	"github.com/zae-limiter/zae-limiter-go/core/aggregator/maintenance"
 )
 
@@ -40,22 +38,24 @@ type batchStats struct {
 
 // process is Process without the panic guard: docs/design.md §6 order of
 // work.
-func (a *Aggregator) process(ctx context.Context, records []events.DynamoDBEventRecord) (Result, error) {
+func (a *Aggregator) process(ctx context.Context, records batch) (Result, error) {
 	started := time.Now()
 	now := a.now()
-	st := batchStats{records: len(records)}
+	n := records.len()
+	st := batchStats{records: n}
 
 	// 1. Parse and classify.
 	// The batch's records are parsed into one slab, not one allocation each.
-	recs := make([]*bucketRecord, 0, len(records))
-	slab := make([]bucketRecord, len(records))
+	recs := make([]*bucketRecord, 0, n)
+	slab := make([]bucketRecord, n)
 	var oldest time.Time
-	for i, rec := range records {
-		if at := rec.Change.ApproximateCreationDateTime.Time; !at.IsZero() && at.Unix() > 0 && (oldest.IsZero() || at.Before(oldest)) {
+	for i := range n {
+		d := records.record(i)
+		if at := d.created; !at.IsZero() && at.Unix() > 0 && (oldest.IsZero() || at.Before(oldest)) {
 			oldest = at
 		}
 		r := &slab[i]
-		out, err := r.parse(rec, i)
+		out, err := r.parse(d, i)
 		switch out {
 		case outSkipped:
 			st.skipped++

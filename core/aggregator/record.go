@@ -54,11 +54,11 @@ type bucketRecord struct {
 	seq, padded string
 	// id is the bucket, from its partition key.
 	id schema.BucketID
-	// newItem, oldItem are the images as delivered (oldItem nil for an
-	// INSERT), checked to convert to SDK form (streamimage.CheckImage) but
-	// not converted; newImg, oldImg are the same decoded (oldImg nil for an
-	// INSERT), pointing at newDec and oldDec.
-	newItem, oldItem map[string]events.DynamoDBAttributeValue
+	// newItem, oldItem are the images as delivered (oldItem absent for an
+	// INSERT), checked to convert to SDK form but not converted; newImg,
+	// oldImg are the same decoded (oldImg nil for an INSERT), pointing at
+	// newDec and oldDec.
+	newItem, oldItem image
 	newImg, oldImg   *bucketitem.Image
 	newDec, oldDec   bucketitem.Image
 	// at is ApproximateCreationDateTime (zero when absent); instant is the
@@ -84,7 +84,7 @@ func (r *bucketRecord) maintenanceRecord() maintenance.Record {
 
 // rawNew converts the record's stream NewImage to SDK attribute values.
 func (r *bucketRecord) rawNew() (map[string]types.AttributeValue, error) {
-	return streamimage.ImageToDynamoDB(r.newItem)
+	return r.newItem.toDynamoDB()
 }
 
 // poisonError says why a bucket record is unusable. Its text names no key
@@ -141,17 +141,17 @@ func safeAttr(s string) string {
 // outPoison err says why (safe to log).
 func parseRecord(rec events.DynamoDBEventRecord, index int) (*bucketRecord, outcome, error) {
 	r := new(bucketRecord)
-	out, err := r.parse(rec, index)
+	out, err := r.parse(eventDelivered(&rec), index)
 	if out != outBucket {
 		return nil, out, err
 	}
 	return r, out, nil
 }
 
-// parse is parseRecord into r, which it overwrites; r is meaningful only
-// when the outcome is outBucket.
-func (r *bucketRecord) parse(rec events.DynamoDBEventRecord, index int) (outcome, error) {
-	pk, sk, ok := recordKey(rec)
+// parse classifies and parses d, the record at index of a batch, into r,
+// which it overwrites; r is meaningful only when the outcome is outBucket.
+func (r *bucketRecord) parse(d delivered, index int) (outcome, error) {
+	pk, sk, ok := d.key()
 	if !ok {
 		return outSkipped, nil
 	}
@@ -159,7 +159,7 @@ func (r *bucketRecord) parse(rec events.DynamoDBEventRecord, index int) (outcome
 	if info.Kind != schema.KindBucket {
 		return outSkipped, nil
 	}
-	switch rec.EventName {
+	switch d.eventName {
 	case eventInsert, eventModify:
 	case eventRemove:
 		return outSkipped, nil // a bucket TTL delete or delete_entity: no usage
@@ -168,24 +168,24 @@ func (r *bucketRecord) parse(rec events.DynamoDBEventRecord, index int) (outcome
 	}
 	*r = bucketRecord{
 		index: index,
-		seq:   rec.Change.SequenceNumber,
+		seq:   d.seq,
 		id:    schema.BucketID{Namespace: info.Namespace, Entity: info.Entity, Resource: info.Resource, Shard: info.Shard},
 	}
 	var err error
 	if r.padded, err = schema.PadSequenceNumber(r.seq); err != nil {
 		return outPoison, poison("sequence number is not 1 to 40 decimal digits")
 	}
-	r.newItem = rec.Change.NewImage
-	if err = streamimage.CheckImage(r.newItem); err != nil {
+	r.newItem = d.newImg
+	if err = r.newItem.check(); err != nil {
 		return outPoison, poisonFrom("NewImage does not convert", err)
 	}
-	if len(r.newItem) == 0 {
+	if r.newItem.empty() {
 		return outPoison, poison("no NewImage (stream view type must be NEW_AND_OLD_IMAGES)")
 	}
-	if !sameKey(r.newItem, pk, sk) {
+	if !r.newItem.sameKey(pk, sk) {
 		return outPoison, poison("NewImage key differs from the record key")
 	}
-	if err := bucketitem.DecodeItem(&r.newDec, r.newItem, eventScalar); err != nil {
+	if err := r.newItem.decode(&r.newDec); err != nil {
 		return outPoison, poisonFrom("NewImage does not decode", err)
 	}
 	newImg := &r.newDec
@@ -196,24 +196,24 @@ func (r *bucketRecord) parse(rec events.DynamoDBEventRecord, index int) (outcome
 	if newImg.Entity != r.id.Entity {
 		return outPoison, poison("NewImage entity_id differs from the bucket key")
 	}
-	if rec.EventName == eventModify {
-		r.oldItem = rec.Change.OldImage
-		if err = streamimage.CheckImage(r.oldItem); err != nil {
+	if d.eventName == eventModify {
+		r.oldItem = d.oldImg
+		if err = r.oldItem.check(); err != nil {
 			return outPoison, poisonFrom("OldImage does not convert", err)
 		}
-		if len(r.oldItem) == 0 {
+		if r.oldItem.empty() {
 			return outPoison, poison("MODIFY without OldImage (stream view type must be NEW_AND_OLD_IMAGES)")
 		}
-		if !sameKey(r.oldItem, pk, sk) {
+		if !r.oldItem.sameKey(pk, sk) {
 			return outPoison, poison("OldImage key differs from the record key")
 		}
-		if err := bucketitem.DecodeItem(&r.oldDec, r.oldItem, eventScalar); err != nil {
+		if err := r.oldItem.decode(&r.oldDec); err != nil {
 			return outPoison, poisonFrom("OldImage does not decode", err)
 		}
 		r.oldImg = &r.oldDec
 	}
 	// Window instant (docs/design.md §6): the record's creation time, else rf.
-	if at := rec.Change.ApproximateCreationDateTime.Time; !at.IsZero() && at.Unix() > 0 {
+	if at := d.created; !at.IsZero() && at.Unix() > 0 {
 		r.at = at.UTC()
 		r.instant = r.at
 	} else if newImg.HasRF && newImg.RF > 0 {
@@ -223,45 +223,6 @@ func (r *bucketRecord) parse(rec events.DynamoDBEventRecord, index int) (outcome
 		return outPoison, poison("no usable time: ApproximateCreationDateTime and rf absent or out of range")
 	}
 	return outBucket, nil
-}
-
-// recordKey returns the record's PK and SK: from Keys, else from NewImage,
-// else from OldImage. ok is false when either is missing or not a string.
-func recordKey(rec events.DynamoDBEventRecord) (pk, sk string, ok bool) {
-	for _, img := range [...]map[string]events.DynamoDBAttributeValue{rec.Change.Keys, rec.Change.NewImage, rec.Change.OldImage} {
-		if len(img) == 0 {
-			continue
-		}
-		pk, okPK := eventString(img, schema.AttrPK)
-		sk, okSK := eventString(img, schema.AttrSK)
-		return pk, sk, okPK && okSK
-	}
-	return "", "", false
-}
-
-// eventString returns the S value of attribute name, without the panics
-// the events accessors have on values of another type.
-func eventString(img map[string]events.DynamoDBAttributeValue, name string) (string, bool) {
-	av, ok := img[name]
-	if !ok || av.DataType() != events.DataTypeString || streamimage.Check(av) != nil {
-		return "", false
-	}
-	return av.String(), true
-}
-
-// sameKey reports whether item carries no key attributes or the given ones.
-// item has passed streamimage.CheckImage.
-func sameKey(item map[string]events.DynamoDBAttributeValue, pk, sk string) bool {
-	for _, k := range [...]struct{ name, want string }{{schema.AttrPK, pk}, {schema.AttrSK, sk}} {
-		v, ok := item[k.name]
-		if !ok {
-			continue
-		}
-		if v.DataType() != events.DataTypeString || v.String() != k.want {
-			return false
-		}
-	}
-	return true
 }
 
 // eventScalar reads a delivered attribute value for bucketitem.DecodeItem. The

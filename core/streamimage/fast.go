@@ -4,13 +4,15 @@ package streamimage
 // the event a stream event source mapping sends is almost always of one
 // shape, and encoding/json's reflective decoding of it, with a map of raw
 // values per image converted into a second map, was nine tenths of what
-// the aggregator allocated per record. decodeEventFast reads that shape
+// the aggregator allocated per record. ReadEvent reads that shape
 // directly: the event object with its Records, each record's known fields
 // once each, string values in ddbjson's subset (printable ASCII, no
-// escape), and images whose attributes are S, N, BOOL or NULL true. For
-// anything else it returns ddbjson.ErrUnsupported and DecodeEvent decodes
-// the event as before, so what it accepts reads exactly as encoding/json
-// reads it (FuzzDecodeEventFast).
+// escape), and images whose attributes are S, N, BOOL or NULL true, each
+// named once. It keeps the images as text (Image); decodeEventFast turns
+// what it read into an events.DynamoDBEvent. For anything else both return
+// ddbjson.ErrUnsupported and DecodeEvent decodes the event as before, so
+// what they accept reads exactly as encoding/json reads it
+// (FuzzDecodeEventFast).
 
 import (
 	"strings"
@@ -24,14 +26,76 @@ import (
 
 var errUnsupported = ddbjson.ErrUnsupported
 
+// ErrUnsupported is ReadEvent's answer for an event outside the shape it
+// reads. It is not a verdict on the event: DecodeEvent may read it.
+var ErrUnsupported = ddbjson.ErrUnsupported
+
+// Record is one record of a stream event as ReadEvent reads it: its fields
+// as the event's text holds them, its images as their JSON text. The
+// strings are views of the event's bytes, not copies.
+type Record struct {
+	EventID, EventName, EventSource, EventVersion, AWSRegion, EventSourceARN string
+	// Created is ApproximateCreationDateTime (whole seconds); the zero Time
+	// when the record has none.
+	Created time.Time
+	// Keys, NewImage and OldImage are the record's images; "" for one the
+	// record does not carry.
+	Keys, NewImage, OldImage Image
+	SequenceNumber           string
+	SizeBytes                int64
+	StreamViewType           string
+}
+
+// ReadEvent reads the records of a Lambda DynamoDB stream event from its
+// JSON, when the event has the usual shape (the file's doc); for any other
+// it returns ErrUnsupported, and DecodeEvent reads it. What it reads is
+// what DecodeEvent reads from the same bytes (Record.Event).
+//
+// The records' strings are views of data, not copies: data must not change
+// while they are used. The Lambda runtime reuses its payload buffer for
+// the next invocation, so nothing read here may outlive the invocation.
+func ReadEvent(data []byte) ([]Record, error) {
+	c := eventCursor{s: unsafe.String(unsafe.SliceData(data), len(data))}
+	if !c.next('{') {
+		return nil, errUnsupported
+	}
+	if k, ok := c.text(); !ok || k != "Records" || !c.next(':') || !c.next('[') {
+		return nil, errUnsupported
+	}
+	recs := make([]Record, 0, countRecords(c.s, c.i))
+	if c.peek() == ']' {
+		c.i++
+	} else {
+		for {
+			recs = append(recs, Record{})
+			if !c.record(&recs[len(recs)-1]) {
+				return nil, errUnsupported
+			}
+			if c.next(',') {
+				continue
+			}
+			if c.next(']') {
+				break
+			}
+			return nil, errUnsupported
+		}
+	}
+	if !c.next('}') {
+		return nil, errUnsupported
+	}
+	if c.space(); c.i != len(c.s) {
+		return nil, errUnsupported
+	}
+	return recs, nil
+}
+
 // eventCursor reads the event's JSON text.
 type eventCursor struct {
 	s string
 	i int
-	// last holds the previous record's repeated strings (the event name,
-	// source, version, region, source ARN and stream view type), so that
-	// an equal value shares its string instead of copying it again.
-	last [6]string
+	// names holds the attribute names of the image being read, to refuse
+	// a name given twice.
+	names []string
 }
 
 func (c *eventCursor) space() { c.i = ddbjson.SkipSpace(c.s, c.i) }
@@ -65,23 +129,6 @@ func (c *eventCursor) text() (string, bool) {
 	return t, true
 }
 
-// owned reads a string in the subset as a string of its own (the input is
-// the runtime's buffer), sharing last[slot] when equal.
-func (c *eventCursor) owned(slot int) (string, bool) {
-	t, ok := c.text()
-	if !ok {
-		return "", false
-	}
-	if slot >= 0 {
-		if c.last[slot] == t {
-			return c.last[slot], true
-		}
-		c.last[slot] = clone(t)
-		return c.last[slot], true
-	}
-	return clone(t), true
-}
-
 // digits reads a JSON number that is a non-negative integer of at most 15
 // digits (exact as a float64, as encoding/json reads the creation time).
 func (c *eventCursor) digits() (int64, bool) {
@@ -102,94 +149,96 @@ func (c *eventCursor) digits() (int64, bool) {
 	return n, true
 }
 
-// image reads an image: an object whose attributes are all in the subset.
-func (c *eventCursor) image() (map[string]events.DynamoDBAttributeValue, bool) {
+// image reads an image: an object whose attributes are all in the subset,
+// NULL true, each named once.
+func (c *eventCursor) image() (Image, bool) {
 	c.space()
 	end, err := ddbjson.ObjectEnd(c.s, c.i)
 	if err != nil {
-		return nil, false
+		return "", false
 	}
 	text := c.s[c.i:end]
 	it, err := ddbjson.NewItem(text)
 	if err != nil {
-		return nil, false
+		return "", false
 	}
-	n := 0
+	c.names = c.names[:0]
 	for {
-		_, v, ok, err := it.Next()
+		name, v, ok, err := it.Next()
 		if err != nil || (ok && v.Type == "NULL" && !v.Bool) {
-			return nil, false
+			return "", false
 		}
 		if !ok {
 			break
 		}
-		n++
-	}
-	// One copy of the image's text, which the names and values share.
-	text = clone(text)
-	it, _ = ddbjson.NewItem(text)
-	img := make(map[string]events.DynamoDBAttributeValue, n)
-	for {
-		name, v, ok, _ := it.Next()
-		if !ok {
-			break
+		for _, n := range c.names {
+			if n == name {
+				return "", false
+			}
 		}
-		switch v.Type {
-		case "S":
-			img[name] = events.NewStringAttribute(v.Text)
-		case "N":
-			img[name] = events.NewNumberAttribute(v.Text)
-		case "BOOL":
-			img[name] = events.NewBooleanAttribute(v.Bool)
-		default:
-			img[name] = events.NewNullAttribute()
-		}
+		c.names = append(c.names, name)
 	}
 	c.i = end
-	return img, true
+	return Image(text), true
 }
 
 func clone(s string) string { return string([]byte(s)) }
 
 // decodeEventFast reads data when it has the event's usual shape, or
-// returns errUnsupported.
+// returns errUnsupported: ReadEvent, each record made an
+// events.DynamoDBEventRecord of its own strings.
 func decodeEventFast(data []byte) (events.DynamoDBEvent, error) {
-	// A view of data, not a copy: every string the event keeps is cloned
-	// from it (owned, image), and data is not written while it is read.
-	c := eventCursor{s: unsafe.String(unsafe.SliceData(data), len(data))}
-	if !c.next('{') {
-		return events.DynamoDBEvent{}, errUnsupported
+	recs, err := ReadEvent(data)
+	if err != nil {
+		return events.DynamoDBEvent{}, err
 	}
-	if k, ok := c.text(); !ok || k != "Records" || !c.next(':') || !c.next('[') {
-		return events.DynamoDBEvent{}, errUnsupported
-	}
-	var ev events.DynamoDBEvent
-	ev.Records = make([]events.DynamoDBEventRecord, 0, countRecords(c.s, c.i))
-	if c.peek() == ']' {
-		c.i++
-	} else {
-		for {
-			var rec events.DynamoDBEventRecord
-			if !c.record(&rec) {
-				return events.DynamoDBEvent{}, errUnsupported
-			}
-			ev.Records = append(ev.Records, rec)
-			if c.next(',') {
-				continue
-			}
-			if c.next(']') {
-				break
-			}
-			return events.DynamoDBEvent{}, errUnsupported
-		}
-	}
-	if !c.next('}') {
-		return events.DynamoDBEvent{}, errUnsupported
-	}
-	if c.space(); c.i != len(c.s) {
-		return events.DynamoDBEvent{}, errUnsupported
+	ev := events.DynamoDBEvent{Records: make([]events.DynamoDBEventRecord, len(recs))}
+	var last repeated
+	for i := range recs {
+		ev.Records[i] = recs[i].event(&last)
 	}
 	return ev, nil
+}
+
+// repeated holds the previous record's repeated strings (the event name,
+// source, version, region, source ARN and stream view type), so that an
+// equal value shares its string instead of copying it again.
+type repeated [6]string
+
+// own returns s as a string of its own, sharing last[slot] when equal.
+func (r *repeated) own(slot int, s string) string {
+	if r[slot] != s {
+		r[slot] = clone(s)
+	}
+	return r[slot]
+}
+
+// Event returns the record as DecodeEvent reads it, with strings of its
+// own (not views of the event's bytes).
+func (r *Record) Event() events.DynamoDBEventRecord {
+	var last repeated
+	return r.event(&last)
+}
+
+func (r *Record) event(last *repeated) events.DynamoDBEventRecord {
+	e := events.DynamoDBEventRecord{
+		AWSRegion:      last.own(slotRegion, r.AWSRegion),
+		EventID:        clone(r.EventID),
+		EventName:      last.own(slotName, r.EventName),
+		EventSource:    last.own(slotSource, r.EventSource),
+		EventVersion:   last.own(slotVersion, r.EventVersion),
+		EventSourceArn: last.own(slotARN, r.EventSourceARN),
+	}
+	e.Change = events.DynamoDBStreamRecord{
+		ApproximateCreationDateTime: events.SecondsEpochTime{Time: r.Created},
+		Keys:                        r.Keys.Events(),
+		NewImage:                    r.NewImage.Events(),
+		OldImage:                    r.OldImage.Events(),
+		SequenceNumber:              clone(r.SequenceNumber),
+		SizeBytes:                   r.SizeBytes,
+		StreamViewType:              last.own(slotViewType, r.StreamViewType),
+	}
+	return e
 }
 
 // countRecords is a hint of the number of records: the number of
@@ -198,7 +247,7 @@ func countRecords(s string, i int) int {
 	return strings.Count(s[i:], `"eventID"`)
 }
 
-// Slots of eventCursor.last.
+// Slots of repeated.
 const (
 	slotName = iota
 	slotSource
@@ -230,7 +279,7 @@ func (c *eventCursor) object(member func(key string) bool) bool {
 
 // record reads one record object; every key it knows at most once, no
 // other key.
-func (c *eventCursor) record(rec *events.DynamoDBEventRecord) bool {
+func (c *eventCursor) record(rec *Record) bool {
 	var seen uint16
 	return c.object(func(k string) bool {
 		bit := recordField(k)
@@ -241,19 +290,19 @@ func (c *eventCursor) record(rec *events.DynamoDBEventRecord) bool {
 		var ok bool
 		switch k {
 		case "awsRegion":
-			rec.AWSRegion, ok = c.owned(slotRegion)
+			rec.AWSRegion, ok = c.text()
 		case "eventID":
-			rec.EventID, ok = c.owned(-1)
+			rec.EventID, ok = c.text()
 		case "eventName":
-			rec.EventName, ok = c.owned(slotName)
+			rec.EventName, ok = c.text()
 		case "eventSource":
-			rec.EventSource, ok = c.owned(slotSource)
+			rec.EventSource, ok = c.text()
 		case "eventVersion":
-			rec.EventVersion, ok = c.owned(slotVersion)
+			rec.EventVersion, ok = c.text()
 		case "eventSourceARN":
-			rec.EventSourceArn, ok = c.owned(slotARN)
+			rec.EventSourceARN, ok = c.text()
 		case "dynamodb":
-			ok = c.change(&rec.Change)
+			ok = c.change(rec)
 		}
 		return ok
 	})
@@ -281,7 +330,7 @@ func recordField(k string) uint16 {
 }
 
 // change reads a record's dynamodb object, each key it knows at most once.
-func (c *eventCursor) change(ch *events.DynamoDBStreamRecord) bool {
+func (c *eventCursor) change(rec *Record) bool {
 	var seen uint16
 	return c.object(func(k string) bool {
 		var bit uint16
@@ -291,26 +340,26 @@ func (c *eventCursor) change(ch *events.DynamoDBStreamRecord) bool {
 			bit = 1
 			var sec int64
 			if sec, ok = c.digits(); ok {
-				ch.ApproximateCreationDateTime = events.SecondsEpochTime{Time: time.Unix(sec, 0)}
+				rec.Created = time.Unix(sec, 0)
 			}
 		case "Keys":
 			bit = 2
-			ch.Keys, ok = c.image()
+			rec.Keys, ok = c.image()
 		case "NewImage":
 			bit = 4
-			ch.NewImage, ok = c.image()
+			rec.NewImage, ok = c.image()
 		case "OldImage":
 			bit = 8
-			ch.OldImage, ok = c.image()
+			rec.OldImage, ok = c.image()
 		case "SequenceNumber":
 			bit = 16
-			ch.SequenceNumber, ok = c.owned(-1)
+			rec.SequenceNumber, ok = c.text()
 		case "SizeBytes":
 			bit = 32
-			ch.SizeBytes, ok = c.digits()
+			rec.SizeBytes, ok = c.digits()
 		case "StreamViewType":
 			bit = 64
-			ch.StreamViewType, ok = c.owned(slotViewType)
+			rec.StreamViewType, ok = c.text()
 		}
 		if !ok || bit == 0 || seen&bit != 0 {
 			return false

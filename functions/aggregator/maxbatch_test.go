@@ -24,7 +24,12 @@ package main
 //   - baseline-heap-inuse-MB: the heap in use just before the invocation,
 //     after a GC, with the payload already read (the runtime's buffer);
 //   - alloc-MB: bytes allocated during the invocation (MemStats.TotalAlloc);
-//   - B/record, allocs/record: the same per record.
+//   - B/record, allocs/record: the same per record;
+//   - calls/op, floor-B/record, floor-allocs/record: the floor, the
+//     invocation's DynamoDB calls sent again bare through the same SDK
+//     client (sdkFloor), and what they allocate per record;
+//   - own-B/record, own-allocs/record: the invocation's allocations beyond
+//     the floor, the handler's own share; B-ratio: allocated ÷ floor.
 //
 // The peaks depend on when the GC runs (GOGC=100 unless set); the
 // allocation figures do not. The table is fresh for every invocation, so
@@ -33,6 +38,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -45,10 +51,13 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/zae-limiter/zae-limiter-go/core/aggregator"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 	"github.com/zae-limiter/zae-limiter-go/core/streamimage"
+	"github.com/zae-limiter/zae-limiter-go/functions/aggregator/handler"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddblocal"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
 )
@@ -75,15 +84,7 @@ func BenchmarkMaxBatch(b *testing.B) {
 	var peakInuse, peakObjects, baseline, allocated, mallocs uint64
 	for range b.N {
 		b.StopTimer()
-		tbl := ddbtest.NewTable(b)
-		for k, v := range map[string]string{
-			"TABLE_NAME": tbl.Name, "AWS_ENDPOINT_URL_DYNAMODB": tbl.Endpoint, "AWS_REGION": ddblocal.Region,
-			"AWS_ACCESS_KEY_ID": ddblocal.AccessKeyID, "AWS_SECRET_ACCESS_KEY": ddblocal.SecretAccessKey,
-			"AWS_CONFIG_FILE": os.DevNull, "AWS_SHARED_CREDENTIALS_FILE": os.DevNull,
-		} {
-			b.Setenv(k, v)
-		}
-		h := wiredHandler(b)
+		h, _ := wiredHandler(b, ddbtest.NewTable(b))
 		runtime.GC()
 		var before runtime.MemStats
 		runtime.ReadMemStats(&before)
@@ -108,6 +109,14 @@ func BenchmarkMaxBatch(b *testing.B) {
 	}
 	n := float64(b.N)
 	records := float64(maxBatchSize())
+	floor := sdkFloor(b, payload)
+	own := float64(allocated)/n/records - floor.bytes/records
+	b.ReportMetric(float64(floor.calls), "calls/op")
+	b.ReportMetric(floor.bytes/records, "floor-B/record")
+	b.ReportMetric(floor.allocs/records, "floor-allocs/record")
+	b.ReportMetric(own, "own-B/record")
+	b.ReportMetric(float64(mallocs)/n/records-floor.allocs/records, "own-allocs/record")
+	b.ReportMetric(float64(allocated)/n/floor.bytes, "B-ratio")
 	const mb = 1 << 20
 	b.ReportMetric(float64(peakInuse)/mb, "peak-heap-inuse-MB")
 	b.ReportMetric(float64(peakObjects)/mb, "peak-heap-objects-MB")
@@ -119,11 +128,109 @@ func BenchmarkMaxBatch(b *testing.B) {
 	b.ReportMetric(records, "records/op")
 }
 
-// wiredHandler wires the handler as main does: a lambda.Handler, which
-// lambda.Start invokes as it is. The EMF sink wire points at
-// os.Stdout is pointed at the null device for the benchmark's output.
-func wiredHandler(b *testing.B) lambda.Handler {
+// callFloor is what the DynamoDB calls of one invocation cost when sent
+// bare, one after the other, through the same SDK client: calls, and the
+// bytes and allocations they took.
+type callFloor struct {
+	calls         int
+	bytes, allocs float64
+}
+
+// sdkFloor measures the invocation's floor: the handler (as handler.New
+// makes it, on the SDK client wire makes) handles payload once on a fresh
+// table with its calls recorded; the same calls, aimed at a second fresh
+// table, are then sent again bare and measured. What the invocation
+// allocates beyond this floor is the aggregator's own cost.
+func sdkFloor(b *testing.B, payload []byte) callFloor {
 	b.Helper()
+	ctx := context.Background()
+	recTable, bareTable := ddbtest.NewTable(b), ddbtest.NewTable(b)
+	_, client := wiredHandler(b, recTable)
+	rec := &callRecorder{DB: client}
+	h, err := handler.New(rec, handler.Settings{Config: aggregator.Config{TableName: recTable.Name}}, quietLogger())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := h.Invoke(ctx, payload); err != nil {
+		b.Fatalf("Invoke: %v", err)
+	}
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for _, call := range rec.calls {
+		if err := call(ctx, client, bareTable.Name); err != nil {
+			b.Fatalf("bare call: %v", err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	return callFloor{
+		calls:  len(rec.calls),
+		bytes:  float64(after.TotalAlloc - before.TotalAlloc),
+		allocs: float64(after.Mallocs - before.Mallocs),
+	}
+}
+
+// callRecorder records the calls the aggregator makes, to send them again
+// to another table.
+type callRecorder struct {
+	handler.DB
+	mu    sync.Mutex
+	calls []func(ctx context.Context, db handler.DB, table string) error
+}
+
+func (r *callRecorder) add(call func(ctx context.Context, db handler.DB, table string) error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, call)
+}
+
+func (r *callRecorder) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	r.add(func(ctx context.Context, db handler.DB, table string) error {
+		again := *in
+		again.TableName = &table
+		_, err := db.UpdateItem(ctx, &again)
+		return err
+	})
+	return r.DB.UpdateItem(ctx, in, opts...)
+}
+
+func (r *callRecorder) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	r.add(func(ctx context.Context, db handler.DB, table string) error {
+		again := *in
+		again.TableName = &table
+		_, err := db.PutItem(ctx, &again)
+		return err
+	})
+	return r.DB.PutItem(ctx, in, opts...)
+}
+
+func (r *callRecorder) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	r.add(func(ctx context.Context, db handler.DB, table string) error {
+		again := *in
+		again.TableName = &table
+		_, err := db.GetItem(ctx, &again)
+		return err
+	})
+	return r.DB.GetItem(ctx, in, opts...)
+}
+
+func (r *callRecorder) TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	return nil, errors.New("callRecorder: the benchmark's batch makes no transaction")
+}
+
+// wiredHandler wires the handler of tbl as main does: a lambda.Handler,
+// which lambda.Start invokes as it is, and the SDK client it uses. The EMF
+// sink wire points at os.Stdout is pointed at the null device for the
+// benchmark's output.
+func wiredHandler(b *testing.B, tbl *ddbtest.Table) (lambda.Handler, handler.DB) {
+	b.Helper()
+	for k, v := range map[string]string{
+		"TABLE_NAME": tbl.Name, "AWS_ENDPOINT_URL_DYNAMODB": tbl.Endpoint, "AWS_REGION": ddblocal.Region,
+		"AWS_ACCESS_KEY_ID": ddblocal.AccessKeyID, "AWS_SECRET_ACCESS_KEY": ddblocal.SecretAccessKey,
+		"AWS_CONFIG_FILE": os.DevNull, "AWS_SHARED_CREDENTIALS_FILE": os.DevNull,
+	} {
+		b.Setenv(k, v)
+	}
 	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
 		b.Fatal(err)
@@ -131,12 +238,12 @@ func wiredHandler(b *testing.B) lambda.Handler {
 	b.Cleanup(func() { _ = null.Close() })
 	stdout := os.Stdout
 	os.Stdout = null
-	h, _, err := wire(context.Background(), quietLogger(), true)
+	h, w, err := wire(context.Background(), quietLogger(), true)
 	os.Stdout = stdout
 	if err != nil {
 		b.Fatal(err)
 	}
-	return h
+	return h, w.db
 }
 
 // heapSampler records the peak heap while it runs.

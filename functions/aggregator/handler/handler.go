@@ -46,11 +46,14 @@ func New(db DB, s Settings, log *slog.Logger) (*Handler, error) {
 }
 
 // Invoke is the Lambda entry point, which makes *Handler a lambda.Handler
-// (main starts it with lambda.Start): the payload decoded by
-// streamimage.DecodeEvent from the bytes the runtime hands over, Handle,
-// and the response as JSON. An undecodable payload is an error, which
-// fails the invocation (its error is the decoder's, naming the record and
-// attribute).
+// (main starts it with lambda.Start): the records read from the bytes the
+// runtime hands over, processed, and the response as JSON. An event of the
+// usual shape is read by streamimage.ReadEvent and processed from its text
+// (aggregator.ProcessText: no map per image; the payload is not written
+// while Invoke runs, and nothing of it is kept after); any other is decoded
+// by streamimage.DecodeEvent and handed to Handle. An undecodable payload
+// is an error, which fails the invocation (its error is the decoder's,
+// naming the record and attribute).
 //
 // It takes the bytes itself rather than a typed event through
 // aws-lambda-go's reflective adapter, whose json.Decoder first copies the
@@ -58,13 +61,21 @@ func New(db DB, s Settings, log *slog.Logger) (*Handler, error) {
 // more: at the benchmark's 10,000-record batch that was a fifth of the
 // bytes an invocation allocated (docs/costs.md).
 func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
-	ev, err := streamimage.DecodeEvent(payload)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := h.Handle(ctx, ev)
-	if err != nil {
-		return nil, err
+	var resp events.DynamoDBEventResponse
+	if recs, err := streamimage.ReadEvent(payload); err == nil {
+		res, err := h.agg.ProcessText(ctx, recs)
+		if err != nil {
+			return nil, err
+		}
+		resp = response(res)
+	} else {
+		ev, err := streamimage.DecodeEvent(payload)
+		if err != nil {
+			return nil, err
+		}
+		if resp, err = h.Handle(ctx, ev); err != nil {
+			return nil, err
+		}
 	}
 	return json.Marshal(resp)
 }
@@ -80,9 +91,14 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 	if err != nil {
 		return events.DynamoDBEventResponse{}, err
 	}
+	return response(res), nil
+}
+
+// response is the answer to the event source mapping for res.
+func response(res aggregator.Result) events.DynamoDBEventResponse {
 	var resp events.DynamoDBEventResponse
 	if res.RedeliverFrom != "" {
 		resp.BatchItemFailures = []events.DynamoDBBatchItemFailure{{ItemIdentifier: res.RedeliverFrom}}
 	}
-	return resp, nil
+	return resp
 }

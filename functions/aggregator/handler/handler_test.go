@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
+	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
@@ -77,6 +81,97 @@ func TestHandlerDecodesAsLambda(t *testing.T) {
 	if _, err := streamimage.DecodeEvent(bad); err == nil {
 		t.Fatal("DecodeEvent accepted a malformed attribute")
 	}
+}
+
+// TestInvokeTakesTheTextAsHandleTakesTheEvent: every sample event, handed
+// to Invoke (read as text where streamimage.ReadEvent reads it, decoded
+// where it does not) and decoded for Handle, on two tables with one
+// clock: the same response and the same items. The samples hold events of
+// both kinds.
+func TestInvokeTakesTheTextAsHandleTakesTheEvent(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "..", "events", "stream-*.json"))
+	if err != nil || len(files) < 6 {
+		t.Fatalf("sample events: %v %v", files, err)
+	}
+	now := time.Date(2026, 11, 30, 12, 30, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	read, written := 0, 0
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			payload, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := streamimage.ReadEvent(payload); err == nil {
+				read++
+			}
+			cfg := func(tbl *ddbtest.Table) handler.Settings {
+				return handler.Settings{Clock: clock, Config: aggregator.Config{
+					TableName: tbl.Name, Windows: []aggregator.Window{aggregator.Hourly, aggregator.Daily, aggregator.Monthly},
+				}}
+			}
+			quietLog := slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil))
+			viaText, viaEvent := ddbtest.NewTable(t), ddbtest.NewTable(t)
+			ht, err := handler.New(viaText.DB, cfg(viaText), quietLog)
+			if err != nil {
+				t.Fatal(err)
+			}
+			he, err := handler.New(viaEvent.DB, cfg(viaEvent), quietLog)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := ht.Invoke(context.Background(), payload)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev, err := streamimage.DecodeEvent(payload)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := he.Handle(context.Background(), ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := mustMarshal(t, resp); !bytes.Equal(out, want) {
+				t.Errorf("Invoke answered %s, Handle %s", out, want)
+			}
+			got, want := scanAll(t, viaText), scanAll(t, viaEvent)
+			if len(got) > 0 {
+				written++
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("items after Invoke:\n%v\nafter Handle:\n%v", got, want)
+			}
+		})
+	}
+	if read == 0 || read == len(files) || written == 0 {
+		t.Fatalf("ReadEvent read %d of %d sample events, %d wrote items: both paths must be taken, and items written", read, len(files), written)
+	}
+}
+
+// scanAll returns every item of tbl but the version record (which the
+// harness stamps with the time it made the table), as strings sorted by
+// key.
+func scanAll(t *testing.T, tbl *ddbtest.Table) []string {
+	t.Helper()
+	out, err := tbl.DB.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(tbl.Name), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var items []string
+	for _, it := range out.Items {
+		if sk, ok := it[schema.AttrSK].(*types.AttributeValueMemberS); ok && sk.Value == schema.SKVersion {
+			continue
+		}
+		var attrs []string
+		for k, v := range it {
+			attrs = append(attrs, fmt.Sprintf("%s=%v", k, reflect.ValueOf(v).Elem().Field(0).Interface()))
+		}
+		sort.Strings(attrs)
+		items = append(items, strings.Join(attrs, " "))
+	}
+	sort.Strings(items)
+	return items
 }
 
 // TestSampleEvents runs every file in events/ through RunEvent (the -event

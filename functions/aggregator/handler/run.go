@@ -1,31 +1,31 @@
 package handler
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-
-	"github.com/zae-limiter/zae-limiter-go/core/streamimage"
 )
 
-// RunEvent handles one Lambda-shaped DynamoDB stream event from a file, as
-// the function would, and prints the batch response as JSON.
+// RunEvent handles one Lambda-shaped DynamoDB stream event from a file as
+// the function does (Invoke, handed the file's bytes), and prints the batch
+// response as indented JSON.
 func (h *Handler) RunEvent(ctx context.Context, path string, out io.Writer) error {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	ev, err := streamimage.DecodeEvent(raw)
+	resp, err := h.Invoke(ctx, raw)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	resp, err := h.Handle(ctx, ev)
-	if err != nil {
+	var indented bytes.Buffer
+	if err := json.Indent(&indented, resp, "", "  "); err != nil {
 		return err
 	}
-	enc := json.NewEncoder(out)
-	enc.SetIndent("", "  ")
-	return enc.Encode(resp)
+	indented.WriteByte('\n')
+	_, err = indented.WriteTo(out)
+	return err
 }
