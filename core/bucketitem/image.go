@@ -683,6 +683,12 @@ func (img *Image) JudgeLimit(l *LimitImage, amount int64, soft bool, now int64) 
 	return il
 }
 
+// Cascades reports whether the image's owner stamp says the pair cascades
+// to a named parent (false for a nil image).
+func (img *Image) Cascades() bool {
+	return img != nil && img.HasCascade && img.Cascade && img.ParentID != ""
+}
+
 // HasParamSchedule reports a parameter schedule on the item: sched, or a
 // limit's b_{n}_sched (`wcu` and partial limits included). Its limits'
 // parameters in force come from the schedule, which an image judgement

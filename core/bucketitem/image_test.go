@@ -634,3 +634,24 @@ func FuzzSmallInt(f *testing.F) {
 		}
 	})
 }
+
+// TestCascades: an image cascades when its owner stamp says so and names
+// its parent; a nil image does not.
+func TestCascades(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		img  *Image
+		want bool
+	}{
+		{"nil", nil, false},
+		{"no stamp", &Image{}, false},
+		{"cascade, a parent", &Image{HasCascade: true, Cascade: true, ParentID: "org"}, true},
+		{"cascade, no parent", &Image{HasCascade: true, Cascade: true}, false},
+		{"cascade false", &Image{HasCascade: true, ParentID: "org"}, false},
+		{"a parent, no cascade stamp", &Image{Cascade: true, ParentID: "org"}, false},
+	} {
+		if got := c.img.Cascades(); got != c.want {
+			t.Errorf("%s: Cascades() = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -94,9 +94,10 @@ func (l *Limiter) acquire(ctx context.Context, req *request) (*Lease, error) {
 		}
 	}
 	st := l.pairs.get(req.entity, req.resource)
+	now := l.nowMs()
 	// The rejection cache (docs/design.md §10) may reject with no call, or
 	// steer the draw away from shards known short.
-	rejected, tried := l.rejectLocally(req, st)
+	rejected, tried, mark := l.rejectLocally(req, st, now)
 	if rejected != nil {
 		req.path = pathLocal
 		return nil, rejected
@@ -105,7 +106,7 @@ func (l *Limiter) acquire(ctx context.Context, req *request) (*Lease, error) {
 	if !l.speculative {
 		return l.readThenWrite(ctx, req, shard)
 	}
-	shape := st.shape()
+	shape := bucketwrite.ShapeFor(st.bypassed)
 	warmParent := ""
 	if st.cascadeKnown && st.cascade {
 		warmParent = st.parentID
@@ -141,9 +142,10 @@ speculation:
 	for cur, first := st, true; ; first = false {
 		if !first {
 			cur = l.pairs.get(req.entity, req.resource) // the last pass may have taught it
+			now, mark = l.nowMs(), l.rejects.mark(req.entity, req.resource)
 		}
-		if img := cur.imageOf(shard); shape == bucketwrite.ShapeEnforce &&
-			img != nil && img.HasVU && img.VU <= l.nowMs() {
+		if img := cur.image; shape == bucketwrite.ShapeEnforce &&
+			img != nil && cur.imageShard == shard && img.HasVU && img.VU <= now {
 			// The cached image shows vu passed: a refill pass, no read.
 			id := schema.BucketID{Namespace: l.ns, Entity: req.entity, Resource: req.resource, Shard: shard}
 			done, toRead, lease, err := refilled(l.refillAcquire(ctx, req, id, img, false, true))
@@ -157,10 +159,10 @@ speculation:
 		var c, p speculation
 		if warmParent != "" {
 			req.path = pathCascade
-			c, p = l.speculatePair(ctx, req, shard, shape, warmParent)
+			c, p = l.speculatePair(ctx, req, attempt{shard, shape, now, mark}, warmParent)
 		} else {
 			req.path = pathFast
-			c = l.speculate(ctx, req, shard, shape)
+			c = l.speculate(ctx, req, attempt{shard, shape, now, mark})
 		}
 		if c.ok && c.err == nil {
 			return l.admitted(ctx, req, c, p)
@@ -206,7 +208,7 @@ speculation:
 		case bucketwrite.ActionShardRetryOrReject:
 			// A cascading child never takes a child-only shard retry: it
 			// would skip the parent (docs/design.md §5).
-			if img.ShardCount > 1 && shardRetries < maxShardRetries && !cascades(img) && !st.cascade {
+			if img.ShardCount > 1 && shardRetries < maxShardRetries && !img.Cascades() && !st.cascade {
 				if next, ok := l.drawShard(img.ShardCount, &tried); ok {
 					shard = next
 					shardRetries++

@@ -14,17 +14,18 @@ import (
 
 // speculatePair is the warm cascade: child and parent writes issued
 // concurrently, each in its own shape (docs/design.md §5).
-func (l *Limiter) speculatePair(ctx context.Context, req *request, shard int, shape bucketwrite.Shape, parent string) (c, p speculation) {
+func (l *Limiter) speculatePair(ctx context.Context, req *request, a attempt, parent string) (c, p speculation) {
 	preq := req.forEntity(parent)
 	pst := l.pairs.get(parent, req.resource)
 	ptried := l.parentSteer(req, parent, pst.shardCount)
 	pshard, _ := l.drawShard(pst.shardCount, &ptried)
+	pa := attempt{shard: pshard, shape: bucketwrite.ShapeFor(pst.bypassed), now: a.now, mark: l.rejects.mark(parent, req.resource)}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		p = l.speculate(ctx, preq, pshard, pst.shape())
+		p = l.speculate(ctx, preq, pa)
 	}()
-	c = l.speculate(ctx, req, shard, shape)
+	c = l.speculate(ctx, req, a)
 	<-done
 	return c, p
 }
@@ -41,7 +42,8 @@ func (l *Limiter) cascadeAdmitted(ctx context.Context, req *request, c, p specul
 		preq := req.forEntity(parent)
 		pst := l.pairs.get(parent, req.resource)
 		pshard, _ := l.drawShard(pst.shardCount, new(shardSet))
-		p = l.speculate(ctx, preq, pshard, pst.shape()) // cold path
+		p = l.speculate(ctx, preq, attempt{shard: pshard, shape: bucketwrite.ShapeFor(pst.bypassed), // cold path
+			now: l.nowMs(), mark: l.rejects.mark(parent, req.resource)})
 	}
 	if p.err != nil {
 		l.refund(ctx, c)

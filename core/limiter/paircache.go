@@ -8,7 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
-	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/bucketwrite"
+	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/lru"
 )
 
 // pairKey names an (entity, resource) pair within the limiter's namespace.
@@ -34,22 +34,6 @@ type pairState struct {
 	imageShard int
 }
 
-// imageOf returns the cached image of shard, or nil.
-func (st pairState) imageOf(shard int) *bucketitem.Image {
-	if st.image != nil && st.imageShard == shard {
-		return st.image
-	}
-	return nil
-}
-
-// shape is the speculative write's shape the pair's state calls for.
-func (st pairState) shape() bucketwrite.Shape {
-	if st.bypassed {
-		return bucketwrite.ShapeBypass
-	}
-	return bucketwrite.ShapeEnforce
-}
-
 // pairCacheShards is the number of independently locked parts of the pair
 // cache, so that concurrent acquires on distinct pairs rarely share a lock.
 const pairCacheShards = 32
@@ -68,7 +52,7 @@ type pairCache struct {
 // pairShard is one least-recently-used part of the cache.
 type pairShard struct {
 	mu sync.Mutex
-	lruPart[pairKey, pairState]
+	lru.Part[pairKey, pairState]
 }
 
 // newPairCache returns a cache of at most size pairs (≤ 0: none kept) that
@@ -76,13 +60,13 @@ type pairShard struct {
 func newPairCache(size int, ttl time.Duration, now func() time.Time) *pairCache {
 	c := &pairCache{seed: maphash.MakeSeed(), now: now, ttl: ttl}
 	for i := range c.shards {
-		c.shards[i].init(perPart(size, pairCacheShards))
+		c.shards[i].Init(lru.PerPart(size, pairCacheShards))
 	}
 	return c
 }
 
 func (c *pairCache) shard(k pairKey) *pairShard {
-	return &c.shards[pairHash(c.seed, k.entity, k.resource)%pairCacheShards]
+	return &c.shards[lru.Hash(c.seed, k.entity, k.resource)%pairCacheShards]
 }
 
 // live reports whether an entry learned at learned is within the age bound.
@@ -100,12 +84,12 @@ func (c *pairCache) get(entity, resource string) pairState {
 	s := c.shard(k)
 	s.mu.Lock()
 	var st pairState
-	if e, el := s.find(k); e != nil {
-		if c.live(e.at) {
-			st = e.val
-			s.touch(el)
+	if e := s.Find(k); e != nil {
+		if c.live(e.At) {
+			st = e.Val
+			s.Touch(e)
 		} else {
-			s.remove(el)
+			s.Remove(e)
 		}
 	}
 	s.mu.Unlock()
@@ -126,7 +110,7 @@ func (c *pairCache) update(entity, resource string, f func(*pairState)) {
 	at := c.now()
 	st := c.currentAt(s, k, at)
 	f(&st)
-	s.put(k, st, at)
+	s.Put(k, st, at)
 }
 
 // learnImage updates the pair's state from an image of shard
@@ -141,15 +125,15 @@ func (c *pairCache) learnImage(entity, resource string, shard int, img *bucketit
 	at := c.now()
 	st := c.currentAt(s, k, at)
 	st.learnImage(shard, img, now)
-	s.put(k, st, at)
+	s.Put(k, st, at)
 }
 
 // currentAt is k's state in s if it is live at at (the zero state when
 // there is none); the caller holds s.mu and reads the clock once for this
 // and the put that follows.
 func (c *pairCache) currentAt(s *pairShard, k pairKey, at time.Time) pairState {
-	if e, _ := s.find(k); e != nil && c.liveAt(e.at, at) {
-		return e.val
+	if e := s.Find(k); e != nil && c.liveAt(e.At, at) {
+		return e.Val
 	}
 	return pairState{}
 }
@@ -167,19 +151,13 @@ func (st *pairState) learnImage(shard int, img *bucketitem.Image, now int64) {
 	st.bypassed = img.Bypass.Live(now)
 }
 
-// cascades reports an image whose owner stamp says the pair cascades to a
-// named parent.
-func cascades(img *bucketitem.Image) bool {
-	return img != nil && img.HasCascade && img.Cascade && img.ParentID != ""
-}
-
 // len is the number of pairs held (expired ones included until touched).
 func (c *pairCache) len() int {
 	n := 0
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		n += s.len()
+		n += s.Len()
 		s.mu.Unlock()
 	}
 	return n

@@ -313,7 +313,7 @@ func (l *Limiter) refillAcquire(ctx context.Context, req *request, id schema.Buc
 			l.pairs.learnImage(req.entity, req.resource, id.Shard, cur, now)
 		}
 		if !lost {
-			if cascade && cascades(cur) {
+			if cascade && cur.Cascades() {
 				c := speculation{req: req, id: id, shape: bucketwrite.ShapeEnforce, now: now, ok: true, img: cur}
 				lease, err := l.cascadeAdmitted(ctx, req, c, speculation{})
 				return lease, 0, err

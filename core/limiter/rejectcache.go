@@ -15,6 +15,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
 	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
+	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/lru"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
@@ -49,7 +50,7 @@ type rejectionPart struct {
 	// hits counts the lookups (trusted) that found a trusted state of the
 	// pair; read by Limiter.Stats.
 	hits atomic.Int64
-	lruPart[pairKey, *shardStates]
+	lru.Part[pairKey, *shardStates]
 }
 
 // shardStates are one pair's states by shard (nil: none held).
@@ -70,13 +71,13 @@ func newRejectionCache(size int, ttl time.Duration, now func() time.Time) *rejec
 	}
 	c := &rejectionCache{seed: maphash.MakeSeed(), now: now, ttl: ttl}
 	for i := range c.parts {
-		c.parts[i].init(perPart(size, rejectionParts))
+		c.parts[i].Init(lru.PerPart(size, rejectionParts))
 	}
 	return c
 }
 
 func (c *rejectionCache) part(entity, resource string) *rejectionPart {
-	return &c.parts[pairHash(c.seed, entity, resource)%rejectionParts]
+	return &c.parts[lru.Hash(c.seed, entity, resource)%rejectionParts]
 }
 
 // mark is taken before a DynamoDB call whose returned image may be stored.
@@ -105,8 +106,8 @@ func (c *rejectionCache) store(k shardKey, img *bucketitem.Image, mark uint64) {
 	}
 	pk := pairKey{k.entity, k.resource}
 	var st *shardStates
-	if e, _ := p.find(pk); e != nil {
-		st = e.val
+	if e := p.Find(pk); e != nil {
+		st = e.Val
 	} else {
 		st = &shardStates{}
 	}
@@ -114,7 +115,7 @@ func (c *rejectionCache) store(k shardKey, img *bucketitem.Image, mark uint64) {
 		st.slots = append(st.slots, make([]shardState, k.shard+1-len(st.slots))...)
 	}
 	st.slots[k.shard] = shardState{img: img, at: now}
-	p.put(pk, st, now)
+	p.Put(pk, st, now)
 }
 
 // trusted copies into dst[s] the state of each shard s < count of the pair
@@ -125,12 +126,12 @@ func (c *rejectionCache) trusted(entity, resource string, count int, dst *[schem
 	p := c.part(entity, resource)
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	e, _ := p.find(pairKey{entity, resource})
+	e := p.Find(pairKey{entity, resource})
 	if e == nil {
 		return
 	}
 	hit := false
-	for s, slot := range e.val.slots[:min(count, len(e.val.slots))] {
+	for s, slot := range e.Val.slots[:min(count, len(e.Val.slots))] {
 		if slot.img != nil && now.Sub(slot.at) < c.ttl {
 			dst[s], hit = slot.img, true
 		}
@@ -148,8 +149,8 @@ func (c *rejectionCache) forget(k shardKey) {
 	p := c.part(k.entity, k.resource)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if e, _ := p.find(pairKey{k.entity, k.resource}); e != nil && k.shard >= 0 && k.shard < len(e.val.slots) {
-		e.val.slots[k.shard] = shardState{}
+	if e := p.Find(pairKey{k.entity, k.resource}); e != nil && k.shard >= 0 && k.shard < len(e.Val.slots) {
+		e.Val.slots[k.shard] = shardState{}
 	}
 	p.epoch++
 }
@@ -162,7 +163,7 @@ func (c *rejectionCache) clear() {
 	for i := range c.parts {
 		p := &c.parts[i]
 		p.mu.Lock()
-		p.init(p.max)
+		p.Init(p.Max())
 		p.epoch++
 		p.mu.Unlock()
 	}
@@ -183,14 +184,14 @@ func (c *rejectionCache) stats() rejectionCacheStats {
 	for i := range c.parts {
 		p := &c.parts[i]
 		p.mu.RLock()
-		for _, el := range p.byKey {
-			for _, s := range el.Value.(*lruEntry[pairKey, *shardStates]).val.slots {
+		p.Each(func(e *lru.Entry[pairKey, *shardStates]) {
+			for _, s := range e.Val.slots {
 				if s.img != nil {
 					st.entries++
 				}
 			}
-		}
-		st.evictions += p.evicted
+		})
+		st.evictions += p.Evicted()
 		p.mu.RUnlock()
 		st.hits += p.hits.Load()
 	}
@@ -210,11 +211,13 @@ const maxLocalLimits = 16
 // pairJudgement is the rejection cache's view of one pair's shards
 // (docs/design.md §10).
 type pairJudgement struct {
-	count   int      // shards considered
-	short   shardSet // shards known short
-	never   bool     // some trusted state forbids a local rejection
-	trusted bool     // at least one shard had a trusted state
-	parent  string   // the cascade parent a trusted state names
+	count int      // shards considered
+	short shardSet // shards known short
+	// shortAll: every shard considered is known short.
+	shortAll bool
+	never    bool   // some trusted state forbids a local rejection
+	trusted  bool   // at least one shard had a trusted state
+	parent   string // the cascade parent a trusted state names
 	// best is the short shard whose shortfall clears soonest.
 	best      int
 	bestImg   *bucketitem.Image
@@ -223,13 +226,13 @@ type pairJudgement struct {
 }
 
 func (j pairJudgement) allShort() bool {
-	return !j.never && j.count > 0 && j.short.count(int64(j.count)) == int64(j.count)
+	return !j.never && j.count > 0 && j.shortAll
 }
 
 // steer is the set of shards the uniform draw skips: the known-short ones,
 // unless that is all of them (then the draw is not steered).
 func (j pairJudgement) steer() shardSet {
-	if j.never || j.short.count(int64(j.count)) == int64(j.count) {
+	if j.never || j.shortAll {
 		return 0
 	}
 	return j.short
@@ -246,7 +249,7 @@ func (l *Limiter) judgePair(req *request, entity string, count int64, now int64)
 			continue // unknown: it may have room
 		}
 		j.trusted = true
-		if cascades(img) {
+		if img.Cascades() {
 			j.parent = img.ParentID
 		}
 		short, never, wait, waitNever := l.judgeShard(req, img, now)
@@ -262,6 +265,7 @@ func (l *Limiter) judgePair(req *request, entity string, count int64, now int64)
 			j.best, j.bestImg, j.bestWait, j.bestNever = s, img, wait, waitNever
 		}
 	}
+	j.shortAll = j.short.count(int64(j.count)) == int64(j.count)
 	return j
 }
 
@@ -358,15 +362,17 @@ func overrideDiffers(override []limit.Limit, name string, li *bucketitem.LimitIm
 // rejectLocally applies the rejection cache (docs/design.md §10) before any
 // DynamoDB call: a *RateLimitExceeded built from the projected state when
 // every shard that could admit is known short, else the shards the draw
-// should skip.
-func (l *Limiter) rejectLocally(req *request, st pairState) (*RateLimitExceeded, shardSet) {
+// should skip; and the cache's mark for the pair, taken first, for the
+// write that follows (a conservative mark: anything forgotten since it
+// keeps the write's image out of the cache).
+func (l *Limiter) rejectLocally(req *request, st pairState, now int64) (rejected *RateLimitExceeded, steer shardSet, mark uint64) {
+	mark = l.rejects.mark(req.entity, req.resource)
 	if l.rejects == nil || l.degraded.Load() {
-		return nil, 0
+		return nil, 0, mark
 	}
-	now := l.nowMs()
 	child := l.judgePair(req, req.entity, st.shardCount, now)
 	if child.never {
-		return nil, 0
+		return nil, 0, mark
 	}
 	if child.parent != "" {
 		// The child's own trusted state says it cascades: the parent's
@@ -376,19 +382,19 @@ func (l *Limiter) rejectLocally(req *request, st pairState) (*RateLimitExceeded,
 		par := l.judgePair(req, child.parent, l.pairs.get(child.parent, req.resource).shardCount, now)
 		if par.allShort() {
 			if e := l.localRejection(req, child.parent, par, now); e != nil {
-				return e, 0
+				return e, 0, mark
 			}
 		}
 		if par.never || !par.trusted {
-			return nil, child.steer()
+			return nil, child.steer(), mark
 		}
 	}
 	if child.allShort() {
 		if e := l.localRejection(req, req.entity, child, now); e != nil {
-			return e, 0
+			return e, 0, mark
 		}
 	}
-	return nil, child.steer()
+	return nil, child.steer(), mark
 }
 
 // parentSteer is the set of a cascade parent's shards the parent write's

@@ -164,7 +164,7 @@ func TestRejectLocally(t *testing.T) {
 		it := rcBucket("u", int64(100*s), 4)
 		rcStore(l, "u", s, rcImage(t, it))
 	}
-	e, steer := l.rejectLocally(req, st)
+	e, steer := rejectNow(l, req, st)
 	if e == nil {
 		t.Fatal("every shard is short: want a local rejection")
 	}
@@ -186,7 +186,7 @@ func TestRejectLocally(t *testing.T) {
 
 	// Shard 2 learns it has room: no rejection; the draw skips 0, 1, 3.
 	rcStore(l, "u", 2, rcImage(t, rcBucket("u", 1000, 4)))
-	e, steer = l.rejectLocally(req, st)
+	e, steer = rejectNow(l, req, st)
 	if e != nil {
 		t.Fatalf("shard 2 has room: %v", e)
 	}
@@ -198,30 +198,30 @@ func TestRejectLocally(t *testing.T) {
 	}
 	// Shard 2 forgotten (a credit): unknown, so it may have room.
 	l.rejects.forget(shardKey{"u", "api", 2})
-	if e, steer = l.rejectLocally(req, st); e != nil || steer.has(2) || !steer.has(0) {
+	if e, steer = rejectNow(l, req, st); e != nil || steer.has(2) || !steer.has(0) {
 		t.Fatalf("after forgetting shard 2: %v, steer %b", e, steer)
 	}
 	rcStore(l, "u", 2, rcImage(t, rcBucket("u", 0, 4)))
-	if e, _ = l.rejectLocally(req, st); e == nil {
+	if e, _ = rejectNow(l, req, st); e == nil {
 		t.Fatal("all short again: want a rejection")
 	}
 	// A shard the pair cache counts but the cache never saw: unknown.
-	if e, _ = l.rejectLocally(req, pairState{shardCount: 8}); e != nil {
+	if e, _ = rejectNow(l, req, pairState{shardCount: 8}); e != nil {
 		t.Fatal("shards 4-7 are unknown: no rejection")
 	}
 	// Degraded: never.
 	l.degraded.Store(true)
-	if e, _ = l.rejectLocally(req, st); e != nil {
+	if e, _ = rejectNow(l, req, st); e != nil {
 		t.Fatal("a degraded limiter rejected locally")
 	}
 	l.degraded.Store(false)
 	// The TTL: trusted for less than 1 s.
 	now += 999
-	if e, _ = l.rejectLocally(req, st); e == nil {
+	if e, _ = rejectNow(l, req, st); e == nil {
 		t.Fatal("999 ms old: still trusted")
 	}
 	now++
-	if e, _ = l.rejectLocally(req, st); e != nil {
+	if e, _ = rejectNow(l, req, st); e != nil {
 		t.Fatal("1 s old: no longer trusted")
 	}
 	// Whatever the age: the item's ttl passed, or vu passed on an item
@@ -256,7 +256,7 @@ func TestRejectLocally(t *testing.T) {
 			r.mutate(it)
 			rcStore(l, "u", s, rcImage(t, it))
 		}
-		if e, _ = l.rejectLocally(req, st); (e != nil) != r.reject {
+		if e, _ = rejectNow(l, req, st); (e != nil) != r.reject {
 			t.Fatalf("%s: local rejection %v, want %v", r.name, e, r.reject)
 		}
 	}
@@ -311,7 +311,7 @@ func TestRejectLocallyCascade(t *testing.T) {
 				rcStore(l, "org", 0, r.parent)
 			}
 			req, _ := l.newRequest("key", "api", Consume{"rpm": 1}, nil)
-			e, _ := l.rejectLocally(req, pairState{shardCount: 1})
+			e, _ := rejectNow(l, req, pairState{shardCount: 1})
 			switch {
 			case r.want == "" && e != nil:
 				t.Fatalf("rejected locally: %v", e)
@@ -411,7 +411,7 @@ func BenchmarkLocalRejection(b *testing.B) {
 		for pb.Next() {
 			st := l.pairs.get(req.entity, req.resource)
 			st.shardCount = 4
-			if e, _ := l.rejectLocally(req, st); e == nil {
+			if e, _ := rejectNow(l, req, st); e == nil {
 				b.Error("not rejected")
 				return
 			}
@@ -429,4 +429,11 @@ func (c *rejectionCache) lookup(k shardKey) *bucketitem.Image {
 	}
 	c.trusted(k.entity, k.resource, k.shard+1, &states)
 	return states[k.shard]
+}
+
+// rejectNow is rejectLocally at the limiter's clock reading, without the
+// mark.
+func rejectNow(l *Limiter, req *request, st pairState) (*RateLimitExceeded, shardSet) {
+	e, steer, _ := l.rejectLocally(req, st, l.nowMs())
+	return e, steer
 }

@@ -21,6 +21,16 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
+// attempt is one fast-path write to be sent: its shard and shape, the
+// clock reading it is judged at, and the rejection cache's mark taken
+// before it (docs/design.md §10).
+type attempt struct {
+	shard int
+	shape bucketwrite.Shape
+	now   int64
+	mark  uint64
+}
+
 // speculation is the outcome of one fast-path write for one entity.
 type speculation struct {
 	req   *request
@@ -33,16 +43,17 @@ type speculation struct {
 	err   error // a failed call or an undecodable image
 }
 
-// speculate sends one fast-path write (docs/design.md §5) for req's entity on shard.
-func (l *Limiter) speculate(ctx context.Context, req *request, shard int, shape bucketwrite.Shape) speculation {
-	sp := speculation{req: req, shape: shape, now: l.nowMs(),
+// speculate sends one fast-path write (docs/design.md §5) for req's entity:
+// the attempt a.
+func (l *Limiter) speculate(ctx context.Context, req *request, a attempt) speculation {
+	shard, shape, mark := a.shard, a.shape, a.mark
+	sp := speculation{req: req, shape: shape, now: a.now,
 		id: schema.BucketID{Namespace: l.ns, Entity: req.entity, Resource: req.resource, Shard: shard}}
 	in, err := l.writes.Speculative(sp.id, shape, req.declared, sp.now)
 	if err != nil {
 		sp.err = err
 		return sp
 	}
-	mark := l.rejects.mark(req.entity, req.resource)
 	out, err := l.db.updateAnswered(ctx, in)
 	if err == nil {
 		img, derr := answerImage(out)
@@ -70,7 +81,7 @@ func (l *Limiter) speculate(ctx context.Context, req *request, shard int, shape 
 // or the cascade outcomes of docs/design.md §5 (p is the warm parent
 // write, or the zero value).
 func (l *Limiter) admitted(ctx context.Context, req *request, c, p speculation) (*Lease, error) {
-	if cascades(c.img) {
+	if c.img.Cascades() {
 		return l.cascadeAdmitted(ctx, req, c, p)
 	}
 	if p.ok {

@@ -342,17 +342,6 @@ func (t *telemetry) forResource(resource string) *resourceAttrs {
 	return ra
 }
 
-// tracing reports whether to start spans now.
-func (t *telemetry) tracing() bool {
-	switch t.gate {
-	case traceOn:
-		return true
-	case traceGlobal:
-		return reflect.TypeOf(otel.GetTracerProvider()) != t.deflt
-	}
-	return false
-}
-
 // observeCache reports the rejection cache's counters (Limiter.Stats) on
 // every collection, under the limiter's namespace and table. The callback
 // holds the cache, not the limiter; the registration is dropped once the

@@ -8,6 +8,7 @@ package limiter
 import (
 	"context"
 	"errors"
+	"reflect"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
@@ -16,6 +17,7 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+	"go.opentelemetry.io/otel"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
@@ -45,6 +47,18 @@ var dbOpNames = [numDBOps]string{"UpdateItem", "PutItem", "GetItem", "BatchGetIt
 type observedDB struct {
 	DB
 	t *telemetry
+}
+
+// tracing reports whether to start spans now: the calls' spans here, the
+// acquire's and the lease's in telemetry.go.
+func (t *telemetry) tracing() bool {
+	switch t.gate {
+	case traceOn:
+		return true
+	case traceGlobal:
+		return reflect.TypeOf(otel.GetTracerProvider()) != t.deflt
+	}
+	return false
 }
 
 // startCall begins a call's span, when spans are on.

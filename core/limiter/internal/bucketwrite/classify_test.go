@@ -304,6 +304,9 @@ func TestReasonAndActionStrings(t *testing.T) {
 	if Action(0).String() != "Action(0)" || ShapeEnforce.String() != "enforce" || ShapeBypass.String() != "bypass" || Shape(5).String() != "Shape(5)" {
 		t.Error("strings")
 	}
+	if ShapeFor(true) != ShapeBypass || ShapeFor(false) != ShapeEnforce {
+		t.Error("ShapeFor")
+	}
 }
 
 // Classify allocates nothing unless it reports names.

@@ -54,6 +54,14 @@ const (
 	ShapeBypass
 )
 
+// ShapeFor is the shape of a write to a pair known to be bypassed, or not.
+func ShapeFor(bypassed bool) Shape {
+	if bypassed {
+		return ShapeBypass
+	}
+	return ShapeEnforce
+}
+
 // String returns "enforce" or "bypass".
 func (s Shape) String() string {
 	switch s {
