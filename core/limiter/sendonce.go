@@ -8,6 +8,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/smithy-go"
+
+	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/answer"
 )
 
 // throttleRetries is how many times the limiter re-sends a write DynamoDB
@@ -32,14 +34,14 @@ type onceWrites struct {
 	// retries off. Built once and only ever read (the SDK ranges over it;
 	// its capacity is its length, so an append copies).
 	once []func(*dynamodb.Options)
-	// answered is once with the answer's reader (answer.go) too: the
+	// answered is once with the answer's reader (package answer) too: the
 	// option list of the fast path's UpdateItem, built once like once.
 	answered []func(*dynamodb.Options)
 }
 
 func newOnceWrites(db DB, sleep func(context.Context, time.Duration) error) onceWrites {
 	return onceWrites{DB: db, sleep: sleep, once: []func(*dynamodb.Options){noRetries},
-		answered: []func(*dynamodb.Options){noRetries, readAnswer}}
+		answered: []func(*dynamodb.Options){noRetries, answer.Read}}
 }
 
 // noRetries turns the SDK's retries off for one call.
@@ -86,7 +88,7 @@ func (d onceWrites) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput
 }
 
 // updateAnswered is UpdateItem with no options, sent once, its answer's
-// image read by the answer's reader (answer.go, answerImage).
+// image read by the answer's reader (package answer, answer.Image).
 func (d onceWrites) updateAnswered(ctx context.Context, in *dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
 	return retryThrottled(ctx, d.sleep, func() (*dynamodb.UpdateItemOutput, error) {
 		return d.DB.UpdateItem(ctx, in, d.answered[:len(d.answered):len(d.answered)]...)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
 	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
+	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/answer"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/bucketwrite"
 	"github.com/zae-limiter/zae-limiter-go/core/schedule"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
@@ -56,7 +57,7 @@ func (l *Limiter) speculate(ctx context.Context, req *request, a attempt) specul
 	}
 	out, err := l.db.updateAnswered(ctx, in)
 	if err == nil {
-		img, derr := answerImage(out)
+		img, derr := answer.Image(out)
 		sp.ok, sp.img, sp.err = true, img, derr
 		if derr == nil {
 			l.pairs.learnImage(req.entity, req.resource, shard, sp.img, sp.now)

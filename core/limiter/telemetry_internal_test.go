@@ -1,14 +1,9 @@
 package limiter
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
-	"encoding/json"
-	"io"
 	"math/rand/v2"
 	"net/http"
-	"slices"
 	"strings"
 	"testing"
 
@@ -19,6 +14,9 @@ import (
 	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/answer"
+	"github.com/zae-limiter/zae-limiter-go/internal/ddbwire"
 )
 
 // TestItemUnits: the write-unit estimate of docs/costs.md — a number's
@@ -103,101 +101,14 @@ func FuzzNumberSize(f *testing.F) {
 	})
 }
 
-// answerJSON is an UpdateItem answer carrying item as DynamoDB writes it
-// on the wire ({"Attributes":{"name":{"T":value},...}}).
+// answerJSON is an UpdateItem answer carrying item as DynamoDB writes it.
 func answerJSON(t *testing.T, item map[string]types.AttributeValue) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	buf.WriteString(`{"Attributes":`)
-	writeMapJSON(t, &buf, item)
-	buf.WriteString(`}`)
-	return buf.Bytes()
-}
-
-func writeMapJSON(t *testing.T, buf *bytes.Buffer, m map[string]types.AttributeValue) {
-	buf.WriteByte('{')
-	for i, k := range slices.Sorted(func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		writeStringJSON(t, buf, k)
-		buf.WriteByte(':')
-		writeValueJSON(t, buf, m[k])
-	}
-	buf.WriteByte('}')
-}
-
-func writeStringJSON(t *testing.T, buf *bytes.Buffer, s string) {
-	b, err := json.Marshal(s)
+	b, err := ddbwire.Answer(item)
 	if err != nil {
 		t.Fatal(err)
 	}
-	buf.Write(b)
-}
-
-func writeValueJSON(t *testing.T, buf *bytes.Buffer, v types.AttributeValue) {
-	list := func(tag string, n int, each func(i int)) {
-		buf.WriteString(`{"` + tag + `":[`)
-		for i := range n {
-			if i > 0 {
-				buf.WriteByte(',')
-			}
-			each(i)
-		}
-		buf.WriteString(`]}`)
-	}
-	switch v := v.(type) {
-	case *types.AttributeValueMemberS:
-		buf.WriteString(`{"S":`)
-		writeStringJSON(t, buf, v.Value)
-		buf.WriteString(`}`)
-	case *types.AttributeValueMemberN:
-		buf.WriteString(`{"N":"` + v.Value + `"}`)
-	case *types.AttributeValueMemberB:
-		buf.WriteString(`{"B":"` + base64.StdEncoding.EncodeToString(v.Value) + `"}`)
-	case *types.AttributeValueMemberBOOL:
-		if v.Value {
-			buf.WriteString(`{"BOOL":true}`)
-		} else {
-			buf.WriteString(`{"BOOL":false}`)
-		}
-	case *types.AttributeValueMemberNULL:
-		buf.WriteString(`{"NULL":true}`)
-	case *types.AttributeValueMemberSS:
-		list("SS", len(v.Value), func(i int) { writeStringJSON(t, buf, v.Value[i]) })
-	case *types.AttributeValueMemberNS:
-		list("NS", len(v.Value), func(i int) { buf.WriteString(`"` + v.Value[i] + `"`) })
-	case *types.AttributeValueMemberBS:
-		list("BS", len(v.Value), func(i int) { buf.WriteString(`"` + base64.StdEncoding.EncodeToString(v.Value[i]) + `"`) })
-	case *types.AttributeValueMemberL:
-		list("L", len(v.Value), func(i int) { writeValueJSON(t, buf, v.Value[i]) })
-	case *types.AttributeValueMemberM:
-		buf.WriteString(`{"M":`)
-		writeMapJSON(t, buf, v.Value)
-		buf.WriteString(`}`)
-	default:
-		t.Fatalf("no JSON for %T", v)
-	}
-}
-
-// answerTrip answers every request with body, header and length.
-type answerTrip struct {
-	body   []byte
-	header http.Header
-	length int64
-}
-
-func (a answerTrip) RoundTrip(req *http.Request) (*http.Response, error) {
-	h := a.header.Clone()
-	h.Set("Content-Type", "application/x-amz-json-1.0")
-	return &http.Response{StatusCode: 200, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: h, ContentLength: a.length, Body: io.NopCloser(bytes.NewReader(a.body)), Request: req}, nil
+	return b
 }
 
 // answered is the metadata the SDK's client leaves on an UpdateItem whose
@@ -209,67 +120,13 @@ func answered(t *testing.T, body []byte, header http.Header, unknownLength bool)
 	if unknownLength {
 		length = -1
 	}
-	db := dynamodb.New(dynamodb.Options{Region: "us-east-1", Credentials: aws.AnonymousCredentials{},
-		BaseEndpoint: aws.String("http://answer.invalid"), DisableValidateResponseChecksum: true,
-		HTTPClient: &http.Client{Transport: answerTrip{body: body, header: header, length: length}}})
+	db := ddbwire.ClientVia(ddbwire.Trip{Body: body, Header: header, Length: length})
 	out, err := db.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{TableName: aws.String("t"),
 		Key: map[string]types.AttributeValue{"PK": &types.AttributeValueMemberS{Value: "k"}}})
 	if err != nil {
 		t.Fatalf("UpdateItem answered %s: %v", body, err)
 	}
 	return out.ResultMetadata, out.Attributes
-}
-
-// randomValue is an attribute value of every type, nested up to depth,
-// with the shapes that are small on the wire and large in DynamoDB's count
-// (one-digit numbers, empty lists and maps) and the reverse (escaped and
-// multi-byte strings).
-func randomValue(r *rand.Rand, depth int) types.AttributeValue {
-	str := func() string {
-		return []string{"", "a", "é", "\"", "\n", "日本", strings.Repeat("x", r.IntN(40)), "a\u0000b"}[r.IntN(8)]
-	}
-	num := func() string {
-		return []string{"0", "7", "12", "-1", "1795953600001", "0.05", "1e10", "99999999999999999999999999999999999999"}[r.IntN(8)]
-	}
-	n := r.IntN(4)
-	switch k := r.IntN(10); {
-	case k == 0:
-		return &types.AttributeValueMemberS{Value: str()}
-	case k == 1:
-		return &types.AttributeValueMemberN{Value: num()}
-	case k == 2:
-		return &types.AttributeValueMemberB{Value: bytes.Repeat([]byte{0xff}, r.IntN(5))}
-	case k == 3:
-		return &types.AttributeValueMemberBOOL{Value: r.IntN(2) == 0}
-	case k == 4:
-		return &types.AttributeValueMemberNULL{Value: true}
-	case k == 5:
-		ss := make([]string, n+1)
-		for i := range ss {
-			ss[i] = str()
-		}
-		return &types.AttributeValueMemberSS{Value: ss}
-	case k == 6:
-		ns := make([]string, n+1)
-		for i := range ns {
-			ns[i] = num()
-		}
-		return &types.AttributeValueMemberNS{Value: ns}
-	case k == 7:
-		return &types.AttributeValueMemberBS{Value: [][]byte{{}, {1, 2}}[:1+r.IntN(2)]}
-	case k == 8 || depth == 0:
-		l := []types.AttributeValue{}
-		for range n * min(depth, 1) {
-			l = append(l, randomValue(r, depth-1))
-		}
-		return &types.AttributeValueMemberL{Value: l}
-	default:
-		m := map[string]types.AttributeValue{}
-		for i := range n {
-			m[str()+string(rune('a'+i))] = randomValue(r, depth-1)
-		}
-		return &types.AttributeValueMemberM{Value: m}
-	}
 }
 
 // TestAnsweredItemBound: the item an answer carries is never larger, as
@@ -285,7 +142,7 @@ func TestAnsweredItemBound(t *testing.T) {
 	for i := range 3000 {
 		item := map[string]types.AttributeValue{}
 		for j := range r.IntN(40) {
-			item[[]string{"PK", "b_rpm_tk", "é", "x"}[j%4]+string(rune('a'+j))] = randomValue(r, 2)
+			item[[]string{"PK", "b_rpm_tk", "é", "x"}[j%4]+string(rune('a'+j))] = ddbwire.RandomValue(r, 2)
 		}
 		if i%7 == 0 { // only empty lists and maps: the bound is exact
 			item = map[string]types.AttributeValue{"a": &types.AttributeValueMemberL{}, "b": &types.AttributeValueMemberM{}}
@@ -324,5 +181,40 @@ func TestAnsweredItemBound(t *testing.T) {
 		if got := answeredItemUnits(md, big); got != 3 {
 			t.Errorf("%s: %d units for a 3 KB item, want 3 (walked)", name, got)
 		}
+	}
+}
+
+// TestAnsweredItemUnitsThroughReader: an answer the reader took carries no
+// SDK values, and its write units are still those of the item it returned:
+// one up to 1 KB (from the answer's length), more above (from its JSON).
+func TestAnsweredItemUnitsThroughReader(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	sizes := map[int64]int{}
+	for range 500 {
+		item := map[string]types.AttributeValue{}
+		for j := range r.IntN(30) {
+			v := ddbwire.ScalarValue(r)
+			if r.IntN(4) == 0 {
+				v = &types.AttributeValueMemberS{Value: strings.Repeat("x", r.IntN(900))}
+			}
+			item["a"+strings.Repeat("b", j)] = v
+		}
+		body := answerJSON(t, item)
+		out, err := ddbwire.Client(body).UpdateItem(context.Background(), &dynamodb.UpdateItemInput{TableName: aws.String("t"),
+			Key: map[string]types.AttributeValue{"PK": &types.AttributeValueMemberS{Value: "k"}}}, answer.Read)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if answer.Of(out.ResultMetadata) == nil {
+			continue // an item outside the subset: TestAnsweredItemBound's case
+		}
+		got, want := answeredItemUnits(out.ResultMetadata, out.Attributes), itemUnits(item)
+		if got != want {
+			t.Fatalf("%d units through the reader, %d for the item %s", got, want, body)
+		}
+		sizes[want]++
+	}
+	if sizes[1] == 0 || sizes[2]+sizes[3]+sizes[4] == 0 {
+		t.Errorf("units seen %v: want items of one unit and of more", sizes)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/zae-limiter/zae-limiter-go/core/internal/ddbjson"
+	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/answer"
 )
 
 // dbOp is a DynamoDB operation of the DB interface.
@@ -260,15 +261,15 @@ func batchUnits(reqs map[string][]types.WriteRequest) int64 {
 // length shows the item is at most 1 KB: one unit. The walk over a bucket
 // item's thirty-odd attributes was the largest part of what the metrics
 // cost a fast-path acquire (docs/decisions.md P50).
-// An answer whose item the answer's reader took (answer.go) carries no
+// An answer whose item the answer's reader took (package answer) carries no
 // SDK values: its count of attributes gives the bound, and its JSON the
 // size.
 func answeredItemUnits(md middleware.Metadata, item map[string]types.AttributeValue) int64 {
-	if a := bodyImageOf(md); a != nil {
-		if b := answeredItemBound(md, a.attrs); b >= 0 && b <= 1024 {
+	if a := answer.Of(md); a != nil {
+		if b := answeredItemBound(md, a.Attrs); b >= 0 && b <= 1024 {
 			return 1
 		}
-		return max(1, (int64(jsonItemSize(a.item))+1023)/1024)
+		return max(1, (int64(jsonItemSize(a.Item))+1023)/1024)
 	}
 	if b := answeredItemBound(md, len(item)); b >= 0 && b <= 1024 {
 		return 1

@@ -26,7 +26,7 @@ var coreLayers = [][]string{
 	{"core/internal/expr", "core/internal/query", "core/bucket", "core/version", "core/streampoll"},
 	{"core/schedule"},
 	{"core/limit", "core/bucketitem"},
-	{"core/internal/schedsync", "core/internal/grant", "core/usage"},
+	{"core/internal/schedsync", "core/internal/grant", "core/usage", "core/limiter/internal/answer"},
 	{"core/config", "core/aggregator/maintenance", "core/limiter/internal/bucketwrite"},
 	{"core/aggregator"},
 	{"core/limiter", "core/manifest"},

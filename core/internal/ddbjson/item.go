@@ -8,8 +8,8 @@
 // Anything else — another type, an escape, a byte outside ASCII, a
 // duplicated type tag, JSON it cannot read — is ErrUnsupported, and the
 // caller lets the SDK decode the answer instead. So whatever this package
-// accepts reads exactly as the SDK's decoder reads it (FuzzAnswer in
-// core/limiter holds the two to that).
+// accepts reads exactly as the SDK's decoder reads it (FuzzAnswerReader in
+// core/limiter/internal/answer holds the two to that).
 package ddbjson
 
 import (

@@ -1,4 +1,4 @@
-package limiter
+package answer
 
 import (
 	"bytes"
@@ -20,38 +20,25 @@ import (
 	"github.com/aws/smithy-go/logging"
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
+	"github.com/zae-limiter/zae-limiter-go/internal/ddbwire"
 )
-
-// answerClient is an SDK client whose every call is answered by body
-// (HTTP 200, its length known).
-func answerClient(body []byte) *dynamodb.Client {
-	return answerClientVia(answerTrip{body: body, header: http.Header{}, length: int64(len(body))})
-}
-
-// answerClientVia is an SDK client whose calls rt answers, with no retry
-// and, unless an option turns it back on, no checksum validation.
-func answerClientVia(rt http.RoundTripper, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
-	return dynamodb.New(dynamodb.Options{Region: "us-east-1", Credentials: aws.AnonymousCredentials{},
-		BaseEndpoint: aws.String("http://answer.invalid"), DisableValidateResponseChecksum: true, RetryMaxAttempts: 1,
-		HTTPClient: &http.Client{Transport: rt}}, optFns...)
-}
 
 // readBoth sends one UpdateItem answered by body through the answer's
 // reader and one without it, and returns each side's image as the fast
-// path decodes it (answerImage, bucketitem.Decode of the SDK's values).
+// path decodes it (Image, bucketitem.Decode of the SDK's values).
 func readBoth(body []byte) (read, sdk *bucketitem.Image, readErr, sdkErr error, took bool) {
 	ctx := context.Background()
 	in := &dynamodb.UpdateItemInput{TableName: aws.String("t"),
 		Key: map[string]types.AttributeValue{"PK": &types.AttributeValueMemberS{Value: "k"}}}
-	db := answerClient(body)
-	if out, err := db.UpdateItem(ctx, in, readAnswer); err != nil {
+	db := ddbwire.Client(body)
+	if out, err := db.UpdateItem(ctx, in, Read); err != nil {
 		readErr = err
 	} else {
-		took = bodyImageOf(out.ResultMetadata) != nil
+		took = Of(out.ResultMetadata) != nil
 		if took && len(out.Attributes) != 0 {
 			readErr = errors.New("the reader took the answer, but the SDK decoded attributes too")
 		} else {
-			read, readErr = answerImage(out)
+			read, readErr = Image(out)
 		}
 	}
 	if out, err := db.UpdateItem(ctx, in); err != nil {
@@ -94,9 +81,9 @@ func TestAnswerReader(t *testing.T) {
 	}
 	// A body that fails while it is read fails the call, through the
 	// reader as without it.
-	db := answerClientVia(brokenBody{})
+	db := ddbwire.ClientVia(brokenBody{})
 	in := &dynamodb.UpdateItemInput{TableName: aws.String("t"), Key: map[string]types.AttributeValue{"PK": &types.AttributeValueMemberS{Value: "k"}}}
-	for _, opts := range [][]func(*dynamodb.Options){{readAnswer}, nil} {
+	for _, opts := range [][]func(*dynamodb.Options){{Read}, nil} {
 		if _, err := db.UpdateItem(context.Background(), in, opts...); err == nil {
 			t.Errorf("a broken body answered (options %d)", len(opts))
 		}
@@ -107,19 +94,19 @@ func TestAnswerReader(t *testing.T) {
 // than the reader reads at once is handed to the SDK whole, and decoded by
 // it.
 func TestAnswerReaderLeavesALongBodyWhole(t *testing.T) {
-	body := []byte(`{"Attributes":{"rf":{"N":"17"},"resource":{"S":"` + strings.Repeat("x", maxAnswerBytes) + `"}}}`)
-	db := answerClientVia(answerTrip{body: body, header: http.Header{}, length: -1})
+	body := []byte(`{"Attributes":{"rf":{"N":"17"},"resource":{"S":"` + strings.Repeat("x", maxBytes) + `"}}}`)
+	db := ddbwire.ClientVia(ddbwire.Trip{Body: body, Header: http.Header{}, Length: -1})
 	out, err := db.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{TableName: aws.String("t"),
-		Key: map[string]types.AttributeValue{"PK": &types.AttributeValueMemberS{Value: "k"}}}, readAnswer)
+		Key: map[string]types.AttributeValue{"PK": &types.AttributeValueMemberS{Value: "k"}}}, Read)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bodyImageOf(out.ResultMetadata) != nil {
+	if Of(out.ResultMetadata) != nil {
 		t.Fatal("the reader took an answer it read only in part")
 	}
-	img, err := answerImage(out)
-	if err != nil || img.RF != 17 || len(img.Resource) != maxAnswerBytes {
-		t.Fatalf("the SDK decoded rf %d and a resource of %d bytes (%v), want 17 and %d", img.RF, len(img.Resource), err, maxAnswerBytes)
+	img, err := Image(out)
+	if err != nil || img.RF != 17 || len(img.Resource) != maxBytes {
+		t.Fatalf("the SDK decoded rf %d and a resource of %d bytes (%v), want 17 and %d", img.RF, len(img.Resource), err, maxBytes)
 	}
 }
 
@@ -162,9 +149,9 @@ func TestAnswerReaderOnRandomItems(t *testing.T) {
 				name += string(rune('a' + j))
 			}
 			if i%2 == 0 {
-				item[name] = scalarValue(r)
+				item[name] = ddbwire.ScalarValue(r)
 			} else {
-				item[name] = randomValue(r, 1)
+				item[name] = ddbwire.RandomValue(r, 1)
 			}
 		}
 		body := answerJSON(t, item)
@@ -177,20 +164,6 @@ func TestAnswerReaderOnRandomItems(t *testing.T) {
 	if took < 100 {
 		t.Errorf("the reader took %d of 2000 answers: the comparison is not exercised", took)
 	}
-}
-
-// scalarValue is an S, N, BOOL or NULL value, often one the image decoder
-// accepts.
-func scalarValue(r *rand.Rand) types.AttributeValue {
-	switch r.IntN(5) {
-	case 0:
-		return &types.AttributeValueMemberS{Value: []string{"", "e", "a/b#c", "é"}[r.IntN(4)]}
-	case 1, 2:
-		return &types.AttributeValueMemberN{Value: []string{"0", "7", "-12", "1795953600001", "1.5", "99999999999999999999"}[r.IntN(6)]}
-	case 3:
-		return &types.AttributeValueMemberBOOL{Value: r.IntN(2) == 0}
-	}
-	return &types.AttributeValueMemberNULL{Value: true}
 }
 
 // FuzzAnswerReader: for any body, the fast path's image is the same
@@ -212,41 +185,6 @@ func FuzzAnswerReader(f *testing.F) {
 	})
 }
 
-// TestAnsweredItemUnitsThroughReader: an answer the reader took carries no
-// SDK values, and its write units are still those of the item it returned:
-// one up to 1 KB (from the answer's length), more above (from its JSON).
-func TestAnsweredItemUnitsThroughReader(t *testing.T) {
-	r := rand.New(rand.NewPCG(5, 6))
-	sizes := map[int64]int{}
-	for range 500 {
-		item := map[string]types.AttributeValue{}
-		for j := range r.IntN(30) {
-			v := scalarValue(r)
-			if r.IntN(4) == 0 {
-				v = &types.AttributeValueMemberS{Value: strings.Repeat("x", r.IntN(900))}
-			}
-			item["a"+strings.Repeat("b", j)] = v
-		}
-		body := answerJSON(t, item)
-		out, err := answerClient(body).UpdateItem(context.Background(), &dynamodb.UpdateItemInput{TableName: aws.String("t"),
-			Key: map[string]types.AttributeValue{"PK": &types.AttributeValueMemberS{Value: "k"}}}, readAnswer)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if bodyImageOf(out.ResultMetadata) == nil {
-			continue // an item outside the subset: TestAnsweredItemBound's case
-		}
-		got, want := answeredItemUnits(out.ResultMetadata, out.Attributes), itemUnits(item)
-		if got != want {
-			t.Fatalf("%d units through the reader, %d for the item %s", got, want, body)
-		}
-		sizes[want]++
-	}
-	if sizes[1] == 0 || sizes[2]+sizes[3]+sizes[4] == 0 {
-		t.Errorf("units seen %v: want items of one unit and of more", sizes)
-	}
-}
-
 // TestAnswerReaderKeepsTheChecksum: the reader reads the body through the
 // SDK's checksum validation, so a body that does not match its
 // X-Amz-Crc32 is still reported (the SDK logs it when it closes the body),
@@ -258,7 +196,7 @@ func TestAnswerReaderKeepsTheChecksum(t *testing.T) {
 		warn bool
 	}{{strconv.FormatUint(uint64(crc32.ChecksumIEEE(body)), 10), false}, {"12345", true}} {
 		var logged []string
-		db := answerClientVia(answerTrip{body: body, header: http.Header{"X-Amz-Crc32": {tc.crc}}, length: int64(len(body))},
+		db := ddbwire.ClientVia(ddbwire.Trip{Body: body, Header: http.Header{"X-Amz-Crc32": {tc.crc}}, Length: int64(len(body))},
 			func(o *dynamodb.Options) {
 				o.DisableValidateResponseChecksum = false
 				o.Logger = logging.LoggerFunc(func(_ logging.Classification, format string, v ...any) {
@@ -266,11 +204,11 @@ func TestAnswerReaderKeepsTheChecksum(t *testing.T) {
 				})
 			})
 		out, err := db.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{TableName: aws.String("t"),
-			Key: map[string]types.AttributeValue{"PK": &types.AttributeValueMemberS{Value: "k"}}}, readAnswer)
+			Key: map[string]types.AttributeValue{"PK": &types.AttributeValueMemberS{Value: "k"}}}, Read)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if bodyImageOf(out.ResultMetadata) == nil {
+		if Of(out.ResultMetadata) == nil {
 			t.Fatal("the reader did not take the answer")
 		}
 		warned := strings.Contains(strings.Join(logged, "\n"), "checksum")
@@ -278,4 +216,14 @@ func TestAnswerReaderKeepsTheChecksum(t *testing.T) {
 			t.Errorf("crc %s: checksum warning %v, want %v (logged %q)", tc.crc, warned, tc.warn, logged)
 		}
 	}
+}
+
+// answerJSON is an UpdateItem answer carrying item as DynamoDB writes it.
+func answerJSON(t *testing.T, item map[string]types.AttributeValue) []byte {
+	t.Helper()
+	b, err := ddbwire.Answer(item)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
