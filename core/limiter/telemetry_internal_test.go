@@ -101,16 +101,6 @@ func FuzzNumberSize(f *testing.F) {
 	})
 }
 
-// answerJSON is an UpdateItem answer carrying item as DynamoDB writes it.
-func answerJSON(t *testing.T, item map[string]types.AttributeValue) []byte {
-	t.Helper()
-	b, err := ddbwire.Answer(item)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // answered is the metadata the SDK's client leaves on an UpdateItem whose
 // answer is body with header (and its length, or -1 when unknown), and
 // the item it decoded from it.
@@ -147,7 +137,7 @@ func TestAnsweredItemBound(t *testing.T) {
 		if i%7 == 0 { // only empty lists and maps: the bound is exact
 			item = map[string]types.AttributeValue{"a": &types.AttributeValueMemberL{}, "b": &types.AttributeValueMemberM{}}
 		}
-		body := answerJSON(t, item)
+		body := ddbwire.Answer(t, item)
 		md, decoded := answered(t, body, http.Header{}, false)
 		if len(decoded) != len(item) || itemSize(decoded) != itemSize(item) {
 			t.Fatalf("the SDK decoded %d attributes of %d bytes from %s, want %d of %d", len(decoded), itemSize(decoded), body, len(item), itemSize(item))
@@ -167,7 +157,7 @@ func TestAnsweredItemBound(t *testing.T) {
 		t.Errorf("no item met its bound: the property is not exercised where it could fail")
 	}
 	big := map[string]types.AttributeValue{"s": &types.AttributeValueMemberS{Value: strings.Repeat("x", 3000)}}
-	body := answerJSON(t, big)
+	body := ddbwire.Answer(t, big)
 	encoded, _ := answered(t, body, http.Header{"Content-Encoding": {"identity"}}, false)
 	unknown, _ := answered(t, body, http.Header{}, true)
 	for name, md := range map[string]middleware.Metadata{
@@ -199,7 +189,7 @@ func TestAnsweredItemUnitsThroughReader(t *testing.T) {
 			}
 			item["a"+strings.Repeat("b", j)] = v
 		}
-		body := answerJSON(t, item)
+		body := ddbwire.Answer(t, item)
 		out, err := ddbwire.Client(body).UpdateItem(context.Background(), &dynamodb.UpdateItemInput{TableName: aws.String("t"),
 			Key: map[string]types.AttributeValue{"PK": &types.AttributeValueMemberS{Value: "k"}}}, answer.Read)
 		if err != nil {

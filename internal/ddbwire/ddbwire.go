@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -21,15 +22,17 @@ import (
 )
 
 // Answer is an UpdateItem answer carrying item as DynamoDB writes it on the
-// wire ({"Attributes":{"name":{"T":value},...}}), its names sorted.
-func Answer(item map[string]types.AttributeValue) ([]byte, error) {
+// wire ({"Attributes":{"name":{"T":value},...}}), its names sorted. A value
+// of no known type fails tb.
+func Answer(tb testing.TB, item map[string]types.AttributeValue) []byte {
+	tb.Helper()
 	var buf bytes.Buffer
 	buf.WriteString(`{"Attributes":`)
 	if err := writeMap(&buf, item); err != nil {
-		return nil, err
+		tb.Fatal(err)
 	}
 	buf.WriteString(`}`)
-	return buf.Bytes(), nil
+	return buf.Bytes()
 }
 
 func writeMap(buf *bytes.Buffer, m map[string]types.AttributeValue) error {

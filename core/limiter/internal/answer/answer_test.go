@@ -154,7 +154,7 @@ func TestAnswerReaderOnRandomItems(t *testing.T) {
 				item[name] = ddbwire.RandomValue(r, 1)
 			}
 		}
-		body := answerJSON(t, item)
+		body := ddbwire.Answer(t, item)
 		read, sdk, readErr, sdkErr, tookIt := readBoth(body)
 		sameReading(t, string(body), read, sdk, readErr, sdkErr)
 		if tookIt {
@@ -216,14 +216,4 @@ func TestAnswerReaderKeepsTheChecksum(t *testing.T) {
 			t.Errorf("crc %s: checksum warning %v, want %v (logged %q)", tc.crc, warned, tc.warn, logged)
 		}
 	}
-}
-
-// answerJSON is an UpdateItem answer carrying item as DynamoDB writes it.
-func answerJSON(t *testing.T, item map[string]types.AttributeValue) []byte {
-	t.Helper()
-	b, err := ddbwire.Answer(item)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
