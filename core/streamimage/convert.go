@@ -19,7 +19,10 @@
 //
 // RecordFromStreams turns a whole Streams API record into the record Lambda
 // delivers, and DecodeEvent parses Lambda event JSON without the panics
-// aws-lambda-go's own decoder has on some malformed input.
+// aws-lambda-go's own decoder has on some malformed input. ReadEvent reads
+// the usual event's records with their images kept as JSON text (Image),
+// views of the event's bytes, for a reader that decodes them straight into
+// its own values.
 package streamimage
 
 import (
