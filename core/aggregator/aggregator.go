@@ -36,6 +36,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -173,7 +174,11 @@ func (a *Aggregator) Process(ctx context.Context, records []events.DynamoDBEvent
 // strings are views of the event's bytes, which must not change until
 // ProcessText returns; nothing of them is kept after it.
 func (a *Aggregator) ProcessText(ctx context.Context, records []streamimage.Record) (Result, error) {
-	return a.guarded(ctx, textBatch(records))
+	res, err := a.guarded(ctx, textBatch(records))
+	// The sequence number to redeliver from is a view of the event's
+	// bytes: the result gets a copy of its own.
+	res.RedeliverFrom = strings.Clone(res.RedeliverFrom)
+	return res, err
 }
 
 // guarded is process with a panic inside turned into an error.
