@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/aggregator"
+	"github.com/zae-limiter/zae-limiter-go/core/condwrite"
 	"github.com/zae-limiter/zae-limiter-go/core/internal/capability"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
@@ -94,6 +95,15 @@ var start = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
 func newEnv(t *testing.T, cfg aggregator.Config, o aggregator.Options) *env {
 	t.Helper()
+	return newEnvOver(t, cfg, o, false)
+}
+
+// newEnvOver is newEnv; with direct, the aggregator's client is the
+// Lambda's: a condwrite.DB over the SDK client, which sends the snapshot
+// writes itself and any write whose answer is not a 200 again through the
+// SDK client (so a fault must fire twice to reach the handler).
+func newEnvOver(t *testing.T, cfg aggregator.Config, o aggregator.Options, direct bool) *env {
+	t.Helper()
 	tbl := ddbtest.NewTable(t)
 	p := faultproxy.Start(t, tbl.Endpoint)
 	e := &env{t: t, tbl: tbl, proxy: p, clk: clock.NewManual(start), logs: &syncBuffer{}, sink: &sink{}}
@@ -117,7 +127,17 @@ func newEnv(t *testing.T, cfg aggregator.Config, o aggregator.Options) *env {
 	if o.Metrics == nil {
 		o.Metrics = e.sink
 	}
-	aggDB := p.DynamoDB(func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
+	var aggDB aggregator.DB = p.DynamoDB(func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
+	if direct {
+		db, err := condwrite.New(context.Background(), p.DynamoDB(func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, why := db.Direct(); !ok {
+			t.Fatalf("condwrite sends nothing itself: %s", why)
+		}
+		aggDB = db
+	}
 	if e.agg, err = aggregator.New(aggDB, cfg, o); err != nil {
 		t.Fatal(err)
 	}

@@ -83,7 +83,21 @@ func TestSnapshotsFromRealTraffic(t *testing.T) {
 // recursive bisection, and overlapping redeliveries give the single
 // delivery's snapshots exactly.
 func TestRedeliveryLeavesSnapshotsUnchanged(t *testing.T) {
-	e := newEnv(t, aggregator.Config{}, aggregator.Options{})
+	for _, direct := range []bool{false, true} {
+		t.Run(clientName(direct), func(t *testing.T) { testRedeliveryLeavesSnapshotsUnchanged(t, direct) })
+	}
+}
+
+// clientName names the aggregator's client in a subtest.
+func clientName(direct bool) string {
+	if direct {
+		return "condwrite"
+	}
+	return "sdk"
+}
+
+func testRedeliveryLeavesSnapshotsUnchanged(t *testing.T, direct bool) {
+	e := newEnvOver(t, aggregator.Config{}, aggregator.Options{}, direct)
 	tr := e.realTraffic(10, 6)
 	all := e.drain()
 	ref := e.snapshots()
@@ -134,7 +148,22 @@ func TestRedeliveryLeavesSnapshotsUnchanged(t *testing.T) {
 // redelivery from it, or of the whole batch, or of its bisected halves,
 // leave exactly the single delivery's snapshots.
 func TestCrashAfterSomeWrites(t *testing.T) {
-	e := newEnv(t, aggregator.Config{}, aggregator.Options{})
+	for _, direct := range []bool{false, true} {
+		t.Run(clientName(direct), func(t *testing.T) { testCrashAfterSomeWrites(t, direct) })
+	}
+}
+
+// testCrashAfterSomeWrites is TestCrashAfterSomeWrites over the SDK client
+// or, with direct, over condwrite: there a fault that fires once is
+// answered by the resend, so each fires twice: on the write's direct send
+// and on its resend, the next UpdateItem when one write is in flight at a
+// time (Workers 1).
+func testCrashAfterSomeWrites(t *testing.T, direct bool) {
+	cfg := aggregator.Config{}
+	if direct {
+		cfg.Workers = 1
+	}
+	e := newEnvOver(t, cfg, aggregator.Options{}, direct)
 	tr := e.realTraffic(6, 4)
 	all := e.capture()
 	e.proxy.ResetStats()
@@ -169,7 +198,11 @@ func TestCrashAfterSomeWrites(t *testing.T) {
 	for _, m := range modes {
 		for k := 1; k <= writes; k++ {
 			e.reset()
-			id := e.proxy.Add(faultproxy.Rule{Operation: "UpdateItem", Fault: m.fault, After: k - 1, Count: m.count})
+			count := m.count
+			if direct {
+				count *= 2
+			}
+			id := e.proxy.Add(faultproxy.Rule{Operation: "UpdateItem", Fault: m.fault, After: k - 1, Count: count})
 			reported := e.handle(all)
 			e.proxy.Remove(id)
 			if len(reported) != 1 {

@@ -101,6 +101,10 @@ func TestWireValidatesChecksumsUnderLambda(t *testing.T) {
 	if w.db.Options().DisableValidateResponseChecksum {
 		t.Fatal("the Lambda wiring turned response-checksum validation off")
 	}
+	// The snapshot writes go straight to the same endpoint.
+	if ok, why := w.direct.Direct(); !ok || w.direct.Endpoint() != "https://vpce-123.dynamodb.eu-west-1.vpce.amazonaws.com/" {
+		t.Fatalf("the Lambda wiring sends snapshot writes to %q (direct %v: %s)", w.direct.Endpoint(), ok, why)
+	}
 	_, w, err = wire(context.Background(), log, true)
 	if err != nil {
 		t.Fatal(err)

@@ -26,10 +26,16 @@ package main
 //   - alloc-MB: bytes allocated during the invocation (MemStats.TotalAlloc);
 //   - B/record, allocs/record: the same per record;
 //   - calls/op, floor-B/record, floor-allocs/record: the floor, the
-//     invocation's DynamoDB calls sent again bare through the same SDK
-//     client (sdkFloor), and what they allocate per record;
+//     invocation's DynamoDB calls sent again bare through the client the
+//     handler has (condwrite's, which sends the snapshot writes itself),
+//     and what they allocate per record (callFloors);
 //   - own-B/record, own-allocs/record: the invocation's allocations beyond
-//     the floor, the handler's own share; B-ratio: allocated ÷ floor.
+//     the floor, the handler's own share; B-ratio: allocated ÷ floor;
+//   - sdk-floor-B/record, sdk-floor-allocs/record: the same calls sent bare
+//     through the SDK client alone, what the writes cost before condwrite
+//     (docs/decisions.md P43, P57);
+//   - direct-share: the fraction of the invocation's UpdateItems that
+//     condwrite sent and saw succeed (the rest went through the SDK).
 //
 // The peaks depend on when the GC runs (GOGC=100 unless set); the
 // allocation figures do not. The table is fresh for every invocation, so
@@ -55,6 +61,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/aggregator"
+	"github.com/zae-limiter/zae-limiter-go/core/condwrite"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 	"github.com/zae-limiter/zae-limiter-go/core/streamimage"
 	"github.com/zae-limiter/zae-limiter-go/functions/aggregator/handler"
@@ -82,9 +89,10 @@ func maxBatchSize() int {
 func BenchmarkMaxBatch(b *testing.B) {
 	payload := maxBatchEvent(b)
 	var peakInuse, peakObjects, baseline, allocated, mallocs uint64
+	var sent, succeeded int64
 	for range b.N {
 		b.StopTimer()
-		h, _ := wiredHandler(b, ddbtest.NewTable(b))
+		h, w := wiredHandler(b, ddbtest.NewTable(b))
 		runtime.GC()
 		var before runtime.MemStats
 		runtime.ReadMemStats(&before)
@@ -102,6 +110,8 @@ func BenchmarkMaxBatch(b *testing.B) {
 		if err := json.Unmarshal(out, &resp); err != nil || len(resp.BatchItemFailures) > 0 {
 			b.Fatalf("response %s (%v)", out, err)
 		}
+		c := w.direct.Stats()
+		sent, succeeded = sent+c.Sent+c.Passed, succeeded+c.Succeeded
 		peakInuse, peakObjects = max(peakInuse, inuse), max(peakObjects, objects)
 		baseline = max(baseline, before.HeapInuse)
 		allocated += after.TotalAlloc - before.TotalAlloc
@@ -109,9 +119,12 @@ func BenchmarkMaxBatch(b *testing.B) {
 	}
 	n := float64(b.N)
 	records := float64(maxBatchSize())
-	floor := sdkFloor(b, payload)
+	floor, sdk := callFloors(b, payload)
 	own := float64(allocated)/n/records - floor.bytes/records
 	b.ReportMetric(float64(floor.calls), "calls/op")
+	b.ReportMetric(sdk.bytes/records, "sdk-floor-B/record")
+	b.ReportMetric(sdk.allocs/records, "sdk-floor-allocs/record")
+	b.ReportMetric(float64(succeeded)/float64(sent), "direct-share")
 	b.ReportMetric(floor.bytes/records, "floor-B/record")
 	b.ReportMetric(floor.allocs/records, "floor-allocs/record")
 	b.ReportMetric(own, "own-B/record")
@@ -136,17 +149,19 @@ type callFloor struct {
 	bytes, allocs float64
 }
 
-// sdkFloor measures the invocation's floor: the handler (as handler.New
+// callFloors measures the invocation's floors: the handler (as handler.New
 // makes it, on the SDK client wire makes) handles payload once on a fresh
-// table with its calls recorded; the same calls, aimed at a second fresh
-// table, are then sent again bare and measured. What the invocation
-// allocates beyond this floor is the aggregator's own cost.
-func sdkFloor(b *testing.B, payload []byte) callFloor {
+// table with its calls recorded; the same calls, aimed at a fresh table,
+// are then sent again bare and measured, through the client the handler
+// has in the Lambda (a condwrite.DB: floor) and, to another fresh table,
+// through the SDK client alone (sdk). What the invocation allocates beyond
+// floor is the aggregator's own cost.
+func callFloors(b *testing.B, payload []byte) (floor, sdk callFloor) {
 	b.Helper()
 	ctx := context.Background()
-	recTable, bareTable := ddbtest.NewTable(b), ddbtest.NewTable(b)
-	_, client := wiredHandler(b, recTable)
-	rec := &callRecorder{DB: client}
+	recTable := ddbtest.NewTable(b)
+	_, w := wiredHandler(b, recTable)
+	rec := &callRecorder{DB: w.db}
 	h, err := handler.New(rec, handler.Settings{Config: aggregator.Config{TableName: recTable.Name}}, quietLogger())
 	if err != nil {
 		b.Fatal(err)
@@ -154,17 +169,29 @@ func sdkFloor(b *testing.B, payload []byte) callFloor {
 	if _, err := h.Invoke(ctx, payload); err != nil {
 		b.Fatalf("Invoke: %v", err)
 	}
+	direct, err := condwrite.New(ctx, w.db)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return rec.replay(b, direct, ddbtest.NewTable(b).Name), rec.replay(b, w.db, ddbtest.NewTable(b).Name)
+}
+
+// replay sends the recorded calls again, bare, through db to table, and
+// measures what they allocate.
+func (r *callRecorder) replay(b *testing.B, db handler.DB, table string) callFloor {
+	b.Helper()
+	ctx := context.Background()
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	for _, call := range rec.calls {
-		if err := call(ctx, client, bareTable.Name); err != nil {
+	for _, call := range r.calls {
+		if err := call(ctx, db, table); err != nil {
 			b.Fatalf("bare call: %v", err)
 		}
 	}
 	runtime.ReadMemStats(&after)
 	return callFloor{
-		calls:  len(rec.calls),
+		calls:  len(r.calls),
 		bytes:  float64(after.TotalAlloc - before.TotalAlloc),
 		allocs: float64(after.Mallocs - before.Mallocs),
 	}
@@ -219,10 +246,11 @@ func (r *callRecorder) TransactWriteItems(context.Context, *dynamodb.TransactWri
 }
 
 // wiredHandler wires the handler of tbl as main does: a lambda.Handler,
-// which lambda.Start invokes as it is, and the SDK client it uses. The EMF
+// which lambda.Start invokes as it is, and what wire built with it (the SDK
+// client, and the condwrite.DB over it the handler uses). The EMF
 // sink wire points at os.Stdout is pointed at the null device for the
 // benchmark's output.
-func wiredHandler(b *testing.B, tbl *ddbtest.Table) (lambda.Handler, handler.DB) {
+func wiredHandler(b *testing.B, tbl *ddbtest.Table) (lambda.Handler, wired) {
 	b.Helper()
 	for k, v := range map[string]string{
 		"TABLE_NAME": tbl.Name, "AWS_ENDPOINT_URL_DYNAMODB": tbl.Endpoint, "AWS_REGION": ddblocal.Region,
@@ -243,7 +271,7 @@ func wiredHandler(b *testing.B, tbl *ddbtest.Table) (lambda.Handler, handler.DB)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return h, w.db
+	return h, w
 }
 
 // heapSampler records the peak heap while it runs.

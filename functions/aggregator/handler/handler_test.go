@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/aggregator"
+	"github.com/zae-limiter/zae-limiter-go/core/condwrite"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 	"github.com/zae-limiter/zae-limiter-go/core/streamimage"
 	"github.com/zae-limiter/zae-limiter-go/functions/aggregator/handler"
@@ -85,9 +86,10 @@ func TestHandlerDecodesAsLambda(t *testing.T) {
 
 // TestInvokeTakesTheTextAsHandleTakesTheEvent: every sample event, handed
 // to Invoke (read as text where streamimage.ReadEvent reads it, decoded
-// where it does not) and decoded for Handle, on two tables with one
-// clock: the same response and the same items. The samples hold events of
-// both kinds.
+// where it does not) over the Lambda's client (a condwrite.DB, which sends
+// the snapshot writes itself) and decoded for Handle over the SDK client,
+// on two tables with one clock: the same response and the same items. The
+// samples hold events of both kinds, and writes are sent directly.
 func TestInvokeTakesTheTextAsHandleTakesTheEvent(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("..", "..", "..", "events", "stream-*.json"))
 	if err != nil || len(files) < 6 {
@@ -96,6 +98,7 @@ func TestInvokeTakesTheTextAsHandleTakesTheEvent(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 30, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
 	read, written := 0, 0
+	var direct int64
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			payload, err := os.ReadFile(f)
@@ -112,10 +115,15 @@ func TestInvokeTakesTheTextAsHandleTakesTheEvent(t *testing.T) {
 			}
 			quietLog := slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil))
 			viaText, viaEvent := ddbtest.NewTable(t), ddbtest.NewTable(t)
-			ht, err := handler.New(viaText.DB, cfg(viaText), quietLog)
+			db, err := condwrite.New(context.Background(), viaText.DB)
 			if err != nil {
 				t.Fatal(err)
 			}
+			ht, err := handler.New(db, cfg(viaText), quietLog)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { direct += db.Stats().Succeeded }()
 			he, err := handler.New(viaEvent.DB, cfg(viaEvent), quietLog)
 			if err != nil {
 				t.Fatal(err)
@@ -144,8 +152,8 @@ func TestInvokeTakesTheTextAsHandleTakesTheEvent(t *testing.T) {
 			}
 		})
 	}
-	if read == 0 || read == len(files) || written == 0 {
-		t.Fatalf("ReadEvent read %d of %d sample events, %d wrote items: both paths must be taken, and items written", read, len(files), written)
+	if read == 0 || read == len(files) || written == 0 || direct == 0 {
+		t.Fatalf("ReadEvent read %d of %d sample events, %d wrote items, %d writes sent directly: both paths must be taken, and items written directly", read, len(files), written, direct)
 	}
 }
 

@@ -27,6 +27,7 @@ import (
 
 	"github.com/zae-limiter/zae-limiter-go/cmd/zl/internal/output"
 	"github.com/zae-limiter/zae-limiter-go/core/aggregator"
+	"github.com/zae-limiter/zae-limiter-go/core/condwrite"
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/control"
 	"github.com/zae-limiter/zae-limiter-go/core/dynamodblocal"
@@ -481,9 +482,14 @@ func (a *App) localEnsureTable(ctx context.Context, db *dynamodb.Client, table s
 // one (in memory, or a checkpoint of another stream: the table was
 // created anew), it reads from the start of the stream. A batch delivered
 // just before a stop whose checkpoint was not saved is delivered again;
-// the snapshots' sequence number high-water marks make that a no-op.
+// the snapshots' sequence number high-water marks make that a no-op. Its
+// client is the Lambda's: condwrite sends the snapshot writes itself.
 func (a *App) localAggregate(ctx context.Context, db *dynamodb.Client, endpoint, table, streamARN, dataDir string, log *slog.Logger, report func(aggregatorProgress)) error {
-	h, err := handler.New(db, handler.Settings{Config: aggregator.Config{TableName: table}}, log)
+	direct, err := condwrite.New(ctx, db)
+	if err != nil {
+		return err
+	}
+	h, err := handler.New(direct, handler.Settings{Config: aggregator.Config{TableName: table}}, log)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,337 @@
+// Package condwrite sends conditional UpdateItems as signed HTTP requests of
+// its own, through the SDK client's credentials, endpoint and HTTP client,
+// and hands every other call, and every answer it does not take as a clear
+// success, to that SDK client (docs/design.md §6, "Snapshot writes without
+// the SDK's stack"; docs/decisions.md P57).
+//
+// The SDK builds a middleware stack for every call and decodes its answer
+// through it: about 34 KB and 350 allocations per UpdateItem, which is most
+// of what the aggregator allocates per stream record. A write this package
+// sends itself costs a fraction of that; it takes only what it can send
+// and read exactly as the SDK would:
+//
+//   - a conditional UpdateItem (a ConditionExpression) with no legacy
+//     parameters, no option functions, nothing asked back but
+//     ReturnValuesOnConditionCheckFailure, and attribute values of type S, N,
+//     BOOL or NULL in valid UTF-8. Anything else goes to the SDK client as
+//     it came.
+//   - a 200 answer is the write's success (its CRC32 checked, as the SDK
+//     checks it unless the client turns that off). A 200 whose checksum
+//     does not match is an error (*ChecksumError): the write took effect,
+//     the answer was damaged, and the SDK too returns an error there.
+//   - any other answer, and a request that failed in transit, is sent again
+//     through the SDK client, which types the error (a refused condition
+//     comes back as *types.ConditionalCheckFailedException with its item),
+//     retries and backs off as it always does. A 4xx answer means the write
+//     did not take effect; after a 5xx or a lost answer it may have, and
+//     the SDK's own retry would send it again just the same. The one send
+//     more than the SDK alone would make is that first one.
+//
+// A write that the condition of its own update makes false after it lands
+// (the snapshot write's seq# mark, the refill's rf) takes effect at most
+// once however often it is sent; that is why only conditional writes are
+// taken.
+package condwrite
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+)
+
+// SDK is the part of the SDK client a DB hands calls to.
+type SDK interface {
+	UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+}
+
+// DB is a DynamoDB client for the aggregator: conditional UpdateItems sent
+// by the package, everything else by the SDK client. It is safe for
+// concurrent use.
+type DB struct {
+	sdk SDK
+	// direct is nil when the client's settings leave nothing to send
+	// directly (Direct reports why).
+	direct *sender
+	why    string
+	stats  *Stats
+}
+
+// Stats counts what a DB did; read it with (*DB).Stats.
+type Stats struct {
+	// Sent is the UpdateItems sent directly, and Succeeded those of them
+	// answered 200 with a matching checksum.
+	Sent, Succeeded counter
+	// Resent is the direct sends handed to the SDK client after their
+	// answer (or its absence).
+	Resent counter
+	// Passed is the UpdateItems handed to the SDK client untouched (not
+	// a shape the package sends).
+	Passed counter
+}
+
+// sender holds what a direct send needs, fixed when the DB is made.
+type sender struct {
+	http     dynamodb.HTTPClient
+	creds    aws.CredentialsProvider
+	signer   *v4.Signer
+	region   string
+	url      string
+	host     string
+	checksum bool
+	now      func() time.Time
+	// headers are the fixed headers' values, shared read-only by every
+	// request (the signer and the transport only read them).
+	headers struct{ contentType, target, identity []string }
+}
+
+// maxAnswer bounds the bytes read of an answer the package reads itself:
+// a success is "{}", an error a few hundred bytes.
+const maxAnswer = 64 << 10
+
+// Option changes how New makes a DB.
+type Option func(*settings)
+
+type settings struct{ now func() time.Time }
+
+// WithClock sets the clock that dates the signatures (default time.Now).
+func WithClock(now func() time.Time) Option { return func(s *settings) { s.now = now } }
+
+// New returns the DB over client, with the endpoint client resolves for
+// its region (or its BaseEndpoint) resolved once, now. A client whose
+// settings the package cannot follow by itself (no credentials, an
+// endpoint that needs headers or an account id) yields a DB that sends
+// every call through the client; (*DB).Direct says so.
+func New(ctx context.Context, client *dynamodb.Client, opts ...Option) (*DB, error) {
+	s := settings{now: time.Now}
+	for _, o := range opts {
+		o(&s)
+	}
+	db := &DB{sdk: client, stats: &Stats{}}
+	o := client.Options()
+	switch {
+	case o.Credentials == nil:
+		db.why = "the client has no credentials (anonymous)"
+		return db, nil
+	case o.AccountIDEndpointMode == aws.AccountIDEndpointModeRequired:
+		db.why = "the client requires account-id endpoints"
+		return db, nil
+	case o.HTTPClient == nil:
+		db.why = "the client has no HTTP client"
+		return db, nil
+	}
+	params := dynamodb.EndpointParameters{
+		Region:       aws.String(o.Region),
+		Endpoint:     o.BaseEndpoint,
+		UseFIPS:      aws.Bool(o.EndpointOptions.UseFIPSEndpoint == aws.FIPSEndpointStateEnabled),
+		UseDualStack: aws.Bool(o.EndpointOptions.UseDualStackEndpoint == aws.DualStackEndpointStateEnabled),
+	}
+	resolver := o.EndpointResolverV2
+	if resolver == nil {
+		resolver = dynamodb.NewDefaultEndpointResolverV2()
+	}
+	ep, err := resolver.ResolveEndpoint(ctx, params)
+	if err != nil {
+		return nil, fmt.Errorf("condwrite: resolving the endpoint of region %q: %w", o.Region, err)
+	}
+	if len(ep.Headers) != 0 {
+		db.why = "the client's endpoint needs headers of its own"
+		return db, nil
+	}
+	u := ep.URI
+	if u.Path == "" {
+		u.Path = "/"
+	}
+	db.direct = &sender{
+		http:     o.HTTPClient,
+		creds:    o.Credentials,
+		signer:   v4.NewSigner(),
+		region:   o.Region,
+		url:      u.String(),
+		host:     u.Host,
+		checksum: !o.DisableValidateResponseChecksum,
+		now:      s.now,
+	}
+	db.direct.headers.contentType = []string{"application/x-amz-json-1.0"}
+	db.direct.headers.target = []string{"DynamoDB_20120810.UpdateItem"}
+	db.direct.headers.identity = []string{"identity"}
+	return db, nil
+}
+
+// Over returns a DB that sends every call through sdk: for a client that is
+// not an SDK client (a test's recorder), which has no settings to follow.
+func Over(sdk SDK) *DB {
+	return &DB{sdk: sdk, why: "not an SDK client", stats: &Stats{}}
+}
+
+// Direct reports whether the DB sends conditional UpdateItems itself and,
+// when it does not, why.
+func (db *DB) Direct() (bool, string) { return db.direct != nil, db.why }
+
+// Endpoint is the URL conditional UpdateItems are sent to, or "" when the
+// DB sends none itself.
+func (db *DB) Endpoint() string {
+	if db.direct == nil {
+		return ""
+	}
+	return db.direct.url
+}
+
+// Stats returns the DB's counts so far.
+func (db *DB) Stats() Counts {
+	return Counts{
+		Sent:      db.stats.Sent.load(),
+		Succeeded: db.stats.Succeeded.load(),
+		Resent:    db.stats.Resent.load(),
+		Passed:    db.stats.Passed.load(),
+	}
+}
+
+// Counts is a copy of a DB's Stats.
+type Counts struct{ Sent, Succeeded, Resent, Passed int64 }
+
+// PutItem is the SDK client's.
+func (db *DB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	return db.sdk.PutItem(ctx, in, optFns...)
+}
+
+// GetItem is the SDK client's.
+func (db *DB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	return db.sdk.GetItem(ctx, in, optFns...)
+}
+
+// TransactWriteItems is the SDK client's.
+func (db *DB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	return db.sdk.TransactWriteItems(ctx, in, optFns...)
+}
+
+// UpdateItem sends in itself when it is a shape the package sends (the
+// package doc) and takes a 200 answer as its success; otherwise, or after
+// any other answer, the SDK client sends it.
+func (db *DB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if db.direct == nil || len(optFns) != 0 {
+		db.stats.Passed.add()
+		return db.sdk.UpdateItem(ctx, in, optFns...)
+	}
+	body, ok := appendUpdate(make([]byte, 0, requestSize(in)), in)
+	if !ok {
+		db.stats.Passed.add()
+		return db.sdk.UpdateItem(ctx, in)
+	}
+	db.stats.Sent.add()
+	done, err := db.direct.send(ctx, body)
+	switch {
+	case done:
+		db.stats.Succeeded.add()
+		return &dynamodb.UpdateItemOutput{}, nil
+	case err != nil:
+		return nil, err
+	}
+	db.stats.Resent.add()
+	return db.sdk.UpdateItem(ctx, in)
+}
+
+// ChecksumError is a 200 answer whose CRC32 did not match its body: the
+// write took effect, and the answer was damaged on its way.
+type ChecksumError struct {
+	Want, Got uint32
+}
+
+func (e *ChecksumError) Error() string {
+	return fmt.Sprintf("condwrite: UpdateItem answered 200 with CRC32 %d, body's is %d (the write took effect)", e.Want, e.Got)
+}
+
+// send posts one UpdateItem body. It returns done for a 200 answer with a
+// matching checksum; an error for an answer that cannot be sent again (a
+// damaged 200, or ctx ended); neither for an answer the SDK client should
+// have (any other status, or none).
+func (s *sender) send(ctx context.Context, body []byte) (done bool, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
+	if err != nil {
+		return false, fmt.Errorf("condwrite: %w", err)
+	}
+	req.Host = s.host
+	req.ContentLength = int64(len(body))
+	req.Header = http.Header{
+		"Content-Type":    s.headers.contentType,
+		"X-Amz-Target":    s.headers.target,
+		"Accept-Encoding": s.headers.identity,
+	}
+	creds, err := s.creds.Retrieve(ctx)
+	if err != nil {
+		// The SDK client retrieves them again and says why it cannot.
+		return false, nil
+	}
+	sum := sha256.Sum256(body)
+	if err := s.signer.SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), "dynamodb", s.region, s.now()); err != nil {
+		return false, nil
+	}
+	resp, err := s.http.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, fmt.Errorf("condwrite: UpdateItem: %w", ctx.Err())
+		}
+		return false, nil
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxAnswer))
+		return false, nil
+	}
+	var buf [64]byte
+	answer, err := readAll(resp.Body, buf[:0])
+	if err != nil {
+		// The write took effect; its answer did not arrive whole.
+		return false, fmt.Errorf("condwrite: reading UpdateItem's 200 answer: %w", err)
+	}
+	if s.checksum {
+		if v := resp.Header.Get("X-Amz-Crc32"); v != "" {
+			want, err := strconv.ParseUint(v, 10, 32)
+			if err != nil {
+				return false, fmt.Errorf("condwrite: UpdateItem answered 200 with CRC32 header %q: %w", v, err)
+			}
+			if got := crc32.ChecksumIEEE(answer); uint32(want) != got {
+				return false, &ChecksumError{Want: uint32(want), Got: got}
+			}
+		}
+	}
+	return true, nil
+}
+
+// errTooLong is an answer longer than maxAnswer.
+var errTooLong = errors.New("answer longer than 64 KiB")
+
+// readAll reads r to its end into buf, growing it as needed, up to
+// maxAnswer bytes.
+func readAll(r io.Reader, buf []byte) ([]byte, error) {
+	for {
+		if len(buf) == cap(buf) {
+			if len(buf) >= maxAnswer {
+				return nil, errTooLong
+			}
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
