@@ -19,6 +19,11 @@
 //     checks it unless the client turns that off). A 200 whose checksum
 //     does not match is an error (*ChecksumError): the write took effect,
 //     the answer was damaged, and the SDK too returns an error there.
+//   - a refused condition (400, ConditionalCheckFailedException) whose
+//     answer it reads whole (its checksum, and the old item in the subset
+//     of core/internal/ddbjson) is returned as the SDK returns it: a
+//     *types.ConditionalCheckFailedException with the item, in a
+//     *smithy.OperationError. The write did not take effect.
 //   - any other answer, and a request that failed in transit, is sent again
 //     through the SDK client, which types the error (a refused condition
 //     comes back as *types.ConditionalCheckFailedException with its item),
@@ -49,6 +54,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 )
 
 // SDK is the part of the SDK client a DB hands calls to.
@@ -76,6 +83,9 @@ type Stats struct {
 	// Sent is the UpdateItems sent directly, and Succeeded those of them
 	// answered 200 with a matching checksum.
 	Sent, Succeeded counter
+	// Refused is the direct sends answered with a refused condition
+	// that the package read whole and returned.
+	Refused counter
 	// Resent is the direct sends handed to the SDK client after their
 	// answer (or its absence).
 	Resent counter
@@ -196,13 +206,14 @@ func (db *DB) Stats() Counts {
 	return Counts{
 		Sent:      db.stats.Sent.load(),
 		Succeeded: db.stats.Succeeded.load(),
+		Refused:   db.stats.Refused.load(),
 		Resent:    db.stats.Resent.load(),
 		Passed:    db.stats.Passed.load(),
 	}
 }
 
 // Counts is a copy of a DB's Stats.
-type Counts struct{ Sent, Succeeded, Resent, Passed int64 }
+type Counts struct{ Sent, Succeeded, Refused, Resent, Passed int64 }
 
 // PutItem is the SDK client's.
 func (db *DB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
@@ -233,11 +244,14 @@ func (db *DB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optF
 		return db.sdk.UpdateItem(ctx, in)
 	}
 	db.stats.Sent.add()
-	done, err := db.direct.send(ctx, body)
+	done, refused, err := db.direct.send(ctx, body)
 	switch {
 	case done:
 		db.stats.Succeeded.add()
 		return &dynamodb.UpdateItemOutput{}, nil
+	case refused != nil:
+		db.stats.Refused.add()
+		return nil, &smithy.OperationError{ServiceID: dynamodb.ServiceID, OperationName: "UpdateItem", Err: refused}
 	case err != nil:
 		return nil, err
 	}
@@ -256,13 +270,14 @@ func (e *ChecksumError) Error() string {
 }
 
 // send posts one UpdateItem body. It returns done for a 200 answer with a
-// matching checksum; an error for an answer that cannot be sent again (a
-// damaged 200, or ctx ended); neither for an answer the SDK client should
-// have (any other status, or none).
-func (s *sender) send(ctx context.Context, body []byte) (done bool, err error) {
+// matching checksum; refused for a refused condition whose answer it reads
+// whole (refused.go); an error for an answer that cannot be sent again (a
+// damaged 200, or ctx ended); none of them for an answer the SDK client
+// should have (any other, or none).
+func (s *sender) send(ctx context.Context, body []byte) (done bool, refused *types.ConditionalCheckFailedException, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
 	if err != nil {
-		return false, fmt.Errorf("condwrite: %w", err)
+		return false, nil, fmt.Errorf("condwrite: %w", err)
 	}
 	req.Host = s.host
 	req.ContentLength = int64(len(body))
@@ -274,42 +289,45 @@ func (s *sender) send(ctx context.Context, body []byte) (done bool, err error) {
 	creds, err := s.creds.Retrieve(ctx)
 	if err != nil {
 		// The SDK client retrieves them again and says why it cannot.
-		return false, nil
+		return false, nil, nil
 	}
 	sum := sha256.Sum256(body)
 	if err := s.signer.SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), "dynamodb", s.region, s.now()); err != nil {
-		return false, nil
+		return false, nil, nil
 	}
 	resp, err := s.http.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return false, fmt.Errorf("condwrite: UpdateItem: %w", ctx.Err())
+			return false, nil, fmt.Errorf("condwrite: UpdateItem: %w", ctx.Err())
 		}
-		return false, nil
+		return false, nil, nil
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusBadRequest {
+		return false, s.refusal(resp), nil
+	}
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxAnswer))
-		return false, nil
+		return false, nil, nil
 	}
 	var buf [64]byte
 	answer, err := readAll(resp.Body, buf[:0])
 	if err != nil {
 		// The write took effect; its answer did not arrive whole.
-		return false, fmt.Errorf("condwrite: reading UpdateItem's 200 answer: %w", err)
+		return false, nil, fmt.Errorf("condwrite: reading UpdateItem's 200 answer: %w", err)
 	}
 	if s.checksum {
 		if v := resp.Header.Get("X-Amz-Crc32"); v != "" {
 			want, err := strconv.ParseUint(v, 10, 32)
 			if err != nil {
-				return false, fmt.Errorf("condwrite: UpdateItem answered 200 with CRC32 header %q: %w", v, err)
+				return false, nil, fmt.Errorf("condwrite: UpdateItem answered 200 with CRC32 header %q: %w", v, err)
 			}
 			if got := crc32.ChecksumIEEE(answer); uint32(want) != got {
-				return false, &ChecksumError{Want: uint32(want), Got: got}
+				return false, nil, &ChecksumError{Want: uint32(want), Got: got}
 			}
 		}
 	}
-	return true, nil
+	return true, nil, nil
 }
 
 // errTooLong is an answer longer than maxAnswer.

@@ -25,6 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/zae-limiter/zae-limiter-go/core/condwrite"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddblocal"
@@ -159,8 +160,58 @@ func TestWritesAsTheSDKWrites(t *testing.T) {
 		}
 	}
 	c := db.Stats()
-	if c.Sent != writes || c.Succeeded != writes-refused || c.Resent != refused || c.Passed != 0 {
-		t.Fatalf("counts %+v, want %d sent, %d succeeded, %d resent, none passed", c, writes, writes-refused, refused)
+	if c.Sent != writes || c.Succeeded != writes-refused || c.Refused+c.Resent != refused || c.Passed != 0 {
+		t.Fatalf("counts %+v, want %d sent, %d succeeded, %d refused or resent, none passed", c, writes, writes-refused, refused)
+	}
+}
+
+// TestRefusedConditionIsTheSDKs: a refused condition answered by DynamoDB
+// Local is returned as the SDK returns it (a
+// *types.ConditionalCheckFailedException with the same message and old
+// item, its code readable through errors.As as smithy.APIError), with no
+// second send; an old item outside the subset the package reads is left
+// to the SDK client, which sends the write again.
+func TestRefusedConditionIsTheSDKs(t *testing.T) {
+	viaDirect, viaSDK := ddbtest.NewBareTable(t), ddbtest.NewBareTable(t)
+	p := faultproxy.Start(t, viaDirect.Endpoint)
+	db := direct(t, p.DynamoDB())
+	refuse := func(name string, db interface {
+		UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	}, table, pk string) *types.ConditionalCheckFailedException {
+		t.Helper()
+		for _, seq := range []int{5, 5} {
+			_, err := db.UpdateItem(context.Background(), seqWrite(table, pk, seq, 3))
+			var ccf *types.ConditionalCheckFailedException
+			if errors.As(err, &ccf) {
+				var api smithy.APIError
+				if !errors.As(err, &api) || api.ErrorCode() != "ConditionalCheckFailedException" {
+					t.Fatalf("%s: %v has no API error code", name, err)
+				}
+				return ccf
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+		}
+		t.Fatalf("%s: the second write was not refused", name)
+		return nil
+	}
+	got := refuse("direct", db, viaDirect.Name, "plain")
+	want := refuse("sdk", viaSDK.DB, viaSDK.Name, "plain")
+	if got.ErrorMessage() != want.ErrorMessage() || !reflect.DeepEqual(render(got.Item), render(want.Item)) {
+		t.Fatalf("refused with %q %v; the SDK %q %v", got.ErrorMessage(), render(got.Item), want.ErrorMessage(), render(want.Item))
+	}
+	if c := db.Stats(); c.Refused != 1 || c.Resent != 0 || p.StatsFor("UpdateItem").Requests != 2 {
+		t.Fatalf("counts %+v, %d requests; want one refusal read directly, 2 requests", c, p.StatsFor("UpdateItem").Requests)
+	}
+	escaped := "quote\"s"
+	got = refuse("direct, escaped key", db, viaDirect.Name, escaped)
+	want = refuse("sdk, escaped key", viaSDK.DB, viaSDK.Name, escaped)
+	if !reflect.DeepEqual(render(got.Item), render(want.Item)) {
+		t.Fatalf("refused with %v; the SDK %v", render(got.Item), render(want.Item))
+	}
+	if c := db.Stats(); c.Refused != 1 || c.Resent != 1 {
+		t.Fatalf("counts %+v, want the escaped item's refusal resent", c)
 	}
 }
 
