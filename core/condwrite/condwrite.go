@@ -30,7 +30,9 @@
 //     retries and backs off as it always does. A 4xx answer means the write
 //     did not take effect; after a 5xx or a lost answer it may have, and
 //     the SDK's own retry would send it again just the same. The one send
-//     more than the SDK alone would make is that first one.
+//     more than the SDK alone would make is that first one, and for the
+//     next second (Pause) every UpdateItem goes through the SDK client, so
+//     that under throttling or failure its retry policy paces the client.
 //
 // A write that the condition of its own update makes false after it lands
 // (the snapshot write's seq# mark, the refill's rf) takes effect at most
@@ -49,6 +51,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -107,7 +110,17 @@ type sender struct {
 	// headers are the fixed headers' values, shared read-only by every
 	// request (the signer and the transport only read them).
 	headers struct{ contentType, target, identity []string }
+	// calmAt is when direct sends start again (Unix nanoseconds) after
+	// one that went wrong: until then every UpdateItem goes through the
+	// SDK client, whose retry policy paces the client under throttling
+	// or failure.
+	calmAt atomic.Int64
 }
+
+// Pause is how long the DB leaves every UpdateItem to the SDK client
+// after a direct send whose answer was neither a success nor a refused
+// condition (a throttle, a 5xx, a lost answer).
+const Pause = time.Second
 
 // maxAnswer bounds the bytes read of an answer the package reads itself:
 // a success is "{}", an error a few hundred bytes.
@@ -118,7 +131,8 @@ type Option func(*settings)
 
 type settings struct{ now func() time.Time }
 
-// WithClock sets the clock that dates the signatures (default time.Now).
+// WithClock sets the clock that dates the signatures and times the pause
+// after trouble (default time.Now).
 func WithClock(now func() time.Time) Option { return func(s *settings) { s.now = now } }
 
 // New returns the DB over client, with the endpoint client resolves for
@@ -234,7 +248,7 @@ func (db *DB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWrite
 // package doc) and takes a 200 answer as its success; otherwise, or after
 // any other answer, the SDK client sends it.
 func (db *DB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	if db.direct == nil || len(optFns) != 0 {
+	if db.direct == nil || len(optFns) != 0 || db.direct.paused() {
 		db.stats.Passed.add()
 		return db.sdk.UpdateItem(ctx, in, optFns...)
 	}
@@ -244,19 +258,43 @@ func (db *DB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optF
 		return db.sdk.UpdateItem(ctx, in)
 	}
 	db.stats.Sent.add()
-	done, refused, err := db.direct.send(ctx, body)
+	got, refused, err := db.direct.send(ctx, body)
 	switch {
-	case done:
-		db.stats.Succeeded.add()
-		return &dynamodb.UpdateItemOutput{}, nil
-	case refused != nil:
-		db.stats.Refused.add()
-		return nil, &smithy.OperationError{ServiceID: dynamodb.ServiceID, OperationName: "UpdateItem", Err: refused}
 	case err != nil:
 		return nil, err
+	case got == succeeded:
+		db.stats.Succeeded.add()
+		return &dynamodb.UpdateItemOutput{}, nil
+	case got == refusedRead:
+		db.stats.Refused.add()
+		return nil, &smithy.OperationError{ServiceID: dynamodb.ServiceID, OperationName: "UpdateItem", Err: refused}
+	case got == trouble:
+		db.direct.calmAt.Store(db.direct.now().Add(Pause).UnixNano())
 	}
 	db.stats.Resent.add()
 	return db.sdk.UpdateItem(ctx, in)
+}
+
+// answer is what became of a direct send.
+type answer int
+
+const (
+	// succeeded: a 200 with a matching checksum.
+	succeeded answer = iota
+	// refusedRead: a refused condition, read whole.
+	refusedRead
+	// refusedUnread: a refused condition the package does not read (its
+	// item is outside the subset); the SDK client sends it again.
+	refusedUnread
+	// trouble: any other answer, or none; the SDK client sends it again,
+	// and direct sends pause.
+	trouble
+)
+
+// paused reports whether direct sends are paused after trouble.
+func (s *sender) paused() bool {
+	calm := s.calmAt.Load()
+	return calm != 0 && s.now().UnixNano() < calm
 }
 
 // ChecksumError is a 200 answer whose CRC32 did not match its body: the
@@ -269,15 +307,13 @@ func (e *ChecksumError) Error() string {
 	return fmt.Sprintf("condwrite: UpdateItem answered 200 with CRC32 %d, body's is %d (the write took effect)", e.Want, e.Got)
 }
 
-// send posts one UpdateItem body. It returns done for a 200 answer with a
-// matching checksum; refused for a refused condition whose answer it reads
-// whole (refused.go); an error for an answer that cannot be sent again (a
-// damaged 200, or ctx ended); none of them for an answer the SDK client
-// should have (any other, or none).
-func (s *sender) send(ctx context.Context, body []byte) (done bool, refused *types.ConditionalCheckFailedException, err error) {
+// send posts one UpdateItem body and says what became of it (answer), with
+// the refused condition it read; or an error for an answer that cannot be
+// sent again (a damaged 200, or ctx ended).
+func (s *sender) send(ctx context.Context, body []byte) (answer, *types.ConditionalCheckFailedException, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
 	if err != nil {
-		return false, nil, fmt.Errorf("condwrite: %w", err)
+		return trouble, nil, fmt.Errorf("condwrite: %w", err)
 	}
 	req.Host = s.host
 	req.ContentLength = int64(len(body))
@@ -289,45 +325,46 @@ func (s *sender) send(ctx context.Context, body []byte) (done bool, refused *typ
 	creds, err := s.creds.Retrieve(ctx)
 	if err != nil {
 		// The SDK client retrieves them again and says why it cannot.
-		return false, nil, nil
+		return trouble, nil, nil
 	}
 	sum := sha256.Sum256(body)
 	if err := s.signer.SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), "dynamodb", s.region, s.now()); err != nil {
-		return false, nil, nil
+		return trouble, nil, nil
 	}
 	resp, err := s.http.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return false, nil, fmt.Errorf("condwrite: UpdateItem: %w", ctx.Err())
+			return trouble, nil, fmt.Errorf("condwrite: UpdateItem: %w", ctx.Err())
 		}
-		return false, nil, nil
+		return trouble, nil, nil
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusBadRequest {
-		return false, s.refusal(resp), nil
+		refused, got := s.refusal(resp)
+		return got, refused, nil
 	}
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxAnswer))
-		return false, nil, nil
+		return trouble, nil, nil
 	}
 	var buf [64]byte
-	answer, err := readAll(resp.Body, buf[:0])
+	text, err := readAll(resp.Body, buf[:0])
 	if err != nil {
 		// The write took effect; its answer did not arrive whole.
-		return false, nil, fmt.Errorf("condwrite: reading UpdateItem's 200 answer: %w", err)
+		return trouble, nil, fmt.Errorf("condwrite: reading UpdateItem's 200 answer: %w", err)
 	}
 	if s.checksum {
 		if v := resp.Header.Get("X-Amz-Crc32"); v != "" {
 			want, err := strconv.ParseUint(v, 10, 32)
 			if err != nil {
-				return false, nil, fmt.Errorf("condwrite: UpdateItem answered 200 with CRC32 header %q: %w", v, err)
+				return trouble, nil, fmt.Errorf("condwrite: UpdateItem answered 200 with CRC32 header %q: %w", v, err)
 			}
-			if got := crc32.ChecksumIEEE(answer); uint32(want) != got {
-				return false, nil, &ChecksumError{Want: uint32(want), Got: got}
+			if got := crc32.ChecksumIEEE(text); uint32(want) != got {
+				return trouble, nil, &ChecksumError{Want: uint32(want), Got: got}
 			}
 		}
 	}
-	return true, nil, nil
+	return succeeded, nil, nil
 }
 
 // errTooLong is an answer longer than maxAnswer.

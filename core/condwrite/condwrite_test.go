@@ -28,6 +28,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/zae-limiter/zae-limiter-go/core/condwrite"
+	"github.com/zae-limiter/zae-limiter-go/internal/clock"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddblocal"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
 	"github.com/zae-limiter/zae-limiter-go/internal/faultproxy"
@@ -255,12 +256,15 @@ func TestPassesWhatItDoesNotSend(t *testing.T) {
 // TestAfterTroubleTheSDKSends: through a fault proxy, a direct send that
 // is refused before it lands (a 500, a throttle) or lands and loses its
 // answer (a 500 after DynamoDB applied it) is sent again through the SDK
-// client; the write takes effect exactly once. A send that outlives its
-// context is an error, not sent again.
+// client; the write takes effect exactly once. For the next second
+// (condwrite.Pause, by the DB's clock) every write goes through the SDK
+// client; then direct sends resume. A send that outlives its context is an
+// error, not sent again.
 func TestAfterTroubleTheSDKSends(t *testing.T) {
 	tbl := ddbtest.NewBareTable(t)
 	p := faultproxy.Start(t, tbl.Endpoint)
-	db := direct(t, p.DynamoDB(func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }))
+	clk := clock.NewManual(time.Date(2024, 2, 29, 23, 59, 59, 0, time.UTC))
+	db := direct(t, p.DynamoDB(func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }), condwrite.WithClock(clk.Now))
 	for i, c := range []struct {
 		name    string
 		fault   faultproxy.Fault
@@ -295,6 +299,22 @@ func TestAfterTroubleTheSDKSends(t *testing.T) {
 		got := items(t, tbl)[`S:`+pk+` S:#USAGE`]
 		if !strings.Contains(got, "tokens=N:5 ") {
 			t.Fatalf("%s: item %q, want tokens 5 (applied once)", c.name, got)
+		}
+		// Paused: the next write goes through the SDK client, until the
+		// pause has passed.
+		clk.Advance(condwrite.Pause - time.Nanosecond)
+		if _, err := db.UpdateItem(context.Background(), seqWrite(tbl.Name, pk, 2, 1)); err != nil {
+			t.Fatal(err)
+		}
+		if now := db.Stats(); now.Passed != after.Passed+1 || now.Sent != after.Sent {
+			t.Fatalf("%s: counts %+v then %+v, want the write during the pause passed to the SDK", c.name, after, now)
+		}
+		clk.Advance(time.Nanosecond)
+		if _, err := db.UpdateItem(context.Background(), seqWrite(tbl.Name, pk, 3, 1)); err != nil {
+			t.Fatal(err)
+		}
+		if now := db.Stats(); now.Succeeded != after.Succeeded+1 {
+			t.Fatalf("%s: counts %+v then %+v, want direct sends again after the pause", c.name, after, now)
 		}
 	}
 

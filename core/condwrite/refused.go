@@ -1,6 +1,7 @@
 package condwrite
 
 import (
+	"bytes"
 	"hash/crc32"
 	"net/http"
 	"strconv"
@@ -18,22 +19,32 @@ const refusedCode = "ConditionalCheckFailedException"
 // holds, as the SDK decodes it, when the package can read it whole: its
 // checksum matches (when checked and sent), its error code is a refused
 // condition, and its old item, if any, is in core/internal/ddbjson's
-// subset. Otherwise nil: the SDK client sends the write again (a 400 did
-// not apply it) and reads the answer itself.
-func (s *sender) refusal(resp *http.Response) *types.ConditionalCheckFailedException {
-	answer, err := readAll(resp.Body, make([]byte, 0, 512))
+// subset (refusedRead). Otherwise the SDK client sends the write again (a
+// 400 did not apply it) and reads the answer itself: refusedUnread when
+// the answer names a refused condition anywhere, trouble for any other
+// (a throttle, a validation error).
+func (s *sender) refusal(resp *http.Response) (*types.ConditionalCheckFailedException, answer) {
+	text, err := readAll(resp.Body, make([]byte, 0, 512))
 	if err != nil {
-		return nil
+		return nil, trouble
 	}
+	errorType := resp.Header.Get("X-Amzn-Errortype")
+	names := strings.Contains(errorType, refusedCode) || bytes.Contains(text, []byte(refusedCode))
 	if s.checksum {
 		if v := resp.Header.Get("X-Amz-Crc32"); v != "" {
 			want, err := strconv.ParseUint(v, 10, 32)
-			if err != nil || uint32(want) != crc32.ChecksumIEEE(answer) {
-				return nil
+			if err != nil || uint32(want) != crc32.ChecksumIEEE(text) {
+				return nil, trouble
 			}
 		}
 	}
-	return readRefusal(resp.Header.Get("X-Amzn-Errortype"), answer)
+	if refused := readRefusal(errorType, text); refused != nil {
+		return refused, refusedRead
+	}
+	if names {
+		return nil, refusedUnread
+	}
+	return nil, trouble
 }
 
 // readRefusal reads a refused condition from a 400 answer's error type
