@@ -129,10 +129,7 @@ func newEnvOver(t *testing.T, cfg aggregator.Config, o aggregator.Options, direc
 	}
 	var aggDB aggregator.DB = p.DynamoDB(func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
 	if direct {
-		db, err := condwrite.New(context.Background(), p.DynamoDB(func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }))
-		if err != nil {
-			t.Fatal(err)
-		}
+		db := condwrite.New(context.Background(), p.DynamoDB(func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }))
 		if ok, why := db.Direct(); !ok {
 			t.Fatalf("condwrite sends nothing itself: %s", why)
 		}

@@ -17,10 +17,7 @@ import (
 // allocations and bytes per write.
 func BenchmarkSnapshotWrite(b *testing.B) {
 	tbl := ddbtest.NewBareTable(b)
-	db, err := condwrite.New(context.Background(), tbl.DB)
-	if err != nil {
-		b.Fatal(err)
-	}
+	db := condwrite.New(context.Background(), tbl.DB)
 	var seqDirect, seqSDK int
 	viaDirect := func() error {
 		seqDirect++

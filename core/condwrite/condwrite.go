@@ -51,6 +51,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -78,11 +79,11 @@ type DB struct {
 	// directly (Direct reports why).
 	direct *sender
 	why    string
-	stats  *Stats
+	stats  *stats
 }
 
-// Stats counts what a DB did; read it with (*DB).Stats.
-type Stats struct {
+// stats counts what a DB did; read it with (*DB).Stats.
+type stats struct {
 	// Sent is the UpdateItems sent directly, and Succeeded those of them
 	// answered 200 with a matching checksum.
 	Sent, Succeeded counter
@@ -137,32 +138,42 @@ func WithClock(now func() time.Time) Option { return func(s *settings) { s.now =
 
 // New returns the DB over client, with the endpoint client resolves for
 // its region (or its BaseEndpoint) resolved once, now. A client whose
-// settings the package cannot follow by itself (no credentials, an
-// endpoint that needs headers or an account id) yields a DB that sends
-// every call through the client; (*DB).Direct says so.
-func New(ctx context.Context, client *dynamodb.Client, opts ...Option) (*DB, error) {
+// settings the package cannot follow by itself (no or anonymous
+// credentials, an endpoint that needs headers, an account id or does not
+// resolve) yields a DB that sends every call through the client;
+// (*DB).Direct says so.
+func New(ctx context.Context, client *dynamodb.Client, opts ...Option) *DB {
 	s := settings{now: time.Now}
 	for _, o := range opts {
 		o(&s)
 	}
-	db := &DB{sdk: client, stats: &Stats{}}
+	db := &DB{sdk: client, stats: &stats{}}
 	o := client.Options()
 	switch {
 	case o.Credentials == nil:
 		db.why = "the client has no credentials (anonymous)"
-		return db, nil
+		return db
+	case isAnonymous(o.Credentials):
+		db.why = "the client's credentials are anonymous"
+		return db
 	case o.AccountIDEndpointMode == aws.AccountIDEndpointModeRequired:
 		db.why = "the client requires account-id endpoints"
-		return db, nil
+		return db
 	case o.HTTPClient == nil:
 		db.why = "the client has no HTTP client"
-		return db, nil
+		return db
+	case o.Region == "" || strings.Contains(o.Region, "fips"):
+		// No region, or a pseudo-region the SDK maps to another region
+		// for signing: the SDK's to resolve.
+		db.why = fmt.Sprintf("the client's region %q is not one the package signs for", o.Region)
+		return db
 	}
 	params := dynamodb.EndpointParameters{
-		Region:       aws.String(o.Region),
-		Endpoint:     o.BaseEndpoint,
-		UseFIPS:      aws.Bool(o.EndpointOptions.UseFIPSEndpoint == aws.FIPSEndpointStateEnabled),
-		UseDualStack: aws.Bool(o.EndpointOptions.UseDualStackEndpoint == aws.DualStackEndpointStateEnabled),
+		Region:                aws.String(o.Region),
+		AccountIdEndpointMode: aws.String(string(o.AccountIDEndpointMode)),
+		Endpoint:              o.BaseEndpoint,
+		UseFIPS:               aws.Bool(o.EndpointOptions.UseFIPSEndpoint == aws.FIPSEndpointStateEnabled),
+		UseDualStack:          aws.Bool(o.EndpointOptions.UseDualStackEndpoint == aws.DualStackEndpointStateEnabled),
 	}
 	resolver := o.EndpointResolverV2
 	if resolver == nil {
@@ -170,11 +181,13 @@ func New(ctx context.Context, client *dynamodb.Client, opts ...Option) (*DB, err
 	}
 	ep, err := resolver.ResolveEndpoint(ctx, params)
 	if err != nil {
-		return nil, fmt.Errorf("condwrite: resolving the endpoint of region %q: %w", o.Region, err)
+		// The SDK client reports it on every call, as it would without us.
+		db.why = fmt.Sprintf("the client's endpoint does not resolve: %v", err)
+		return db
 	}
 	if len(ep.Headers) != 0 {
 		db.why = "the client's endpoint needs headers of its own"
-		return db, nil
+		return db
 	}
 	u := ep.URI
 	if u.Path == "" {
@@ -193,13 +206,17 @@ func New(ctx context.Context, client *dynamodb.Client, opts ...Option) (*DB, err
 	db.direct.headers.contentType = []string{"application/x-amz-json-1.0"}
 	db.direct.headers.target = []string{"DynamoDB_20120810.UpdateItem"}
 	db.direct.headers.identity = []string{"identity"}
-	return db, nil
+	return db
 }
 
-// Over returns a DB that sends every call through sdk: for a client that is
-// not an SDK client (a test's recorder), which has no settings to follow.
-func Over(sdk SDK) *DB {
-	return &DB{sdk: sdk, why: "not an SDK client", stats: &Stats{}}
+// isAnonymous reports whether p is the SDK's anonymous provider, with
+// which the SDK sends requests unsigned.
+func isAnonymous(p aws.CredentialsProvider) bool {
+	switch p.(type) {
+	case aws.AnonymousCredentials, *aws.AnonymousCredentials:
+		return true
+	}
+	return false
 }
 
 // Direct reports whether the DB sends conditional UpdateItems itself and,

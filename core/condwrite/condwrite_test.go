@@ -40,10 +40,7 @@ func TestMain(m *testing.M) { ddbtest.Main(m) }
 // conditional UpdateItems itself.
 func direct(t *testing.T, client *dynamodb.Client, opts ...condwrite.Option) *condwrite.DB {
 	t.Helper()
-	db, err := condwrite.New(context.Background(), client, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := condwrite.New(context.Background(), client, opts...)
 	if ok, why := db.Direct(); !ok {
 		t.Fatalf("the DB sends nothing itself: %s", why)
 	}
@@ -449,8 +446,9 @@ func TestSignsAsSigV4(t *testing.T) {
 }
 
 // TestNewFollowsTheClient: the endpoint is the client's (its region's,
-// FIPS when asked, or its BaseEndpoint); a client with no credentials or
-// one that requires account-id endpoints sends everything through the SDK.
+// FIPS when asked, or its BaseEndpoint); a client with no or anonymous
+// credentials, one that requires account-id endpoints, or one whose
+// endpoint does not resolve sends everything through the SDK.
 func TestNewFollowsTheClient(t *testing.T) {
 	creds := credentials.NewStaticCredentialsProvider("a", "b", "")
 	for _, c := range []struct {
@@ -462,13 +460,13 @@ func TestNewFollowsTheClient(t *testing.T) {
 		{"FIPS", dynamodb.Options{Region: "us-east-1", Credentials: creds, EndpointOptions: dynamodb.EndpointResolverOptions{UseFIPSEndpoint: aws.FIPSEndpointStateEnabled}}, "https://dynamodb-fips.us-east-1.amazonaws.com/"},
 		{"China", dynamodb.Options{Region: "cn-north-1", Credentials: creds}, "https://dynamodb.cn-north-1.amazonaws.com.cn/"},
 		{"base endpoint", dynamodb.Options{Region: "eu-west-1", Credentials: creds, BaseEndpoint: aws.String("http://localhost:8000")}, "http://localhost:8000/"},
-		{"anonymous", dynamodb.Options{Region: "eu-west-1"}, ""},
+		{"no credentials", dynamodb.Options{Region: "eu-west-1"}, ""},
+		{"anonymous", dynamodb.Options{Region: "eu-west-1", Credentials: aws.AnonymousCredentials{}}, ""},
+		{"no region", dynamodb.Options{Credentials: creds}, ""},
+		{"FIPS pseudo-region", dynamodb.Options{Region: "fips-us-east-1", Credentials: creds}, ""},
 		{"account-id endpoints required", dynamodb.Options{Region: "eu-west-1", Credentials: creds, AccountIDEndpointMode: aws.AccountIDEndpointModeRequired}, ""},
 	} {
-		db, err := condwrite.New(context.Background(), dynamodb.New(c.o))
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
+		db := condwrite.New(context.Background(), dynamodb.New(c.o))
 		ok, why := db.Direct()
 		if got := db.Endpoint(); got != c.want || ok != (c.want != "") || ok == (why != "") {
 			t.Errorf("%s: endpoint %q, direct %v (%q); want %q", c.name, got, ok, why, c.want)

@@ -1,6 +1,7 @@
 package condwrite
 
 import (
+	"strings"
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -14,6 +15,7 @@ import (
 func appendUpdate(buf []byte, in *dynamodb.UpdateItemInput) ([]byte, bool) {
 	switch {
 	case in == nil, in.TableName == nil, in.Key == nil, in.UpdateExpression == nil,
+		strings.HasPrefix(*in.TableName, "arn:"), // the SDK may route it by its account
 		in.ConditionExpression == nil || *in.ConditionExpression == "",
 		in.AttributeUpdates != nil, in.Expected != nil, in.ConditionalOperator != "",
 		in.ReturnValues != "" && in.ReturnValues != types.ReturnValueNone,

@@ -134,9 +134,12 @@ func TestShapesItDoesNotSend(t *testing.T) {
 		"empty condition":      func(in *dynamodb.UpdateItemInput) { in.ConditionExpression = aws.String("") },
 		"no update expression": func(in *dynamodb.UpdateItemInput) { in.UpdateExpression = nil },
 		"no table":             func(in *dynamodb.UpdateItemInput) { in.TableName = nil },
-		"no key":               func(in *dynamodb.UpdateItemInput) { in.Key = nil },
-		"ALL_NEW":              func(in *dynamodb.UpdateItemInput) { in.ReturnValues = types.ReturnValueAllNew },
-		"consumed capacity":    func(in *dynamodb.UpdateItemInput) { in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal },
+		"table ARN": func(in *dynamodb.UpdateItemInput) {
+			in.TableName = aws.String("arn:aws:dynamodb:eu-west-1:123456789012:table/limits")
+		},
+		"no key":            func(in *dynamodb.UpdateItemInput) { in.Key = nil },
+		"ALL_NEW":           func(in *dynamodb.UpdateItemInput) { in.ReturnValues = types.ReturnValueAllNew },
+		"consumed capacity": func(in *dynamodb.UpdateItemInput) { in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal },
 		"collection metrics": func(in *dynamodb.UpdateItemInput) {
 			in.ReturnItemCollectionMetrics = types.ReturnItemCollectionMetricsSize
 		},

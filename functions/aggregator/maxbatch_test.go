@@ -169,10 +169,7 @@ func callFloors(b *testing.B, payload []byte) (floor, sdk callFloor) {
 	if _, err := h.Invoke(ctx, payload); err != nil {
 		b.Fatalf("Invoke: %v", err)
 	}
-	direct, err := condwrite.New(ctx, w.db)
-	if err != nil {
-		b.Fatal(err)
-	}
+	direct := condwrite.New(ctx, w.db)
 	return rec.replay(b, direct, ddbtest.NewTable(b).Name), rec.replay(b, w.db, ddbtest.NewTable(b).Name)
 }
 

@@ -45,10 +45,7 @@ func wire(ctx context.Context, log *slog.Logger, emulator bool) (*handler.Handle
 		o.DisableValidateResponseChecksum = emulator
 	})
 	s.Metrics = aggregator.WriterSink(os.Stdout)
-	direct, err := condwrite.New(ctx, db)
-	if err != nil {
-		return nil, wired{}, err
-	}
+	direct := condwrite.New(ctx, db)
 	h, err := handler.New(direct, s, log)
 	if err != nil {
 		return nil, wired{}, err

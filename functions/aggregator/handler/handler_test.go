@@ -115,10 +115,7 @@ func TestInvokeTakesTheTextAsHandleTakesTheEvent(t *testing.T) {
 			}
 			quietLog := slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil))
 			viaText, viaEvent := ddbtest.NewTable(t), ddbtest.NewTable(t)
-			db, err := condwrite.New(context.Background(), viaText.DB)
-			if err != nil {
-				t.Fatal(err)
-			}
+			db := condwrite.New(context.Background(), viaText.DB)
 			ht, err := handler.New(db, cfg(viaText), quietLog)
 			if err != nil {
 				t.Fatal(err)

@@ -485,10 +485,7 @@ func (a *App) localEnsureTable(ctx context.Context, db *dynamodb.Client, table s
 // the snapshots' sequence number high-water marks make that a no-op. Its
 // client is the Lambda's: condwrite sends the snapshot writes itself.
 func (a *App) localAggregate(ctx context.Context, db *dynamodb.Client, endpoint, table, streamARN, dataDir string, log *slog.Logger, report func(aggregatorProgress)) error {
-	direct, err := condwrite.New(ctx, db)
-	if err != nil {
-		return err
-	}
+	direct := condwrite.New(ctx, db)
 	h, err := handler.New(direct, handler.Settings{Config: aggregator.Config{TableName: table}}, log)
 	if err != nil {
 		return err
