@@ -21,19 +21,23 @@ while IFS= read -r dir; do
 	[[ -z "$targets" ]] && continue
 	bin="$work/$(echo "$dir" | tr '/.' '__').test"
 	pattern="^($(echo "$targets" | paste -sd'|'))\$"
+	built=$SECONDS
 	if ! go test -c -fuzz="$pattern" -o "$bin" "./$dir" >"$work/log" 2>&1; then
 		echo "fuzz ./$dir: build failed"
 		cat "$work/log"
 		status=1
 		continue
 	fi
+	echo "fuzz ./$dir: built in $((SECONDS - built)) s"
 	for target in $targets; do
+		ran=$SECONDS
 		echo "fuzz ./$dir $target ($fuzztime)"
 		if ! (cd "$root/$dir" && "$bin" -test.run='^$' -test.fuzz="^${target}\$" -test.fuzztime="$fuzztime" \
 			-test.fuzzcachedir="$fuzzcache" >"$work/log" 2>&1); then
 			cat "$work/log"
 			status=1
 		fi
+		echo "fuzz ./$dir $target: $((SECONDS - ran)) s"
 	done
 done < <(grep -rlE '^func Fuzz' --include='*_test.go' . | grep -v '^./infra/' | grep -v '/_' | xargs -n1 dirname | sed 's|^\./||' | sort -u)
 exit $status

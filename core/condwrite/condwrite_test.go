@@ -331,12 +331,14 @@ func TestAfterTroubleTheSDKSends(t *testing.T) {
 	}
 }
 
-// TestChecksum: a 200 answer's X-Amz-Crc32 is checked as the SDK checks
-// it. DynamoDB Local's own 200s pass; a damaged one (a server that sends
-// a wrong checksum: a fault DynamoDB Local cannot make) is a
-// *ChecksumError and is not sent again; a client with validation off
-// takes it.
-func TestChecksum(t *testing.T) {
+// TestAnswersAsTheSDKReadsThem: what a direct send makes of answers
+// DynamoDB Local cannot be made to give (a server that answers as told):
+// a 200 is a success whatever its CRC32 says, as the SDK client's answer
+// (its body is not used); a 200 that is not a JSON object is an error for
+// both, and not sent again; a refused condition is read when its CRC32
+// matches or is not checked, and otherwise sent again through the SDK.
+// DynamoDB Local's own 200s pass with the client's validation on.
+func TestAnswersAsTheSDKReadsThem(t *testing.T) {
 	tbl := ddbtest.NewBareTable(t)
 	db := direct(t, ddblocal.DynamoDB(tbl.Endpoint, func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = false }))
 	if _, err := db.UpdateItem(context.Background(), seqWrite(tbl.Name, "k", 1, 5)); err != nil {
@@ -346,43 +348,62 @@ func TestChecksum(t *testing.T) {
 		t.Fatalf("counts %+v, want the write sent directly", c)
 	}
 
-	var requests atomic.Int64
-	answer := "{}"
-	crc := crc32.ChecksumIEEE([]byte(answer))
+	crcOf := func(s string) string { return strconv.FormatUint(uint64(crc32.ChecksumIEEE([]byte(s))), 10) }
+	const refusal = `{"__type":"com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException","message":"The conditional request failed","Item":{"PK":{"S":"k"}}}`
 	for _, c := range []struct {
 		name     string
-		header   string
+		status   int
+		body     string
+		crc      string
 		validate bool
-		wantErr  bool
+		want     string // "ok", "refused" or "error"
+		requests int64  // the direct send and any resend
 	}{
-		{"right", strconv.FormatUint(uint64(crc), 10), true, false},
-		{"wrong", strconv.FormatUint(uint64(crc+1), 10), true, true},
-		{"wrong, validation off", strconv.FormatUint(uint64(crc+1), 10), false, false},
-		{"absent", "", true, false},
+		{"200, right CRC32", 200, "{}", crcOf("{}"), true, "ok", 1},
+		{"200, wrong CRC32", 200, "{}", crcOf("{} "), true, "ok", 1},
+		{"200, no CRC32", 200, "{}", "", true, "ok", 1},
+		{"200, not JSON", 200, "<html>hello</html>", "", true, "error", 1},
+		{"refused, right CRC32", 400, refusal, crcOf(refusal), true, "refused", 1},
+		{"refused, wrong CRC32", 400, refusal, crcOf(refusal + " "), true, "refused", 2},
+		{"refused, wrong CRC32 unchecked", 400, refusal, crcOf(refusal + " "), false, "refused", 1},
 	} {
+		var requests atomic.Int64
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			requests.Add(1)
-			if c.header != "" {
-				w.Header().Set("X-Amz-Crc32", c.header)
+			if c.crc != "" {
+				w.Header().Set("X-Amz-Crc32", c.crc)
 			}
-			_, _ = io.WriteString(w, answer)
+			w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+			w.WriteHeader(c.status)
+			_, _ = io.WriteString(w, c.body)
 		}))
-		requests.Store(0)
-		db := direct(t, ddblocal.DynamoDB(srv.URL, func(o *dynamodb.Options) {
+		client := ddblocal.DynamoDB(srv.URL, func(o *dynamodb.Options) {
 			o.DisableValidateResponseChecksum = !c.validate
 			o.RetryMaxAttempts = 1
-		}))
+		})
+		db := direct(t, client)
 		_, err := db.UpdateItem(context.Background(), seqWrite("t", "k", 1, 5))
+		sent := requests.Load()
+		_, sdkErr := client.UpdateItem(context.Background(), seqWrite("t", "k", 1, 5))
 		srv.Close()
-		var ce *condwrite.ChecksumError
-		switch {
-		case c.wantErr && !errors.As(err, &ce):
-			t.Errorf("%s: %v, want a *ChecksumError", c.name, err)
-		case !c.wantErr && err != nil:
-			t.Errorf("%s: %v", c.name, err)
+		outcome := func(err error) string {
+			var ccf *types.ConditionalCheckFailedException
+			switch {
+			case err == nil:
+				return "ok"
+			case errors.As(err, &ccf):
+				return "refused"
+			}
+			return "error"
 		}
-		if n := requests.Load(); n != 1 {
-			t.Errorf("%s: %d requests, want 1", c.name, n)
+		if got := outcome(err); got != c.want {
+			t.Errorf("%s: %s (%v), want %s", c.name, got, err, c.want)
+		}
+		if got := outcome(sdkErr); got != c.want {
+			t.Errorf("%s: the SDK client alone: %s (%v), want %s", c.name, got, sdkErr, c.want)
+		}
+		if sent != c.requests {
+			t.Errorf("%s: %d requests, want %d", c.name, sent, c.requests)
 		}
 	}
 }

@@ -14,21 +14,33 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// sdkRefusal returns what the SDK client makes of a 400 answer with body:
-// its refused condition, or nil when it reads another error.
-func sdkRefusal(tb testing.TB, body []byte) *types.ConditionalCheckFailedException {
-	tb.Helper()
-	client := dynamodb.New(dynamodb.Options{
+// refusalReader is an SDK client answered, with no network, by a 400
+// with a given body: what the SDK makes of that answer.
+type refusalReader struct {
+	client *dynamodb.Client
+	body   []byte
+}
+
+func newRefusalReader() *refusalReader {
+	r := &refusalReader{}
+	r.client = dynamodb.New(dynamodb.Options{
 		Region:                          "us-west-2",
 		Credentials:                     credentials.NewStaticCredentialsProvider("AKID", "SECRET", ""),
 		RetryMaxAttempts:                1,
 		DisableValidateResponseChecksum: true,
-		HTTPClient: doFunc(func(r *http.Request) (*http.Response, error) {
+		HTTPClient: doFunc(func(req *http.Request) (*http.Response, error) {
 			return &http.Response{StatusCode: 400, Header: http.Header{"Content-Type": {"application/x-amz-json-1.0"}},
-				Body: io.NopCloser(bytes.NewReader(body)), Request: r}, nil
+				Body: io.NopCloser(bytes.NewReader(r.body)), Request: req}, nil
 		}),
 	})
-	_, err := client.UpdateItem(context.Background(), snapshotLike())
+	return r
+}
+
+// sdkRefusal returns the SDK's refused condition from a 400 answer with
+// body, or nil when it reads another error. Not for concurrent use.
+func (r *refusalReader) sdkRefusal(body []byte) *types.ConditionalCheckFailedException {
+	r.body = body
+	_, err := r.client.UpdateItem(context.Background(), snapshotLike())
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
 		return ccf
@@ -39,6 +51,7 @@ func sdkRefusal(tb testing.TB, body []byte) *types.ConditionalCheckFailedExcepti
 // TestReadRefusal: the refused conditions the package reads, as the SDK
 // reads them; the answers it leaves to the SDK.
 func TestReadRefusal(t *testing.T) {
+	reader := newRefusalReader()
 	for _, c := range []struct {
 		name, body string
 		read       bool
@@ -65,7 +78,7 @@ func TestReadRefusal(t *testing.T) {
 		if got == nil {
 			continue
 		}
-		want := sdkRefusal(t, []byte(c.body))
+		want := reader.sdkRefusal([]byte(c.body))
 		if want == nil {
 			t.Fatalf("%s: the SDK reads no refused condition", c.name)
 		}
@@ -86,12 +99,13 @@ func FuzzReadRefusal(f *testing.F) {
 	f.Add([]byte(`{"__type":"com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException","message":"The conditional request failed","Item":{"PK":{"S":"a"},"n":{"N":"12"}}}`))
 	f.Add([]byte(`{"__type":"#ConditionalCheckFailedException","Item":{"f":{"BOOL":false},"z":{"NULL":true}}}`))
 	f.Add([]byte(`{"__type":"ValidationException"}`))
+	reader := newRefusalReader()
 	f.Fuzz(func(t *testing.T, body []byte) {
 		got := readRefusal("", body)
 		if got == nil {
 			return
 		}
-		want := sdkRefusal(t, body)
+		want := reader.sdkRefusal(body)
 		if want == nil {
 			t.Fatalf("read a refused condition from %q; the SDK reads none", body)
 		}
