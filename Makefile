@@ -61,17 +61,11 @@ lint:
 # fails make test at little cost. -short changes only the benchmarks (the
 # ones that time themselves take a tenth of their durations); no test reads
 # it. Their figures mean nothing here: make bench measures.
-#
-# Three packages run at once (UNIT_P), one more than this 2-core machine's
-# processors: their tests wait on DynamoDB Local, and with two at once the
-# processors sat idle a quarter of the time (vmstat, sampled every 10 s of
-# a clean run's test phase: 26.6 % idle).
-UNIT_P ?= 3
 SCALE_PKG := ./core/provision/scale
 SOAK_PKG := ./internal/soak
 ## unit: every test of the main module under -race and every benchmark once (the soak and the provisioner's scale test last, alone)
 unit:
-	go test -race -count=1 -p $(UNIT_P) -bench=. -benchtime=1x -short $$(go list ./... | grep -v -e '/core/provision/scale$$' -e '/internal/soak$$')
+	go test -race -count=1 -bench=. -benchtime=1x -short $$(go list ./... | grep -v -e '/core/provision/scale$$' -e '/internal/soak$$')
 	go test -race -count=1 -p 1 -timeout 20m $(SOAK_PKG) $(SCALE_PKG)
 
 ## fuzz: a short run of every fuzz target (FUZZTIME, 20000x by default)
