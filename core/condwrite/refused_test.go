@@ -1,15 +1,12 @@
 package condwrite
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"reflect"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
@@ -23,15 +20,8 @@ type refusalReader struct {
 
 func newRefusalReader() *refusalReader {
 	r := &refusalReader{}
-	r.client = dynamodb.New(dynamodb.Options{
-		Region:                          "us-west-2",
-		Credentials:                     credentials.NewStaticCredentialsProvider("AKID", "SECRET", ""),
-		RetryMaxAttempts:                1,
-		DisableValidateResponseChecksum: true,
-		HTTPClient: doFunc(func(req *http.Request) (*http.Response, error) {
-			return &http.Response{StatusCode: 400, Header: http.Header{"Content-Type": {"application/x-amz-json-1.0"}},
-				Body: io.NopCloser(bytes.NewReader(r.body)), Request: req}, nil
-		}),
+	r.client = offlineClient(func(req *http.Request) (*http.Response, error) {
+		return response(req, 400, string(r.body)), nil
 	})
 	return r
 }

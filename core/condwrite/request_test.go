@@ -26,21 +26,33 @@ type bodyCatcher struct {
 
 func newBodyCatcher() *bodyCatcher {
 	c := &bodyCatcher{}
-	c.client = dynamodb.New(dynamodb.Options{
+	c.client = offlineClient(func(r *http.Request) (*http.Response, error) {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			return nil, err
+		}
+		c.body = b
+		return response(r, 200, "{}"), nil
+	})
+	return c
+}
+
+// offlineClient is an SDK client (no retries, no checksum validation)
+// whose requests never leave the process: do answers each.
+func offlineClient(do doFunc) *dynamodb.Client {
+	return dynamodb.New(dynamodb.Options{
 		Region:                          "us-west-2",
 		Credentials:                     credentials.NewStaticCredentialsProvider("AKID", "SECRET", ""),
 		RetryMaxAttempts:                1,
 		DisableValidateResponseChecksum: true,
-		HTTPClient: doFunc(func(r *http.Request) (*http.Response, error) {
-			b, err := io.ReadAll(r.Body)
-			if err != nil {
-				return nil, err
-			}
-			c.body = b
-			return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(bytes.NewReader([]byte("{}"))), Request: r}, nil
-		}),
+		HTTPClient:                      do,
 	})
-	return c
+}
+
+// response is a JSON 1.0 response to r with status and body.
+func response(r *http.Request, status int, body string) *http.Response {
+	return &http.Response{StatusCode: status, Header: http.Header{"Content-Type": {"application/x-amz-json-1.0"}},
+		Body: io.NopCloser(bytes.NewReader([]byte(body))), Request: r}
 }
 
 // sdkBody returns the body the SDK client sends for in, or false when the
