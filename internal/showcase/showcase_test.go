@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -224,6 +225,11 @@ func TestRunShowsSnapshots(t *testing.T) {
 		if got, n := sum("hourly", c.entity, c.counter); got != c.want || n == 0 {
 			t.Errorf("hourly %s %s = %d over %d items, want %d\n%s", c.entity, c.counter, got, n, c.want, step)
 		}
+	}
+	// The snapshot writes went out as the Lambda sends them: directly,
+	// the redelivery's refused conditions read without the SDK.
+	if !regexp.MustCompile(`snapshot writes sent by condwrite without the SDK's stack: [1-9][0-9]* applied, [1-9][0-9]* refused conditions read \(the redelivery\); 0 sent again through the SDK`).MatchString(step) {
+		t.Errorf("step 8 does not show the snapshot writes sent directly:\n%s", step)
 	}
 	for _, want := range []string{"; 0 reported as failed", "snapshots unchanged: true",
 		// A Python client's scheduled bucket: halved in business hours,
