@@ -3,11 +3,11 @@
 # 20000x: a count of executions, not a duration, so a loaded machine runs the
 # same work more slowly instead of hitting the fuzzer's deadline mid-input).
 # Each package's fuzzing binary is built once (`go test -c -fuzz`, which
-# instruments it as `go test -fuzz` does) and run once per target, in the
-# package's folder, with the go command's fuzz cache, so testdata/fuzz
-# corpora and the cache's interesting inputs are used as `go test -fuzz`
-# would. Corpora under testdata/fuzz are replayed by the ordinary `go test`
-# run too.
+# instruments it as `go test -fuzz` does), all of them before the first
+# target runs, and run once per target, in the package's folder, with the
+# go command's fuzz cache, so testdata/fuzz corpora and the cache's
+# interesting inputs are used as `go test -fuzz` would. Corpora under
+# testdata/fuzz are replayed by the ordinary `go test` run too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -16,20 +16,49 @@ fuzzcache="$(go env GOCACHE)/fuzz"
 status=0
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-while IFS= read -r dir; do
-	targets=$(grep -ohE '^func (Fuzz[A-Za-z0-9_]+)\(' "$dir"/*_test.go | sed -E 's/^func (Fuzz[A-Za-z0-9_]+)\(/\1/' | sort)
-	[[ -z "$targets" ]] && continue
-	bin="$work/$(echo "$dir" | tr '/.' '__').test"
+mapfile -t dirs < <(grep -rlE '^func Fuzz' --include='*_test.go' . | grep -v '^./infra/' | grep -v '/_' | xargs -n1 dirname | sed 's|^\./||' | sort -u)
+
+targets_of() { grep -ohE '^func (Fuzz[A-Za-z0-9_]+)\(' "$1"/*_test.go | sed -E 's/^func (Fuzz[A-Za-z0-9_]+)\(/\1/' | sort; }
+bin_of() { echo "$work/$(echo "$1" | tr '/.' '__').test"; }
+
+# build DIR: the package's fuzzing binary, its log in $work, "ok" in its
+# .ok file when it built.
+build() {
+	local dir=$1 bin targets pattern built=$SECONDS
+	bin=$(bin_of "$dir")
+	targets=$(targets_of "$dir")
 	pattern="^($(echo "$targets" | paste -sd'|'))\$"
-	built=$SECONDS
-	if ! go test -c -fuzz="$pattern" -o "$bin" "./$dir" >"$work/log" 2>&1; then
+	if go test -c -fuzz="$pattern" -o "$bin" "./$dir" >"$bin.log" 2>&1; then
+		echo "fuzz ./$dir: built in $((SECONDS - built)) s"
+		touch "$bin.ok"
+	fi
+}
+
+# The binaries are built before any target runs, two at a time (a link is
+# one core's work), after the first alone: it compiles the instrumented
+# standard library and dependencies the others then share, and two go
+# commands compiling the same package at once would each compile it.
+build "${dirs[0]}"
+running=0
+for dir in "${dirs[@]:1}"; do
+	build "$dir" &
+	running=$((running + 1))
+	if ((running >= 2)); then
+		wait -n || true
+		running=$((running - 1))
+	fi
+done
+wait
+
+for dir in "${dirs[@]}"; do
+	bin=$(bin_of "$dir")
+	if [[ ! -e "$bin.ok" ]]; then
 		echo "fuzz ./$dir: build failed"
-		cat "$work/log"
+		cat "$bin.log"
 		status=1
 		continue
 	fi
-	echo "fuzz ./$dir: built in $((SECONDS - built)) s"
-	for target in $targets; do
+	for target in $(targets_of "$dir"); do
 		ran=$SECONDS
 		echo "fuzz ./$dir $target ($fuzztime)"
 		if ! (cd "$root/$dir" && "$bin" -test.run='^$' -test.fuzz="^${target}\$" -test.fuzztime="$fuzztime" \
@@ -39,5 +68,5 @@ while IFS= read -r dir; do
 		fi
 		echo "fuzz ./$dir $target: $((SECONDS - ran)) s"
 	done
-done < <(grep -rlE '^func Fuzz' --include='*_test.go' . | grep -v '^./infra/' | grep -v '/_' | xargs -n1 dirname | sed 's|^\./||' | sort -u)
+done
 exit $status

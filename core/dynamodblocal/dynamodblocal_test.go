@@ -6,10 +6,12 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -94,15 +96,30 @@ func TestInstalled(t *testing.T) {
 	}
 }
 
-// The real emulator answers after Start and is gone after Stop.
+// The real emulator answers after Start and is gone after Stop, with
+// both JIT tiers and with C1 alone (QuickJIT: the JVM runs with the flag,
+// and a JVM that refused it would not answer).
 func TestStartServeStop(t *testing.T) {
+	for _, quick := range []bool{false, true} {
+		t.Run(fmt.Sprintf("QuickJIT=%v", quick), func(t *testing.T) { startServeStop(t, quick) })
+	}
+}
+
+func startServeStop(t *testing.T, quick bool) {
 	ctx := context.Background()
-	s, err := Start(ctx, Options{Dir: installed(t), LogFile: filepath.Join(t.TempDir(), "ddb.log")})
+	s, err := Start(ctx, Options{Dir: installed(t), LogFile: filepath.Join(t.TempDir(), "ddb.log"), QuickJIT: quick})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := Ping(ctx, s.Endpoint); err != nil {
 		t.Fatalf("ping after start: %v", err)
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", s.PID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := slices.Contains(strings.Split(string(cmdline), "\x00"), "-XX:TieredStopAtLevel=1"); got != quick {
+		t.Errorf("QuickJIT %v: the JVM runs with C1 alone: %v (%q)", quick, got, cmdline)
 	}
 	if err := s.Stop(); err != nil {
 		t.Fatal(err)

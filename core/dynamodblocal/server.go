@@ -46,6 +46,13 @@ type Options struct {
 	MaxHeapMB int
 	// ReadyTimeout bounds the wait for the first answer (default 60 s).
 	ReadyTimeout time.Duration
+	// QuickJIT stops the JVM's JIT at its first tier (C1 alone,
+	// -XX:TieredStopAtLevel=1). The emulator then starts on about a third
+	// less CPU and spends far less compiling while it serves, which an
+	// emulator that lives for seconds or a minute gains; under minutes of
+	// sustained load it serves each request more slowly on C1's code than
+	// with both tiers (docs/design.md §1).
+	QuickJIT bool
 }
 
 // Server is a running emulator started by this process.
@@ -63,8 +70,7 @@ type Server struct {
 // Start runs DynamoDB Local and waits until it answers ListTables. A port
 // that already has a listener is refused with ErrPortInUse, before any
 // Java process starts. The JVM flags are docs/design.md §1's: a small heap
-// and the serial collector, with both JIT tiers (C1 alone starts sooner and
-// then serves every request more slowly).
+// and the serial collector, with both JIT tiers unless QuickJIT.
 func Start(ctx context.Context, o Options) (*Server, error) {
 	if !Installed(o.Dir) {
 		return nil, fmt.Errorf("%w in %q", ErrNotInstalled, o.Dir)
@@ -90,25 +96,12 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		return nil, fmt.Errorf("dynamodblocal: log: %w", err)
 	}
 	defer logf.Close()
-	heap := o.MaxHeapMB
-	if heap <= 0 {
-		heap = DefaultMaxHeapMB
-	}
-	args := []string{fmt.Sprintf("-Xmx%dm", heap), "-XX:+UseSerialGC",
-		"-Djava.library.path=" + filepath.Join(o.Dir, "DynamoDBLocal_lib"),
-		"-jar", filepath.Join(o.Dir, jarName),
-		"-port", strconv.Itoa(port), "-disableTelemetry"}
-	if o.SharedDB {
-		args = append(args, "-sharedDb")
-	}
-	if o.DataDir == "" {
-		args = append(args, "-inMemory")
-	} else {
+	if o.DataDir != "" {
 		if err := os.MkdirAll(o.DataDir, 0o755); err != nil {
 			return nil, fmt.Errorf("dynamodblocal: %w", err)
 		}
-		args = append(args, "-dbPath", o.DataDir)
 	}
+	args := o.javaArgs(port)
 	// Not CommandContext: the emulator's life is managed by Stop, not by ctx.
 	cmd := exec.Command(java, args...)
 	cmd.Dir = o.Dir
@@ -135,6 +128,30 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// javaArgs is the java command line of an emulator on port.
+func (o Options) javaArgs(port int) []string {
+	heap := o.MaxHeapMB
+	if heap <= 0 {
+		heap = DefaultMaxHeapMB
+	}
+	args := []string{fmt.Sprintf("-Xmx%dm", heap), "-XX:+UseSerialGC"}
+	if o.QuickJIT {
+		args = append(args, "-XX:TieredStopAtLevel=1")
+	}
+	args = append(args, "-Djava.library.path="+filepath.Join(o.Dir, "DynamoDBLocal_lib"),
+		"-jar", filepath.Join(o.Dir, jarName),
+		"-port", strconv.Itoa(port), "-disableTelemetry")
+	if o.SharedDB {
+		args = append(args, "-sharedDb")
+	}
+	if o.DataDir == "" {
+		args = append(args, "-inMemory")
+	} else {
+		args = append(args, "-dbPath", o.DataDir)
+	}
+	return args
 }
 
 // waitReady polls ListTables until it answers 200.

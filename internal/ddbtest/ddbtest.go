@@ -11,6 +11,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"os"
 	"regexp"
@@ -35,22 +36,35 @@ const EndpointEnv = "AWS_ENDPOINT_URL_DYNAMODB"
 // is the one place package state is the right tool: tests in one binary share
 // one JVM instead of paying its start-up per test.
 var shared struct {
-	once     sync.Once
-	endpoint string
-	server   *dynamodblocal.Server
-	err      error
+	once      sync.Once
+	endpoint  string
+	server    *dynamodblocal.Server
+	err       error
+	sustained bool // SustainedLoad: both JIT tiers
 }
+
+// An Option is a choice Main makes for the binary's emulator.
+type Option func()
+
+// SustainedLoad is for a binary whose tests load the emulator for minutes
+// on end (the provisioner's scale test, the soak): its emulator keeps both
+// JIT tiers, which serve a sustained load faster than C1 alone
+// (docs/design.md §1).
+func SustainedLoad() Option { return func() { shared.sustained = true } }
 
 // Main runs the package's tests and stops the emulator the harness started.
 // Use it from TestMain: func TestMain(m *testing.M) { ddbtest.Main(m) }.
-func Main(m *testing.M) {
-	os.Exit(Run(m))
+func Main(m *testing.M, opts ...Option) {
+	os.Exit(Run(m, opts...))
 }
 
 // Run is Main without the exit: it runs the tests, stops the emulator the
 // harness started and returns the exit code, for a TestMain that hands its
 // tests to another runner (testscript.Main takes a value with Run).
-func Run(m interface{ Run() int }) int {
+func Run(m interface{ Run() int }, opts ...Option) int {
+	for _, o := range opts {
+		o()
+	}
 	code := m.Run()
 	if shared.server != nil {
 		_ = shared.server.Stop()
@@ -64,20 +78,34 @@ func startShared() {
 		shared.endpoint = ep
 		return
 	}
-	shared.server, shared.err = start()
+	shared.server, shared.err = start(quickJIT(shared.sustained))
 	if shared.err == nil {
 		shared.endpoint = shared.server.Endpoint
 	}
 }
 
+// quickJIT reports whether the binary's emulators run C1 alone
+// (dynamodblocal.Options.QuickJIT; docs/design.md §1): yes for tests, and
+// for benchmarks run once with -short (make test's smoke run, whose figures
+// mean nothing); no for a binary that measures benchmarks (make bench),
+// whose figures would otherwise be C1's, and no under SustainedLoad.
+func quickJIT(sustained bool) bool {
+	if sustained {
+		return false
+	}
+	bench := flag.Lookup("test.bench")
+	benchmarking := bench != nil && bench.Value.String() != ""
+	return !benchmarking || (flag.Parsed() && testing.Short())
+}
+
 // start installs DynamoDB Local if needed and starts an emulator.
-func start() (*dynamodblocal.Server, error) {
+func start(quick bool) (*dynamodblocal.Server, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	dir, err := ddblocal.InstallDefault(ctx)
 	var srv *dynamodblocal.Server
 	if err == nil {
-		srv, err = dynamodblocal.Start(ctx, dynamodblocal.Options{Dir: dir})
+		srv, err = dynamodblocal.Start(ctx, dynamodblocal.Options{Dir: dir, QuickJIT: quick})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("ddbtest: no DynamoDB Local (set %s or install Java 17 and npm): %w", EndpointEnv, err)
@@ -102,7 +130,7 @@ func OwnEndpoint(tb testing.TB) string {
 		tb.Logf("ddbtest: %s is set: %s shares that emulator, so its figures depend on what ran there before", EndpointEnv, tb.Name())
 		return ep
 	}
-	srv, err := start()
+	srv, err := start(quickJIT(false))
 	if err != nil {
 		tb.Fatal(err)
 	}

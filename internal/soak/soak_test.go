@@ -10,7 +10,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/internal/soak"
 )
 
-func TestMain(m *testing.M) { ddbtest.Main(m) }
+func TestMain(m *testing.M) { ddbtest.Main(m, ddbtest.SustainedLoad()) }
 
 // TestSoakShort is `make soak` in 20 seconds with a fixed seed and every
 // fault kind on: every check must hold, and the run must have exercised

@@ -25,7 +25,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
 )
 
-func TestMain(m *testing.M) { ddbtest.Main(m) }
+func TestMain(m *testing.M) { ddbtest.Main(m, ddbtest.SustainedLoad()) }
 
 // Any manifest whose items DynamoDB can hold applies, and its Delete
 // removes every item it wrote: 1,700 entities with 250-character ids (a
