@@ -70,10 +70,15 @@ LIMITER_PKG := ./core/limiter
 SCALE_PKG := ./core/provision/scale
 SOAK_PKG := ./internal/soak
 BENCH_ONCE := -args -test.bench=. -test.benchtime=1x
+# go test's own vet pass (a subset of vet's analyzers) is off where the
+# vet step has already run every analyzer on the same packages and test
+# files: make test runs vet first. Run alone, unit and infra-test vet as
+# go test does.
+NO_VET := $(if $(filter test all,$(or $(MAKECMDGOALS),all)),-vet=off)
 ## unit: every test of the main module under -race and every benchmark once (the soak and the provisioner's scale test last, alone)
 unit:
-	go test -race -count=1 -short $(LIMITER_PKG) $$(go list ./... | grep -v -e '/core/limiter$$' -e '/core/provision/scale$$' -e '/internal/soak$$') $(BENCH_ONCE)
-	go test -race -count=1 -p 1 -timeout 20m $(SOAK_PKG) $(SCALE_PKG)
+	go test -race -count=1 -short $(NO_VET) $(LIMITER_PKG) $$(go list ./... | grep -v -e '/core/limiter$$' -e '/core/provision/scale$$' -e '/internal/soak$$') $(BENCH_ONCE)
+	go test -race -count=1 $(NO_VET) -p 1 -timeout 20m $(SOAK_PKG) $(SCALE_PKG)
 
 ## fuzz: a short run of every fuzz target (FUZZTIME, 20000x by default)
 fuzz:
@@ -81,7 +86,7 @@ fuzz:
 
 ## infra-test: the CDK construct and app (a user's app too), template.yaml's parity with them, the IAM policies against the code's calls; any benchmark once
 infra-test: lambdas cdk-cli pytools
-	cd infra && go test -count=1 -short ./... $(BENCH_ONCE)
+	cd infra && go test -count=1 -short $(NO_VET) ./... $(BENCH_ONCE)
 
 ## synth: the CDK app's cloud assembly in infra/cdk.out (the template and the Lambda zips)
 synth: lambdas

@@ -21,7 +21,7 @@ import (
 func TestPlotOnATerminal(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	tbl := ddbtest.NewTable(t)
+	tbl := ddbtest.NewTable(t, ddbtest.WithStream())
 	start := time.Date(2028, 2, 28, 0, 0, 0, 0, time.UTC)
 	quiet := slog.New(slog.DiscardHandler)
 	ctl := control.New(tbl.DB, tbl.Name, control.Options{Clock: func() time.Time { return start }, Logger: quiet})

@@ -90,7 +90,7 @@ func setupScript(env *testscript.Env) error {
 	if !ok {
 		return errors.New("testscript's T is not a testing.TB")
 	}
-	tbl := ddbtest.NewBareTable(tb)
+	tbl := ddbtest.NewBareTable(tb, ddbtest.WithStream())
 	now, _ := time.Parse(time.RFC3339, testNow)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -97,7 +97,7 @@ func (b *bucketSim) record(seq int, at time.Time) events.DynamoDBEventRecord {
 // straight to DynamoDB Local.
 func handEnv(t *testing.T, cfg aggregator.Config, o aggregator.Options) (*ddbtest.Table, *aggregator.Aggregator) {
 	t.Helper()
-	tbl := ddbtest.NewTable(t)
+	tbl := ddbtest.NewTable(t, ddbtest.WithStream())
 	cfg.TableName = tbl.Name
 	if o.Clock == nil {
 		o.Clock = func() time.Time { return start }
@@ -674,7 +674,7 @@ func TestMaintainerPanicIsNotTheBatchs(t *testing.T) {
 // redelivery would skip it. Reported: the failed run's first record; after
 // the redelivery every item is exact.
 func TestFailedRunBlocksLaterRunsOfItsItem(t *testing.T) {
-	tbl := ddbtest.NewTable(t)
+	tbl := ddbtest.NewTable(t, ddbtest.WithStream())
 	proxy := faultproxy.Start(t, tbl.Endpoint)
 	agg, err := aggregator.New(proxy.DynamoDB(func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }),
 		aggregator.Config{TableName: tbl.Name, Workers: 1},

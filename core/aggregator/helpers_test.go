@@ -104,7 +104,7 @@ func newEnv(t *testing.T, cfg aggregator.Config, o aggregator.Options) *env {
 // SDK client (so a fault must fire twice to reach the handler).
 func newEnvOver(t *testing.T, cfg aggregator.Config, o aggregator.Options, direct bool) *env {
 	t.Helper()
-	tbl := ddbtest.NewTable(t)
+	tbl := ddbtest.NewTable(t, ddbtest.WithStream())
 	p := faultproxy.Start(t, tbl.Endpoint)
 	e := &env{t: t, tbl: tbl, proxy: p, clk: clock.NewManual(start), logs: &syncBuffer{}, sink: &sink{}}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))

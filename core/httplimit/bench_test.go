@@ -49,7 +49,7 @@ type benchEnv struct {
 
 func newBenchEnv(tb testing.TB) *benchEnv {
 	tb.Helper()
-	tbl := ddbtest.NewTable(tb, schema.WithoutStream())
+	tbl := ddbtest.NewTable(tb)
 	ctx := context.Background()
 	ops := control.New(tbl.DB, tbl.Name, control.Options{})
 	ns, err := ops.RegisterNamespace(ctx, "bench", "bench")
@@ -221,7 +221,7 @@ func (d *replayDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput,
 // stands still: ns/op, B/op and allocs/op of middleware less those of bare
 // are what the middleware itself costs per request.
 func BenchmarkMiddlewareOwnCost(b *testing.B) {
-	tbl := ddbtest.NewTable(b, schema.WithoutStream())
+	tbl := ddbtest.NewTable(b)
 	ctx := context.Background()
 	ops := control.New(tbl.DB, tbl.Name, control.Options{})
 	ns, err := ops.RegisterNamespace(ctx, "bench", "bench")

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zae-limiter/zae-limiter-go/core/schema"
 	"github.com/zae-limiter/zae-limiter-go/internal/benchkit"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
 )
@@ -23,13 +22,14 @@ const emulatorWarmCalls = 600
 // stream record for the life of the process and its writes slow down as they
 // pile up (in one `make bench`, BenchmarkHotKey's 429s took 9.56 calls at a
 // p50 of 1.31 s late in the run, 1.14 calls at 49 ms alone). The table has
-// no stream (schema.WithoutStream): no benchmark of the limiter reads one,
-// and none of its own writes then slows down its later ones. The fresh
+// no stream (a harness table has none unless asked): no benchmark of the
+// limiter reads one, and none of its own writes then slows down its later
+// ones. The fresh
 // emulator is warmed with emulatorWarmCalls bare writes from 8 goroutines,
 // untimed.
 func benchTable(b *testing.B) *ddbtest.Table {
 	b.Helper()
-	tbl := ddbtest.NewOwnTable(b, schema.WithoutStream())
+	tbl := ddbtest.NewOwnTable(b)
 	ctx := context.Background()
 	floor, err := benchkit.FloorUpdateItem(ctx, tbl.DB, tbl.Name, nil)
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
-	"github.com/zae-limiter/zae-limiter-go/core/schema"
 	"github.com/zae-limiter/zae-limiter-go/internal/benchkit"
 	"github.com/zae-limiter/zae-limiter-go/internal/clock"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
@@ -32,7 +31,7 @@ const (
 // (a refused conditional write is billed one), and per 429 the calls and
 // the share decided locally by the rejection cache (docs/design.md §10).
 func BenchmarkEstimateThenSettle(b *testing.B) {
-	tbl := ddbtest.NewTable(b, schema.WithoutStream())
+	tbl := ddbtest.NewTable(b)
 	setup, err := limiter.New(tbl.DB, tbl.Name, benchNS, limiter.Options{})
 	if err != nil {
 		b.Fatal(err)

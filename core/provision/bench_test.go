@@ -12,7 +12,6 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/manifest"
 	"github.com/zae-limiter/zae-limiter-go/core/provision"
-	"github.com/zae-limiter/zae-limiter-go/core/schema"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
 	"github.com/zae-limiter/zae-limiter-go/internal/faultproxy"
 )
@@ -50,12 +49,13 @@ func benchManifest(b *testing.B) *manifest.Manifest {
 // fan-out, no state; a declarative apply of the 1,000-entity manifest to a
 // fresh namespace; and a re-apply of it unchanged. Calls are counted by a
 // proxy in front of DynamoDB Local. The table has no stream
-// (schema.WithoutStream): the emulator's writes slow down as stream records
-// pile up, and each case would pay for the records of the ones before it.
+// (a harness table has none unless asked): the emulator's writes slow down
+// as stream records pile up, and each case would pay for the records of the
+// ones before it.
 func BenchmarkApply(b *testing.B) {
 	ctx := context.Background()
 	benchEntities := benchEntityCount()
-	tbl := ddbtest.NewTable(b, schema.WithoutStream())
+	tbl := ddbtest.NewTable(b)
 	proxy := faultproxy.Start(b, tbl.Endpoint)
 	db := proxy.DynamoDB()
 	m := benchManifest(b)

@@ -50,7 +50,7 @@ func TestDefinitionShape(t *testing.T) {
 // TestCreateTableOnEmulator creates the table on DynamoDB Local and checks
 // what the service reports back against the definition.
 func TestCreateTableOnEmulator(t *testing.T) {
-	tbl := ddbtest.NewBareTable(t)
+	tbl := ddbtest.NewBareTable(t, ddbtest.WithStream())
 	ctx := context.Background()
 	out, err := tbl.DB.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(tbl.Name)})
 	if err != nil {

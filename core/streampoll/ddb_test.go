@@ -175,7 +175,7 @@ func render(t *testing.T, v ddbtypes.AttributeValue) string {
 }
 
 func TestDeliversWritesAsLambdaWould(t *testing.T) {
-	tb := ddbtest.NewBareTable(t)
+	tb := ddbtest.NewBareTable(t, ddbtest.WithStream())
 	ctx := context.Background()
 	start := time.Now()
 
@@ -263,7 +263,7 @@ func TestDeliversWritesAsLambdaWould(t *testing.T) {
 // The JSON of a delivered event is what the aggregator's -event mode reads:
 // it must decode, with encoding/json and with streamimage, to the same event.
 func TestDeliveredEventJSONRoundTrips(t *testing.T) {
-	tb := ddbtest.NewBareTable(t)
+	tb := ddbtest.NewBareTable(t, ddbtest.WithStream())
 	written := bucketItem("user-1", 0)
 	put(t, tb, written)
 	put(t, tb, bucketItem("user-1", 1))
@@ -311,7 +311,7 @@ func TestDeliveredEventJSONRoundTrips(t *testing.T) {
 }
 
 func TestBatchItemFailureRedeliversFromFailedRecord(t *testing.T) {
-	tb := ddbtest.NewBareTable(t)
+	tb := ddbtest.NewBareTable(t, ddbtest.WithStream())
 	putKeys(t, tb, "k1", "k2", "k3", "k4", "k5")
 	var failedSeq string
 	rec := &recorder{respond: func(call int, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
@@ -337,7 +337,7 @@ func TestBatchItemFailureRedeliversFromFailedRecord(t *testing.T) {
 }
 
 func TestHandlerErrorRedeliversSameBatch(t *testing.T) {
-	tb := ddbtest.NewBareTable(t)
+	tb := ddbtest.NewBareTable(t, ddbtest.WithStream())
 	putKeys(t, tb, "k1", "k2", "k3", "k4")
 	rec := &recorder{respond: func(call int, _ events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 		if call == 0 {
@@ -399,7 +399,7 @@ func TestMaxRetriesDropsToOnFailure(t *testing.T) {
 			streampoll.Stats{Batches: 6, Records: 8, Redeliveries: 4, Failures: 4, Dropped: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tb := ddbtest.NewBareTable(t)
+			tb := ddbtest.NewBareTable(t, ddbtest.WithStream())
 			putKeys(t, tb, "k1", "k2", "k3", "k4")
 			var drops []streampoll.Failure
 			rec := &recorder{respond: respond}
@@ -430,7 +430,7 @@ func TestMaxRetriesDropsToOnFailure(t *testing.T) {
 }
 
 func TestInvalidItemIdentifierFailsWholeBatch(t *testing.T) {
-	tb := ddbtest.NewBareTable(t)
+	tb := ddbtest.NewBareTable(t, ddbtest.WithStream())
 	putKeys(t, tb, "k1", "k2", "k3")
 	rec := &recorder{respond: func(call int, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 		id := "" // empty: Lambda fails the whole batch
@@ -458,7 +458,7 @@ func TestInvalidItemIdentifierFailsWholeBatch(t *testing.T) {
 }
 
 func TestBatchSizeRespected(t *testing.T) {
-	tb := ddbtest.NewBareTable(t)
+	tb := ddbtest.NewBareTable(t, ddbtest.WithStream())
 	putKeys(t, tb, "k1", "k2", "k3", "k4", "k5", "k6", "k7")
 	rec := &recorder{}
 	p := newPoller(t, streams(tb), tb.StreamARN, streampoll.Options{Handler: rec.handle, BatchSize: 3})
@@ -472,7 +472,7 @@ func TestBatchSizeRespected(t *testing.T) {
 }
 
 func TestLatestSkipsEarlierWrites(t *testing.T) {
-	tb := ddbtest.NewBareTable(t)
+	tb := ddbtest.NewBareTable(t, ddbtest.WithStream())
 	putKeys(t, tb, "before1", "before2")
 	rec := &recorder{}
 	p := newPoller(t, streams(tb), tb.StreamARN, streampoll.Options{Handler: rec.handle, StartingPosition: streampoll.Latest})
@@ -489,7 +489,7 @@ func TestLatestSkipsEarlierWrites(t *testing.T) {
 // Poll delivers records written while it runs: the injected wait hands
 // control to the test, which writes and lets Poll go on.
 func TestPollDeliversNewWrites(t *testing.T) {
-	tb := ddbtest.NewBareTable(t)
+	tb := ddbtest.NewBareTable(t, ddbtest.WithStream())
 	putKeys(t, tb, "k1")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -543,7 +543,7 @@ func TestPollDeliversNewWrites(t *testing.T) {
 // decodes that as nil or as a copy of a neighbouring value;
 // FixEmptyMaps restores {"M": {}}.
 func TestFixLocalEmptyMaps(t *testing.T) {
-	tb := ddbtest.NewBareTable(t)
+	tb := ddbtest.NewBareTable(t, ddbtest.WithStream())
 	written := item{
 		"PK": s("a1B2c3D4e5F/AUDIT#user-1"), "SK": s("#AUDIT#01KB9TQW3X8K2V4N6P8R0T2W4Y"),
 		"details": &ddbtypes.AttributeValueMemberM{Value: item{
@@ -582,7 +582,7 @@ func TestFixLocalEmptyMaps(t *testing.T) {
 // On DynamoDB's own stream, a poller resumed from an earlier one's saved
 // checkpoint delivers only the records written since, in order.
 func TestResumeOnDynamoDBLocal(t *testing.T) {
-	tb := ddbtest.NewBareTable(t)
+	tb := ddbtest.NewBareTable(t, ddbtest.WithStream())
 	putKeys(t, tb, "k1", "k2")
 	var saved checkpoints
 	first := &recorder{}

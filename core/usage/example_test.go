@@ -15,7 +15,7 @@ import (
 // gpt-4 around midnight of 1 February 2026, and the aggregator turned the
 // table's stream into snapshots.
 func exampleWorld(name string) (*world, func()) {
-	tbl, drop := ddbtest.ExampleTable(name)
+	tbl, drop := ddbtest.ExampleTable(name, ddbtest.WithStream())
 	w := newWorld(tbl, func(format string, args ...any) { panic(fmt.Sprintf(format, args...)) },
 		time.Date(2026, 1, 31, 23, 0, 0, 0, time.UTC), "gpt-4",
 		[]limit.Limit{limit.PerMinute("rpm", 100), limit.PerMinute("tpm", 10_000)}...)

@@ -84,10 +84,11 @@ func newWorld(tbl *ddbtest.Table, fail func(string, ...any), start time.Time, re
 	return w
 }
 
-// testWorld is newWorld on a fresh table of t.
+// testWorld is newWorld on a fresh table of t, with the stream its
+// aggregator reads.
 func testWorld(t *testing.T, start time.Time, resource string, limits []limit.Limit, opts ...schema.TableOption) *world {
 	t.Helper()
-	return newWorld(ddbtest.NewTable(t, opts...), t.Fatalf, start, resource, limits...)
+	return newWorld(ddbtest.NewTable(t, append([]schema.TableOption{ddbtest.WithStream()}, opts...)...), t.Fatalf, start, resource, limits...)
 }
 
 // acquire is one acquire of a world's traffic.

@@ -33,7 +33,7 @@ func TestMain(m *testing.M) { ddbtest.Main(m) }
 // after it starts turn into snapshots, and it stops cleanly when its
 // context ends.
 func TestFollowTailsTheStream(t *testing.T) {
-	tbl := ddbtest.NewTable(t)
+	tbl := ddbtest.NewTable(t, ddbtest.WithStream())
 	for k, v := range map[string]string{
 		"TABLE_NAME": tbl.Name, "AWS_ENDPOINT_URL_DYNAMODB": tbl.Endpoint, "AWS_REGION": ddblocal.Region,
 		"AWS_ACCESS_KEY_ID": ddblocal.AccessKeyID, "AWS_SECRET_ACCESS_KEY": ddblocal.SecretAccessKey,

@@ -52,7 +52,7 @@ type observed struct {
 func runTheCode(t *testing.T) observed {
 	t.Helper()
 	ctx := context.Background()
-	tbl := ddbtest.NewTable(t)
+	tbl := ddbtest.NewTable(t, ddbtest.WithStream())
 	out := observed{operator: iamcalls.New(), limiter: iamcalls.New(), aggregator: iamcalls.New(), provisioner: iamcalls.New()}
 	ops := control.New(dynamodb.New(tbl.DB.Options(), out.operator.Option()), tbl.Name, control.Options{Logger: slog.New(slog.DiscardHandler)})
 	ns, err := ops.RegisterNamespace(ctx, "iam", "iam")

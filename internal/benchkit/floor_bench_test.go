@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/zae-limiter/zae-limiter-go/core/schema"
 	"github.com/zae-limiter/zae-limiter-go/internal/benchkit"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
 )
@@ -15,7 +14,7 @@ import (
 // as the limiter's benchmarks use (stream records pile up in the emulator
 // and slow its writes down).
 func BenchmarkFloor(b *testing.B) {
-	tbl := ddbtest.NewTable(b, schema.WithoutStream())
+	tbl := ddbtest.NewTable(b)
 	ctx := context.Background()
 	b.Run("UpdateItem", func(b *testing.B) {
 		var m benchkit.Meter

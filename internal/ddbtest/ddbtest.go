@@ -161,9 +161,9 @@ type Table struct {
 var unsafeName = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
 
 // NewTable creates a fresh table from the schema definition (every index,
-// TTL, the NEW_AND_OLD_IMAGES stream), stamps its version record as this
-// project's tooling does for every table it creates (config.StampVersion),
-// and deletes it when the test ends.
+// TTL; the NEW_AND_OLD_IMAGES stream only with WithStream), stamps its
+// version record as this project's tooling does for every table it creates
+// (config.StampVersion), and deletes it when the test ends.
 func NewTable(tb testing.TB, opts ...schema.TableOption) *Table {
 	tb.Helper()
 	t := NewBareTable(tb, opts...)
@@ -173,8 +173,9 @@ func NewTable(tb testing.TB, opts ...schema.TableOption) *Table {
 	return t
 }
 
-// NewBareTable is NewTable without the version record: an empty table and
-// an empty stream, for tests of what a table holds or streams from nothing.
+// NewBareTable is NewTable without the version record: an empty table (and
+// with WithStream an empty stream), for tests of what a table holds or
+// streams from nothing.
 func NewBareTable(tb testing.TB, opts ...schema.TableOption) *Table {
 	tb.Helper()
 	t, err := create(Endpoint(tb), TableName(tb.Name()), opts)
@@ -186,8 +187,7 @@ func NewBareTable(tb testing.TB, opts ...schema.TableOption) *Table {
 }
 
 // NewOwnTable is NewTable on an emulator of its own (OwnEndpoint), stopped
-// when tb ends. With schema.WithoutStream the table leaves no stream records
-// behind even within tb.
+// when tb ends.
 func NewOwnTable(tb testing.TB, opts ...schema.TableOption) *Table {
 	tb.Helper()
 	t, err := create(OwnEndpoint(tb), TableName(tb.Name()), opts)
@@ -204,12 +204,12 @@ func NewOwnTable(tb testing.TB, opts ...schema.TableOption) *Table {
 // ExampleTable is NewTable for an Example function, which has no
 // testing.TB: it panics when the emulator or the table cannot be had, and
 // returns the function that deletes the table.
-func ExampleTable(name string) (*Table, func()) {
+func ExampleTable(name string, opts ...schema.TableOption) (*Table, func()) {
 	shared.once.Do(startShared)
 	if shared.err != nil {
 		panic(shared.err)
 	}
-	t, err := create(shared.endpoint, TableName(name), nil)
+	t, err := create(shared.endpoint, TableName(name), opts)
 	if err == nil {
 		err = t.stamp()
 	}
@@ -219,11 +219,23 @@ func ExampleTable(name string) (*Table, func()) {
 	return t, t.drop
 }
 
+// WithStream gives a harness table the stream the schema defines
+// (NEW_AND_OLD_IMAGES), for a test that reads it: the aggregator's, the
+// stream poller's, a test of what a write streams. Without it a harness
+// table has none. The stream changes nothing a write does or answers, and
+// DynamoDB Local keeps every stream record for the life of the process,
+// deleted tables' too: each write to a table with a stream then costs more
+// CPU the more records the process holds (docs/design.md §1), where a
+// write to a table without one costs the same throughout.
+func WithStream() schema.TableOption {
+	return func(t *schema.Table) { t.StreamView = schema.Definition().StreamView }
+}
+
 func create(endpoint, name string, opts []schema.TableOption) (*Table, error) {
 	t := &Table{
 		Name:     name,
 		Endpoint: endpoint,
-		Def:      schema.Definition(opts...),
+		Def:      schema.Definition(append([]schema.TableOption{schema.WithoutStream()}, opts...)...),
 		DB:       ddblocal.DynamoDB(endpoint),
 		Streams:  ddblocal.Streams(endpoint),
 	}

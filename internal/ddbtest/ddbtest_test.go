@@ -3,6 +3,7 @@ package ddbtest
 import (
 	"context"
 	"os"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -31,20 +32,43 @@ func TestTableNameIsValidAndUnique(t *testing.T) {
 }
 
 // TestNewTableIsFreshAndIsolated checks two tables of one test are distinct
-// and empty, and carry a stream.
+// and carry a stream each when asked (WithStream).
 func TestNewTableIsFreshAndIsolated(t *testing.T) {
-	a, b := NewTable(t), NewTable(t)
+	a, b := NewTable(t, WithStream()), NewTable(t, WithStream())
 	if a.Name == b.Name {
 		t.Fatalf("two tables share the name %s", a.Name)
 	}
 	if a.StreamARN == "" || b.StreamARN == "" || a.StreamARN == b.StreamARN {
 		t.Fatalf("stream ARNs %q, %q", a.StreamARN, b.StreamARN)
 	}
+	if a.Def.StreamView != schema.Definition().StreamView {
+		t.Errorf("with WithStream the definition's stream is %q, want the schema's %q", a.Def.StreamView, schema.Definition().StreamView)
+	}
+}
+
+// A harness table has no stream unless asked (WithStream), and is
+// otherwise the schema's definition.
+func TestNewTableHasNoStreamUnlessAsked(t *testing.T) {
+	tbl := NewTable(t)
+	if tbl.StreamARN != "" || tbl.Def.StreamView != "" {
+		t.Errorf("stream ARN %q, view %q; want none", tbl.StreamARN, tbl.Def.StreamView)
+	}
+	want := schema.Definition(schema.WithoutStream())
+	if !reflect.DeepEqual(tbl.Def, want) {
+		t.Errorf("definition %+v, want the schema's without its stream %+v", tbl.Def, want)
+	}
+	desc, err := tbl.DB.DescribeTable(context.Background(), &dynamodb.DescribeTableInput{TableName: &tbl.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ss := desc.Table.StreamSpecification; ss != nil && ss.StreamEnabled != nil && *ss.StreamEnabled {
+		t.Errorf("DynamoDB Local describes a stream: %+v", ss)
+	}
 }
 
 // TestNewOwnTableIsOnItsOwnEmulator checks NewOwnTable's table lives on an
-// emulator other than the binary's, holds only itself, has no stream when
-// asked for none, and that the emulator is gone once the test ends.
+// emulator other than the binary's, holds only itself, has no stream
+// unless asked, and that the emulator is gone once the test ends.
 func TestNewOwnTableIsOnItsOwnEmulator(t *testing.T) {
 	if os.Getenv(EndpointEnv) != "" {
 		t.Logf("%s is set: OwnEndpoint returns it, checked as such", EndpointEnv)
@@ -52,7 +76,7 @@ func TestNewOwnTableIsOnItsOwnEmulator(t *testing.T) {
 	shared := NewTable(t)
 	var own *Table
 	t.Run("own", func(t *testing.T) {
-		own = NewOwnTable(t, schema.WithoutStream())
+		own = NewOwnTable(t)
 		if own.StreamARN != "" {
 			t.Errorf("stream ARN %q, want none", own.StreamARN)
 		}

@@ -119,7 +119,7 @@ func equalBools(a, b []bool) bool {
 // other operation, DynamoDB Streams included, untouched, and that a rule may
 // name the whole X-Amz-Target or no operation at all.
 func TestRulesFilterByOperation(t *testing.T) {
-	tbl := ddbtest.NewTable(t)
+	tbl := ddbtest.NewTable(t, ddbtest.WithStream())
 	ctx := testCtx(t)
 	if err := put(ctx, tbl.DB, tbl.Name, "seed"); err != nil {
 		t.Fatal(err)
@@ -376,7 +376,7 @@ func TestConcurrentRequests(t *testing.T) {
 // the same endpoint (a write shows up via GetRecords) and that rules reach
 // Streams operations as the Streams client's typed errors.
 func TestStreamsThroughTheProxy(t *testing.T) {
-	tbl := ddbtest.NewTable(t)
+	tbl := ddbtest.NewTable(t, ddbtest.WithStream())
 	ctx := testCtx(t)
 	p := Start(t, tbl.Endpoint)
 	if err := put(ctx, p.DynamoDB(noRetry), tbl.Name, "streamed"); err != nil {

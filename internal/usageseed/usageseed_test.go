@@ -23,7 +23,7 @@ func TestMain(m *testing.M) { ddbtest.Main(m) }
 // emulator's own clock says; an acquire that is refused is an error.
 func TestTraffic(t *testing.T) {
 	ctx := context.Background()
-	tbl := ddbtest.NewTable(t)
+	tbl := ddbtest.NewTable(t, ddbtest.WithStream())
 	quiet := slog.New(slog.DiscardHandler)
 	start := time.Date(2026, 1, 31, 23, 0, 0, 0, time.UTC)
 	ctl := control.New(tbl.DB, tbl.Name, control.Options{Clock: func() time.Time { return start }, Logger: quiet})

@@ -37,7 +37,7 @@ func TestLargeManifests(t *testing.T) {
 	}{{1700, 250}, {10000, 10}} {
 		t.Run(fmt.Sprintf("%dx%d", tc.entities, tc.idLen), func(t *testing.T) {
 			ctx := context.Background()
-			tbl := ddbtest.NewTable(t, schema.WithoutStream())
+			tbl := ddbtest.NewTable(t)
 			ns, _, err := config.NewStore(tbl.DB, tbl.Name).Writer(capability.ConfigWrite{}).RegisterNamespace(ctx, "tenant-alpha")
 			if err != nil {
 				t.Fatal(err)
