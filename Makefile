@@ -61,8 +61,9 @@ lint:
 # binaries (-args -test.bench=. -test.benchtime=1x), not to go test: given
 # -bench, go test runs one package at a time so that no two packages'
 # benchmarks share the machine while they measure, and these runs measure
-# nothing (make bench does). Packages run two at a time; core/limiter, the
-# longest, is named first so that it starts first. -short changes only the
+# nothing (make bench does). Packages run as many at a time as the machine
+# has processors (go test's -p; two here); core/limiter, the longest, is
+# named first so that it starts first. -short changes only the
 # benchmarks (the ones that time themselves take a tenth of their
 # durations) and the harness's emulators, which run the JIT's first tier
 # alone as they do for tests (docs/design.md §1); no test reads it.

@@ -95,7 +95,7 @@ func quickJIT(sustained bool) bool {
 	}
 	bench := flag.Lookup("test.bench")
 	benchmarking := bench != nil && bench.Value.String() != ""
-	return !benchmarking || (flag.Parsed() && testing.Short())
+	return !benchmarking || testing.Short() // -test.bench set: the flags are parsed
 }
 
 // start installs DynamoDB Local if needed and starts an emulator.
