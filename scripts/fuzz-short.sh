@@ -37,10 +37,20 @@ build() {
 # The binaries are built before any target runs, two at a time (a link is
 # one core's work), after the first alone: it compiles the instrumented
 # standard library and dependencies the others then share, and two go
-# commands compiling the same package at once would each compile it.
-build "${dirs[0]}"
+# commands compiling the same package at once would each compile it. The
+# first is the package with the most dependencies (its test binary's), so
+# that the others find nearly all of theirs compiled: ordered by name,
+# the first was a command's whose dependencies (the AWS SDK's credential
+# chain, cobra) no other fuzz target needs.
+mapfile -t order < <(go list -test -f '{{if eq .Name "main"}}{{len .Deps}} {{.ImportPath}}{{end}}' "${dirs[@]/#/./}" |
+	grep . | sort -k1,1nr -k2 | sed -E 's/^[0-9]+ //; s/\.test$//' | sed "s|^$(go list -m)/||")
+if [[ ${#order[@]} -ne ${#dirs[@]} ]]; then
+	echo "fuzz: go list named ${#order[@]} test binaries for ${#dirs[@]} packages" >&2
+	exit 1
+fi
+build "${order[0]}"
 running=0
-for dir in "${dirs[@]:1}"; do
+for dir in "${order[@]:1}"; do
 	build "$dir" &
 	running=$((running + 1))
 	if ((running >= 2)); then

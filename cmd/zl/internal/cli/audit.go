@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/zae-limiter/zae-limiter-go/cmd/zl/internal/lookback"
 	"github.com/zae-limiter/zae-limiter-go/cmd/zl/internal/output"
 	"github.com/zae-limiter/zae-limiter-go/core/control"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
@@ -99,7 +100,7 @@ func detailsText(d map[string]string) string {
 }
 
 // parseSince reads --since: a duration back from now (24h, 90m, 7d, as
-// parseLookback reads it) or an RFC 3339 instant.
+// lookback.Parse reads it) or an RFC 3339 instant.
 func parseSince(s string, now time.Time) (time.Time, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -108,7 +109,7 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return t, nil
 	}
-	if d, err := parseLookback(s); err == nil {
+	if d, err := lookback.Parse(s); err == nil {
 		return now.Add(-d), nil
 	}
 	return time.Time{}, usageErrorf("--since %q: pass a duration back from now (24h, 90m, 7d) or an RFC 3339 instant (2026-01-02T00:00:00Z)", s)

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zae-limiter/zae-limiter-go/cmd/zl/internal/chart"
+	"github.com/zae-limiter/zae-limiter-go/cmd/zl/internal/lookback"
 	"github.com/zae-limiter/zae-limiter-go/cmd/zl/internal/output"
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
@@ -186,7 +187,7 @@ func (f *selectionFlags) selection(cmd *cobra.Command, now time.Time) (usage.Sel
 	default:
 		d := defaultSince
 		if f.since != "" {
-			if d, err = parseLookback(f.since); err != nil {
+			if d, err = lookback.Parse(f.since); err != nil {
 				return usage.Selection{}, usageErrorf("--since %q: %v", f.since, err)
 			}
 		}
@@ -210,47 +211,6 @@ func parseInstant(flag, s string) (time.Time, error) {
 		return time.Time{}, usageErrorf("%s %q is not an RFC 3339 time: pass e.g. 2026-02-01T00:00:00Z or 2026-02-01T09:30:00+01:00", flag, s)
 	}
 	return t.UTC(), nil
-}
-
-// maxSinceDays is the most days a duration holds.
-const maxSinceDays = int64(1<<63-1) / int64(24*time.Hour)
-
-// parseLookback reads how far back --since goes: a Go duration (90m, 24h,
-// 1h30m), a whole number of days (7d), or days then a duration (1d12h).
-// It must be positive.
-func parseLookback(s string) (time.Duration, error) {
-	const form = "pass a duration such as 24h, 90m, 7d or 1d12h"
-	rest := s
-	var days int64
-	if i := strings.IndexByte(s, 'd'); i >= 0 { // no Go duration unit has a d
-		digits := s[:i]
-		if digits == "" || len(digits) > 6 || strings.Trim(digits, "0123456789") != "" {
-			return 0, fmt.Errorf("not a number of days: %s", form)
-		}
-		days, _ = strconv.ParseInt(digits, 10, 64) // six digits parse
-		if days > maxSinceDays {
-			return 0, fmt.Errorf("more than %d days: %s", maxSinceDays, form)
-		}
-		rest = s[i+1:]
-	}
-	d := time.Duration(days) * 24 * time.Hour
-	if rest != "" {
-		if rest[0] == '-' || rest[0] == '+' {
-			return 0, fmt.Errorf("signed: %s", form)
-		}
-		extra, err := time.ParseDuration(rest)
-		if err != nil {
-			return 0, fmt.Errorf("not a duration: %s", form)
-		}
-		if extra > time.Duration(1<<63-1)-d {
-			return 0, fmt.Errorf("too long: %s", form)
-		}
-		d += extra
-	}
-	if d <= 0 {
-		return 0, fmt.Errorf("not after now: %s", form)
-	}
-	return d, nil
 }
 
 // offersCSV marks a command whose result reads as one table: it takes

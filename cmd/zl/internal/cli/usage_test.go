@@ -2,7 +2,6 @@ package cli
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,79 +10,6 @@ import (
 
 	"github.com/zae-limiter/zae-limiter-go/core/usage"
 )
-
-func TestParseSince(t *testing.T) {
-	for in, want := range map[string]time.Duration{
-		"24h":     24 * time.Hour,
-		"90m":     90 * time.Minute,
-		"1h30m":   90 * time.Minute,
-		"1s":      time.Second,
-		"7d":      7 * 24 * time.Hour,
-		"1d12h":   36 * time.Hour,
-		"0d1h":    time.Hour,
-		"007d":    7 * 24 * time.Hour,
-		"106751d": 106751 * 24 * time.Hour,
-		"1.5h":    90 * time.Minute,
-	} {
-		if got, err := parseLookback(in); err != nil || got != want {
-			t.Errorf("parseLookback(%q) = %v, %v; want %v", in, got, err, want)
-		}
-	}
-	for in, reason := range map[string]string{
-		"":           "not after now",
-		"0":          "not after now",
-		"0d":         "not after now",
-		"0s":         "not after now",
-		"-2h":        "signed",
-		"1d-2h":      "signed",
-		"+1h":        "signed",
-		"-1d":        "not a number of days",
-		"d":          "not a number of days",
-		"7 d":        "not a number of days",
-		"1.5d":       "not a number of days",
-		"1000000d":   "not a number of days",
-		"106752d":    "more than 106751 days",
-		"3w":         "not a duration",
-		"24":         "not a duration",
-		"1d2d":       "not a duration",
-		"1dh":        "not a duration",
-		"yesterday":  "not a number of days", // its d comes first
-		"106751d24h": "too long",
-		"2562048h":   "not a duration", // past what a duration holds
-	} {
-		_, err := parseLookback(in)
-		if err == nil || !strings.HasPrefix(err.Error(), reason) || !strings.HasSuffix(err.Error(), "pass a duration such as 24h, 90m, 7d or 1d12h") {
-			t.Errorf("parseLookback(%q) = %v, want %q and the accepted form", in, err, reason)
-		}
-	}
-}
-
-// FuzzParseSince: whatever --since is given, the parser answers without a
-// panic, and what it accepts is a positive duration that reads back the
-// same in the days-and-duration form it documents.
-func FuzzParseSince(f *testing.F) {
-	for _, s := range []string{"24h", "7d", "1d12h", "-1h", "106751d", "1d2562047h", "0.5ms", "1d1d", "d", "\xffd", "9223372036854775807ns"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		d, err := parseLookback(s)
-		if err != nil {
-			if !strings.Contains(err.Error(), "pass a duration such as") {
-				t.Fatalf("%q: error without the accepted form: %v", s, err)
-			}
-			return
-		}
-		if d <= 0 {
-			t.Fatalf("%q accepted as %v", s, d)
-		}
-		days := d / (24 * time.Hour)
-		text := fmt.Sprintf("%dd%s", days, d-days*24*time.Hour)
-		back, err := parseLookback(text)
-		if err != nil || back != d {
-			t.Fatalf("%q = %v, written %q, read back %v (%v)", s, d, text, back, err)
-		}
-	})
-}
 
 // TestSelectionFlags: how the flags become a selection at an instant, and
 // that every mistake is a usage error naming the accepted form.
