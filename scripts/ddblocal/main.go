@@ -4,9 +4,13 @@
 //	go run ./scripts/ddblocal install
 //	go run ./scripts/ddblocal start [-port N] [-pidfile F] [-envfile F]
 //	go run ./scripts/ddblocal stop  [-pidfile F]
+//	go run ./scripts/ddblocal run -- COMMAND [ARG...]
 //
 // start refuses a port that is already taken, prints the endpoint and leaves
-// the emulator running; stop ends it by the pid that start recorded.
+// the emulator running; stop ends it by the pid that start recorded. run
+// starts one on a free port, runs COMMAND with AWS_ENDPOINT_URL_DYNAMODB
+// pointing at it, stops it when COMMAND ends and exits with COMMAND's
+// code (ddblocal.RunShared; make test's unit step).
 package main
 
 import (
@@ -24,6 +28,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "run" {
+		os.Exit(runShared(os.Args[2:]))
+	}
 	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -32,7 +39,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: ddblocal install | start [-port N] [-pidfile F] | stop [-pidfile F]")
+		return fmt.Errorf("usage: ddblocal install | start [-port N] [-pidfile F] | stop [-pidfile F] | run -- COMMAND [ARG...]")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -86,4 +93,26 @@ func run(args []string) error {
 	default:
 		return fmt.Errorf("unknown command %q", args[0])
 	}
+}
+
+// runShared is the run subcommand: args are -- COMMAND [ARG...].
+func runShared(args []string) int {
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		fmt.Fprintln(os.Stderr, "usage: ddblocal run -- COMMAND [ARG...]")
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	dir, err := ddblocal.InstallDefault(ctx)
+	if err == nil {
+		var code int
+		if code, err = ddblocal.RunShared(ctx, dir, args[0], args[1:], os.Stdout, os.Stderr); err == nil {
+			return code
+		}
+	}
+	fmt.Fprintln(os.Stderr, err)
+	return 1
 }
