@@ -196,9 +196,11 @@ func TestHangTimesOutTheClient(t *testing.T) {
 	p := Start(t, tbl.Endpoint)
 	p.Add(Rule{Operation: "PutItem", Fault: Hang()})
 	const timeout = 300 * time.Millisecond
+	// The clock starts before the deadline is set: the call cannot end
+	// before the deadline, which is at least timeout after start.
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(t.Context(), timeout)
 	defer cancel()
-	start := time.Now()
 	err := put(ctx, p.DynamoDB(), tbl.Name, "hung") // default retries
 	elapsed := time.Since(start)
 	if !isDeadline(err) {
