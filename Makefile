@@ -93,7 +93,7 @@ BENCH_ONCE := -args -test.bench=. -test.benchtime=1x
 # files: make test runs vet first. Run alone, unit and infra-test vet as
 # go test does.
 NO_VET := $(if $(filter test all,$(or $(MAKECMDGOALS),all)),-vet=off)
-## unit: every test of the main module under -race and every benchmark once (the soak and the provisioner's scale test last, alone)
+## unit: every test of the main module under -race and every benchmark once, on one DynamoDB Local they share (the soak and the provisioner's scale test last, alone, each on its own)
 unit:
 	go run ./scripts/ddblocal run -- go test -race -count=1 -short $(NO_VET) $(LIMITER_PKG) $$(go list ./... | grep -v -e '/core/limiter$$' -e '/core/provision/scale$$' -e '/internal/soak$$') $(BENCH_ONCE)
 	go test -race -count=1 $(NO_VET) -p 1 -timeout 20m $(SOAK_PKG) $(SCALE_PKG)
