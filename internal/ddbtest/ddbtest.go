@@ -29,8 +29,9 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/internal/ddblocal"
 )
 
-// EndpointEnv names the variable that points the harness at a running emulator.
-const EndpointEnv = "AWS_ENDPOINT_URL_DYNAMODB"
+// EndpointEnv names the variable that points the harness at a running
+// emulator: the one ddblocal.RunShared sets for make test's unit step.
+const EndpointEnv = ddblocal.EndpointEnv
 
 // shared is the per-binary emulator. It lives for the whole test binary, which
 // is the one place package state is the right tool: tests in one binary share
