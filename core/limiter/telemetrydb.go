@@ -21,8 +21,8 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/zae-limiter/zae-limiter-go/core/internal/ddbjson"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/answer"
+	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/itemsize"
 )
 
 // dbOp is a DynamoDB operation of the DB interface.
@@ -164,7 +164,7 @@ func (d observedDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput
 func (d observedDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	ctx, span := d.t.startCall(ctx, opPutItem)
 	out, err := d.DB.PutItem(ctx, in, opts...)
-	d.t.endCall(ctx, span, opPutItem, err, func() int64 { return max(itemUnits(in.Item), failedItemUnits(err)) })
+	d.t.endCall(ctx, span, opPutItem, err, func() int64 { return max(itemsize.ItemUnits(in.Item), failedItemUnits(err)) })
 	return out, err
 }
 
@@ -187,7 +187,7 @@ func (d observedDB) TransactWriteItems(ctx context.Context, in *dynamodb.Transac
 		var n int64
 		for _, it := range in.TransactItems {
 			if it.Put != nil {
-				n += itemUnits(it.Put.Item)
+				n += itemsize.ItemUnits(it.Put.Item)
 			} else {
 				n++
 			}
@@ -236,7 +236,7 @@ func (d observedDB) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...
 func failedItemUnits(err error) int64 {
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
-		return itemUnits(ccf.Item)
+		return itemsize.ItemUnits(ccf.Item)
 	}
 	return 1
 }
@@ -247,7 +247,7 @@ func batchUnits(reqs map[string][]types.WriteRequest) int64 {
 	for _, rs := range reqs {
 		for _, r := range rs {
 			if r.PutRequest != nil {
-				n += itemUnits(r.PutRequest.Item)
+				n += itemsize.ItemUnits(r.PutRequest.Item)
 			} else {
 				n++
 			}
@@ -256,7 +256,7 @@ func batchUnits(reqs map[string][]types.WriteRequest) int64 {
 	return n
 }
 
-// answeredItemUnits is itemUnits(item) for the item a write's answer
+// answeredItemUnits is itemsize.ItemUnits(item) for the item a write's answer
 // returned (ReturnValues), found without walking the item when the answer's
 // length shows the item is at most 1 KB: one unit. The walk over a bucket
 // item's thirty-odd attributes was the largest part of what the metrics
@@ -266,40 +266,15 @@ func batchUnits(reqs map[string][]types.WriteRequest) int64 {
 // size.
 func answeredItemUnits(md middleware.Metadata, item map[string]types.AttributeValue) int64 {
 	if a := answer.Of(md); a != nil {
-		if b := answeredItemBound(md, a.Attrs); b >= 0 && b <= 1024 {
+		if b := answeredItemBound(md, a.Attrs); b >= 0 && b <= itemsize.KB {
 			return 1
 		}
-		return max(1, (int64(jsonItemSize(a.Item))+1023)/1024)
+		return itemsize.Units(int64(itemsize.JSON(a.Item)))
 	}
-	if b := answeredItemBound(md, len(item)); b >= 0 && b <= 1024 {
+	if b := answeredItemBound(md, len(item)); b >= 0 && b <= itemsize.KB {
 		return 1
 	}
-	return itemUnits(item)
-}
-
-// jsonItemSize is itemSize of an item the answer's reader read (so inside
-// ddbjson's subset: S, N, BOOL and NULL values).
-func jsonItemSize(item string) int {
-	it, err := ddbjson.NewItem(item)
-	if err != nil {
-		return 0
-	}
-	n := 0
-	for {
-		name, v, ok, err := it.Next()
-		if err != nil || !ok {
-			return n
-		}
-		n += len(name)
-		switch v.Type {
-		case "S":
-			n += len(v.Text)
-		case "N":
-			n += numberSize(v.Text)
-		default:
-			n++
-		}
-	}
+	return itemsize.ItemUnits(item)
 }
 
 // Bytes of an answer's JSON beyond the sizes DynamoDB counts for the item
@@ -329,86 +304,4 @@ func answeredItemBound(md middleware.Metadata, n int) int64 {
 		return -1
 	}
 	return resp.ContentLength - int64(answerEnvelopeJSON) - int64(attributeJSON*n) - int64(max(n-1, 0))
-}
-
-// itemUnits is the write units of an item: one per started KB, at least
-// one (an empty or absent item is one).
-func itemUnits(item map[string]types.AttributeValue) int64 {
-	return max(1, (int64(itemSize(item))+1023)/1024)
-}
-
-// itemSize is an item's size as DynamoDB counts it: the names' and the
-// values' bytes, a number about one byte per two significant digits plus
-// one, a list or map three bytes plus one per element.
-func itemSize(item map[string]types.AttributeValue) int {
-	n := 0
-	for name, v := range item {
-		n += len(name) + valueSize(v)
-	}
-	return n
-}
-
-func valueSize(v types.AttributeValue) int {
-	switch v := v.(type) {
-	case *types.AttributeValueMemberS:
-		return len(v.Value)
-	case *types.AttributeValueMemberN:
-		return numberSize(v.Value)
-	case *types.AttributeValueMemberB:
-		return len(v.Value)
-	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
-		return 1
-	case *types.AttributeValueMemberSS:
-		n := 0
-		for _, s := range v.Value {
-			n += len(s)
-		}
-		return n
-	case *types.AttributeValueMemberNS:
-		n := 0
-		for _, s := range v.Value {
-			n += numberSize(s)
-		}
-		return n
-	case *types.AttributeValueMemberBS:
-		n := 0
-		for _, b := range v.Value {
-			n += len(b)
-		}
-		return n
-	case *types.AttributeValueMemberL:
-		n := 3
-		for _, e := range v.Value {
-			n += 1 + valueSize(e)
-		}
-		return n
-	case *types.AttributeValueMemberM:
-		n := 3
-		for k, e := range v.Value {
-			n += 1 + len(k) + valueSize(e)
-		}
-		return n
-	}
-	return 0
-}
-
-// numberSize is a number's size: one byte per two significant digits,
-// plus one.
-func numberSize(s string) int {
-	digits, zeros := 0, 0 // significant digits so far; trailing zeros among them
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == 'e' || c == 'E':
-			i = len(s) // the exponent adds no digits
-		case c == '0':
-			if digits > 0 {
-				digits++
-				zeros++
-			}
-		case c >= '1' && c <= '9':
-			digits++
-			zeros = 0
-		}
-	}
-	return (max(digits-zeros, 1)+1)/2 + 1
 }

@@ -22,7 +22,7 @@ const module = "github.com/zae-limiter/zae-limiter-go"
 // its imports give it.
 var coreLayers = [][]string{
 	{"core/internal/ddbjson", "core/limiter/internal/lru"},
-	{"core/condwrite", "core/schema", "core/streamimage", "core/internal/ulid", "core/internal/wait", "core/internal/capability", "core/dynamodblocal"},
+	{"core/condwrite", "core/schema", "core/streamimage", "core/limiter/internal/itemsize", "core/internal/ulid", "core/internal/wait", "core/internal/capability", "core/dynamodblocal"},
 	{"core/internal/expr", "core/internal/query", "core/bucket", "core/version", "core/streampoll"},
 	{"core/schedule"},
 	{"core/limit", "core/bucketitem"},
