@@ -41,7 +41,9 @@ func telemetryOn(tb testing.TB) limiter.Options {
 // allocs-ratio, and the allocations and bytes it adds per acquire
 // (allocs-added, B-added). two-sdk-spans is off's acquire inside two bare
 // spans of the same SDK provider, measured the same way: the floor of the
-// tracing alone, so that on's ratio less its own is the limiter's share.
+// tracing alone, so that on's ratio less its own is the limiter's share;
+// on-over-two-sdk-spans measures that share directly, on's acquire
+// interleaved with two-sdk-spans' and reported over it.
 // limiter-only-off and limiter-only-on are the
 // acquire with no SDK call (BenchmarkClientCost's limiter-only), off and
 // on: the instrumentation's share in absolute terms.
@@ -60,22 +62,23 @@ func BenchmarkTelemetryCost(b *testing.B) {
 		paired(b, o)
 	})
 	b.Run("two-sdk-spans", func(b *testing.B) {
-		// off's acquire inside two spans of the SDK's default provider,
-		// one in the other, started and ended here with no attributes:
-		// the least that a span per Acquire with a child per DynamoDB
-		// call costs, whoever starts them.
-		tr := telemetryOn(b).TracerProvider.Tracer("floor")
 		canned := newCannedDynamoDB()
-		acquire := cannedAcquire(b, canned)
-		ctx := context.Background()
-		pairedWith(b, canned, func() error {
-			actx, outer := tr.Start(ctx, "acquire")
-			_, inner := tr.Start(actx, "call")
-			err := acquire()
-			inner.End()
-			outer.End()
-			return err
-		})
+		pairedWith(b, canned, inTwoSpans(b, cannedAcquire(b, canned)))
+	})
+	b.Run("on-over-two-sdk-spans", func(b *testing.B) {
+		// on against two-sdk-spans, interleaved: what the limiter's
+		// instrumentation adds beyond the SDK's floor of two spans.
+		on, floor := newCannedDynamoDB(), newCannedDynamoDB()
+		acquire := cannedAcquireWith(b, on, telemetryOn(b))
+		measureClientCost(b, acquire)
+		op, ref, err := benchkit.PairedCost(b.N, acquire, inTwoSpans(b, cannedAcquire(b, floor)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(op.CPU/ref.CPU, "ns-ratio")
+		b.ReportMetric(op.Allocs/ref.Allocs, "allocs-ratio")
+		b.ReportMetric(op.Allocs-ref.Allocs, "allocs-added")
+		b.ReportMetric(op.Bytes-ref.Bytes, "B-added")
 	})
 	b.Run("limiter-only-off", func(b *testing.B) {
 		measureClientCost(b, sdkFreeAcquire(b))
@@ -83,6 +86,23 @@ func BenchmarkTelemetryCost(b *testing.B) {
 	b.Run("limiter-only-on", func(b *testing.B) {
 		measureClientCost(b, sdkFreeAcquireWith(b, telemetryOn(b)))
 	})
+}
+
+// inTwoSpans is acquire (with no telemetry of its own) inside two spans of
+// the SDK's default provider, one in the other, started and ended here with
+// no attributes: the least that a span per Acquire with a child per
+// DynamoDB call costs, whoever starts them.
+func inTwoSpans(b *testing.B, acquire func() error) func() error {
+	tr := telemetryOn(b).TracerProvider.Tracer("floor")
+	ctx := context.Background()
+	return func() error {
+		actx, outer := tr.Start(ctx, "acquire")
+		_, inner := tr.Start(actx, "call")
+		err := acquire()
+		inner.End()
+		outer.End()
+		return err
+	}
 }
 
 // pairedWith runs BenchmarkTelemetryCost's measurement of acquire, whose
