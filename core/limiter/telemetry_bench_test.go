@@ -68,17 +68,9 @@ func BenchmarkTelemetryCost(b *testing.B) {
 	b.Run("on-over-two-sdk-spans", func(b *testing.B) {
 		// on against two-sdk-spans, interleaved: what the limiter's
 		// instrumentation adds beyond the SDK's floor of two spans.
-		on, floor := newCannedDynamoDB(), newCannedDynamoDB()
-		acquire := cannedAcquireWith(b, on, telemetryOn(b))
-		measureClientCost(b, acquire)
-		op, ref, err := benchkit.PairedCost(b.N, acquire, inTwoSpans(b, cannedAcquire(b, floor)))
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ReportMetric(op.CPU/ref.CPU, "ns-ratio")
-		b.ReportMetric(op.Allocs/ref.Allocs, "allocs-ratio")
-		b.ReportMetric(op.Allocs-ref.Allocs, "allocs-added")
-		b.ReportMetric(op.Bytes-ref.Bytes, "B-added")
+		canned := newCannedDynamoDB()
+		pairedAgainst(b, canned, cannedAcquireWith(b, canned, telemetryOn(b)),
+			inTwoSpans(b, cannedAcquire(b, newCannedDynamoDB())))
 	})
 	b.Run("limiter-only-off", func(b *testing.B) {
 		measureClientCost(b, sdkFreeAcquire(b))
@@ -110,19 +102,25 @@ func inTwoSpans(b *testing.B, acquire func() error) func() error {
 // b.N of the acquire with no telemetry (benchkit.PairedCost), reported as
 // ratios over it.
 func pairedWith(b *testing.B, canned *cannedDynamoDB, acquire func() error) {
+	pairedAgainst(b, canned, acquire, cannedAcquire(b, newCannedDynamoDB()))
+}
+
+// pairedAgainst is pairedWith with ref as the acquire interleaved and
+// reported over.
+func pairedAgainst(b *testing.B, canned *cannedDynamoDB, acquire, ref func() error) {
 	before := canned.calls.Load()
 	measureClientCost(b, acquire)
-	op, ref, err := benchkit.PairedCost(b.N, acquire, cannedAcquire(b, newCannedDynamoDB()))
+	op, refCost, err := benchkit.PairedCost(b.N, acquire, ref)
 	if err != nil {
 		b.Fatal(err)
 	}
 	if calls := canned.calls.Load() - before; calls != 2*int64(b.N) {
 		b.Fatalf("%d acquires sent %d requests, want one each", 2*b.N, calls)
 	}
-	b.ReportMetric(op.CPU/ref.CPU, "ns-ratio")
-	b.ReportMetric(op.Allocs/ref.Allocs, "allocs-ratio")
-	b.ReportMetric(op.Allocs-ref.Allocs, "allocs-added")
-	b.ReportMetric(op.Bytes-ref.Bytes, "B-added")
+	b.ReportMetric(op.CPU/refCost.CPU, "ns-ratio")
+	b.ReportMetric(op.Allocs/refCost.Allocs, "allocs-ratio")
+	b.ReportMetric(op.Allocs-refCost.Allocs, "allocs-added")
+	b.ReportMetric(op.Bytes-refCost.Bytes, "B-added")
 }
 
 // TestTelemetryCostSetup runs BenchmarkTelemetryCost's on side as the
