@@ -8,7 +8,7 @@ BENCHCOUNT ?= 1
 SOAK_DURATION ?= 2m
 SOAK_SEED ?= 0
 
-.PHONY: all help run test tidy unit vet vet-and-cdk-cli lint fuzz infra-test bench bench-smoke soak walk lambdas ddb-install ddb-start ddb-stop clean \
+.PHONY: all help run test tidy unit unit-shared unit-soak unit-scale scale-beside-infra vet vet-and-cdk-cli lint fuzz infra-test bench bench-smoke soak walk lambdas ddb-install ddb-start ddb-stop clean \
 	synth cfn-lint cdk-cli pytools build-AggregatorFunction build-ProvisionerFunction
 
 all: test
@@ -22,7 +22,7 @@ run: ddb-install
 	go run ./cmd/zl-local
 
 ## test: tidy modules, vet, lint, every test and every benchmark once under -race, a short run of every fuzz target, the file walk of an acquire, the infra module's tests, cfn-lint
-test: ddb-install tidy vet-and-cdk-cli lint unit fuzz walk infra-test cfn-lint
+test: ddb-install tidy vet-and-cdk-cli lint unit-shared unit-soak scale-beside-infra fuzz cfn-lint
 
 # vet-and-cdk-cli: vet, with the CDK CLI's npm install beside it. On a fresh
 # machine the install can wait on the registry with next to no CPU (a
@@ -69,9 +69,11 @@ lint:
 
 # Two packages run after the others, one at a time, not beside them. The
 # provisioner's scale test (its own DynamoDB Local, minutes of CPU) would
-# starve the other packages on a 2-core machine, and the soak measures a
-# system under load: beside other test binaries its "did the run exercise
-# the system" check fails for want of CPU, not for a fault of the limiter.
+# starve the other packages' timed tests on a 2-core machine, and the soak
+# measures a system under load: beside other test binaries its "did the
+# run exercise the system" check fails for want of CPU, not for a fault of
+# the limiter. (make test runs the scale test beside steps that time
+# nothing: scale-beside-infra.)
 #
 # The benchmarks run once in the same test binaries, after the tests: one
 # build and one emulator per package instead of two, so that a broken
@@ -103,9 +105,27 @@ BENCH_ONCE := -args -test.bench=. -test.benchtime=1x
 # go test does.
 NO_VET := $(if $(filter test all,$(or $(MAKECMDGOALS),all)),-vet=off)
 ## unit: every test of the main module under -race and every benchmark once, on one DynamoDB Local they share (the soak and the provisioner's scale test last, alone, each on its own)
-unit:
+unit: unit-shared unit-soak unit-scale
+
+unit-shared:
 	go run ./scripts/ddblocal run -- go test -race -count=1 -short $(NO_VET) $(LIMITER_PKG) $$(go list ./... | grep -v -e '/core/limiter$$' -e '/core/provision/scale$$' -e '/internal/soak$$') $(BENCH_ONCE)
-	go test -race -count=1 $(NO_VET) -p 1 -timeout 20m $(SOAK_PKG) $(SCALE_PKG)
+
+unit-soak:
+	go test -race -count=1 $(NO_VET) -timeout 20m $(SOAK_PKG)
+
+unit-scale:
+	go test -race -count=1 $(NO_VET) -timeout 20m $(SCALE_PKG)
+
+# scale-beside-infra: make test runs the provisioner's scale test beside
+# the file walk and the infra module's tests, not alone. The scale test
+# checks results, never times (a run that starves it only takes longer),
+# and leaves most of a core idle (its test binary waits on its emulator);
+# the walk counts files and the infra tests are CDK synths and
+# subprocesses, none timed either, and the infra tests' jsii kernel keeps
+# one core busy at most. The soak, which does need the machine to itself,
+# has run before. -O prints each target's output whole when it ends.
+scale-beside-infra:
+	@$(MAKE) --no-print-directory -j2 -O NO_VET='$(NO_VET)' unit-scale walk infra-test
 
 ## fuzz: a short run of every fuzz target (FUZZTIME, 20000x by default)
 fuzz:
