@@ -118,11 +118,12 @@ unit-scale:
 
 # scale-beside-infra: make test runs the provisioner's scale test beside
 # the file walk and the infra module's tests, not alone. The scale test
-# checks results, never times (a run that starves it only takes longer),
-# and leaves most of a core idle (its test binary waits on its emulator);
+# checks results, never times (a run that starves it only takes longer);
 # the walk counts files and the infra tests are CDK synths and
-# subprocesses, none timed either, and the infra tests' jsii kernel keeps
-# one core busy at most. The soak, which does need the machine to itself,
+# subprocesses, none timed either. Alone, each left part of the second
+# core idle (the infra tests used about one core in a clean-clone run);
+# side by side they took 173 s against 192 s one after the other
+# (docs/design.md §1). The soak, which does need the machine to itself,
 # has run before. -O prints each target's output whole when it ends.
 scale-beside-infra:
 	@$(MAKE) --no-print-directory -j2 -O NO_VET='$(NO_VET)' unit-scale walk infra-test
