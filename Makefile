@@ -124,8 +124,12 @@ NO_VET := $(if $(filter test all,$(or $(MAKECMDGOALS),all)),-vet=off)
 ## unit: every test of the main module under -race and every benchmark once, on one DynamoDB Local they share (the soak and the provisioner's scale test last, alone, each on its own)
 unit: unit-shared unit-soak unit-scale
 
+# GOFLAGS carries -race to the go commands the tests run (the showcase's
+# zl, the aggregator's builds of itself), so that they link the race build
+# the tests have compiled rather than compile a plain one (docs/design.md
+# §1, (9)); builds of a deployed Lambda clear GOFLAGS.
 unit-shared:
-	go run ./scripts/ddblocal run -- go test -race -count=1 -short $(NO_VET) $(LIMITER_PKG) $$(go list ./... | grep -v -e '/core/limiter$$' -e '/core/provision/scale$$' -e '/internal/soak$$') $(BENCH_ONCE)
+	GOFLAGS="$(GOFLAGS) -race" go run ./scripts/ddblocal run -- go test -race -count=1 -short $(NO_VET) $(LIMITER_PKG) $$(go list ./... | grep -v -e '/core/limiter$$' -e '/core/provision/scale$$' -e '/internal/soak$$') $(BENCH_ONCE)
 
 unit-soak:
 	go test -race -count=1 $(NO_VET) -timeout 20m $(SOAK_PKG)
