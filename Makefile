@@ -59,8 +59,8 @@ tidy:
 # packages' export data vet compiles is then the race build the tests
 # need, so a fresh machine compiles each module and its dependencies once
 # for both, not once for vet and again for the tests. The infra module is
-# built with -race wherever make builds it (vet, staticcheck, its tests
-# and the programs they run, synth): it shares the standard library, the
+# built with -race wherever make test builds it (vet, staticcheck, its
+# tests and the programs they run, synth): it shares the standard library, the
 # AWS SDK and the root module's packages with the main module's race
 # build, which vet has just compiled (docs/design.md §1, (8)). The Lambda
 # bundles are plain builds whatever GOFLAGS says (construct/bundle.go).
