@@ -55,33 +55,28 @@ tidy:
 	cd infra && go mod tidy -diff
 
 ## vet: go vet, both modules
-# Both modules are vetted as built with -race: the same files, and the
-# packages' export data vet compiles is then the race build the tests
-# need, so a fresh machine compiles each module and its dependencies once
-# for both, not once for vet and again for the tests. The infra module is
-# built with -race wherever make test builds it (vet, staticcheck, its
-# tests and the programs they run, synth): it shares the standard library, the
-# AWS SDK and the root module's packages with the main module's race
-# build, which vet has just compiled (docs/design.md §1, (8)). The Lambda
-# bundles are plain builds whatever GOFLAGS says (construct/bundle.go).
+# The main module is vetted as built with -race: the same files, and the
+# packages' export data vet compiles is then the race build unit needs, so
+# a fresh machine compiles the module and its dependencies once for both,
+# not once for vet and again for the tests.
 vet:
 	go vet -race ./...
-	cd infra && go vet -race ./...
+	cd infra && go vet ./...
 
 ## lint: gofmt, staticcheck (both modules) and actionlint on the CI workflow
-# staticcheck reads both modules as built with -race, as vet does: it
+# staticcheck reads the main module as built with -race, as vet does: it
 # loads the packages' export data (go list -export), which vet -race has
 # then already compiled; read as a plain build, the module and its
 # dependencies are compiled again for this step alone (on an empty build
 # cache after both modules' vet, here: 50 s for the step as a plain build,
 # 30 s in the race build; docs/design.md §1). The tool itself is
 # built without -race (go tool -n builds it and prints its path). No file
-# of either module has a race build constraint (internal/layering checks it),
+# of the module has a race build constraint (internal/layering checks it),
 # so both builds hold the same files.
 lint:
 	@unformatted=$$(gofmt -l $$(find . -name node_modules -prune -o -name '*.go' -print)); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	staticcheck=$$(go tool -n staticcheck) && GOFLAGS="$(GOFLAGS) -race" $$staticcheck ./...
-	cd infra && staticcheck=$$(go tool -n staticcheck) && GOFLAGS="$(GOFLAGS) -race" $$staticcheck ./...
+	cd infra && go tool staticcheck ./...
 	go tool actionlint
 
 # Two packages run after the others, one at a time, not beside them. The
@@ -124,12 +119,8 @@ NO_VET := $(if $(filter test all,$(or $(MAKECMDGOALS),all)),-vet=off)
 ## unit: every test of the main module under -race and every benchmark once, on one DynamoDB Local they share (the soak and the provisioner's scale test last, alone, each on its own)
 unit: unit-shared unit-soak unit-scale
 
-# GOFLAGS carries -race to the go commands the tests run (the showcase's
-# zl, the aggregator's builds of itself), so that they link the race build
-# the tests have compiled rather than compile a plain one (docs/design.md
-# §1, (9)); builds of a deployed Lambda clear GOFLAGS.
 unit-shared:
-	GOFLAGS="$(GOFLAGS) -race" go run ./scripts/ddblocal run -- go test -race -count=1 -short $(NO_VET) $(LIMITER_PKG) $$(go list ./... | grep -v -e '/core/limiter$$' -e '/core/provision/scale$$' -e '/internal/soak$$') $(BENCH_ONCE)
+	go run ./scripts/ddblocal run -- go test -race -count=1 -short $(NO_VET) $(LIMITER_PKG) $$(go list ./... | grep -v -e '/core/limiter$$' -e '/core/provision/scale$$' -e '/internal/soak$$') $(BENCH_ONCE)
 
 unit-soak:
 	go test -race -count=1 $(NO_VET) -timeout 20m $(SOAK_PKG)
@@ -155,11 +146,11 @@ fuzz:
 
 ## infra-test: the CDK construct and app (a user's app too), template.yaml's parity with them, the IAM policies against the code's calls; any benchmark once
 infra-test: lambdas cdk-cli pytools
-	cd infra && GOFLAGS="$(GOFLAGS) -race" go test -count=1 -short $(NO_VET) ./... $(BENCH_ONCE)
+	cd infra && go test -count=1 -short $(NO_VET) ./... $(BENCH_ONCE)
 
 ## synth: the CDK app's cloud assembly in infra/cdk.out (the template and the Lambda zips)
 synth: lambdas
-	cd infra && GOFLAGS="$(GOFLAGS) -race" go run .
+	cd infra && go run .
 
 ## cfn-lint: template.yaml and the synthesized template pass cfn-lint, warnings included
 cfn-lint: synth pytools

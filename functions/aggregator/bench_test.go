@@ -58,17 +58,13 @@ const (
 )
 
 // buildAggregator builds ./functions/aggregator into dir/name for goos and
-// goarch with the flags of scripts/build-lambdas.sh, from the module root,
-// whatever the caller's GOFLAGS say; with local set, without the
-// lambda.norpc tag, so that the binary also has its -event mode
-// (local.go), and without -trimpath and CGO_ENABLED=0: neither changes
-// what the process does at start-up, and either would make the go command
-// compile every dependency once more for this build alone (the build
-// cache keys packages by them), which on a fresh machine is most of what
-// this benchmark costs `make test`. For the same reason a local build in
-// a -short run (make test's one pass, whose figures mean nothing) keeps
-// the caller's GOFLAGS: make test's are -race, the build its tests use
-// (docs/design.md §1, (9)); a full run measures a plain build.
+// goarch with the flags of scripts/build-lambdas.sh, from the module root;
+// with local set, without the lambda.norpc tag, so that the binary also
+// has its -event mode (local.go), and without -trimpath and CGO_ENABLED=0:
+// neither changes what the process does at start-up, and either would make
+// the go command compile every dependency once more for this build alone
+// (the build cache keys packages by them), which on a fresh machine is
+// most of what this benchmark costs `make test`.
 func buildAggregator(tb testing.TB, dir, name, goos, goarch string, local bool) string {
 	tb.Helper()
 	goBin, err := exec.LookPath("go")
@@ -77,13 +73,10 @@ func buildAggregator(tb testing.TB, dir, name, goos, goarch string, local bool) 
 	}
 	out := filepath.Join(dir, name)
 	args := []string{"build", "-tags", "lambda.norpc", "-trimpath", "-buildvcs=false"}
-	env := append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+goarch, "GOFLAGS=")
+	env := append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+goarch)
 	if local {
 		args = []string{"build", "-buildvcs=false"}
 		env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch)
-		if !testing.Short() {
-			env = append(env, "GOFLAGS=")
-		}
 	}
 	cmd := exec.Command(goBin, append(args, "-ldflags=-s -w -buildid=", "-o", out, "./functions/aggregator")...)
 	cmd.Dir = filepath.Join("..", "..")

@@ -62,8 +62,8 @@ func TestRaceTagged(t *testing.T) {
 	}
 }
 
-// TestNoRaceBuildConstraint: make test vets, lints and tests both modules
-// as built with -race only (the Makefile's vet, lint, unit, infra-test), so
+// TestNoRaceBuildConstraint: make test vets, lints and tests the main
+// module as built with -race only (the Makefile's vet, lint and unit), so
 // a file for a plain build alone (//go:build !race) would be checked by
 // none of them. No file of the repository names the race tag.
 func TestNoRaceBuildConstraint(t *testing.T) {

@@ -18,9 +18,7 @@ import (
 )
 
 // zlBin is the zl binary every run's command-line step runs, built once
-// by TestMain rather than by each run, with the caller's GOFLAGS: under
-// make test's -race (docs/design.md §1, (9)) its packages are the ones the
-// tests' race build has compiled, and zl runs with the race detector on.
+// by TestMain rather than by each run.
 var zlBin string
 
 func TestMain(m *testing.M) {
