@@ -668,9 +668,17 @@ func cannedAcquire(tb testing.TB, canned *cannedDynamoDB) func() error {
 // clock cannedClock).
 func cannedAcquireWith(tb testing.TB, canned *cannedDynamoDB, o limiter.Options) func() error {
 	tb.Helper()
+	return acquireOn(tb, canned.client(), o)
+}
+
+// acquireOn is cannedAcquireWith's acquire on db, a client of a canned
+// endpoint however it is reached (in process, or over HTTP:
+// cannedServer).
+func acquireOn(tb testing.TB, db *dynamodb.Client, o limiter.Options) func() error {
+	tb.Helper()
 	ctx := context.Background()
 	o.Clock = cannedClock
-	lim, err := limiter.New(canned.client(), cannedTable, benchNS, o)
+	lim, err := limiter.New(db, cannedTable, benchNS, o)
 	if err != nil {
 		tb.Fatal(err)
 	}

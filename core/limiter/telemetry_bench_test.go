@@ -1,7 +1,8 @@
 package limiter_test
 
 // What the limiter's metrics and spans (docs/design.md §18) cost a
-// fast-path acquire, on BenchmarkClientCost's canned endpoint.
+// fast-path acquire, on BenchmarkClientCost's canned endpoint and over
+// loopback HTTP.
 
 import (
 	"context"
@@ -44,7 +45,12 @@ func telemetryOn(tb testing.TB) limiter.Options {
 // tracing alone, so that on's ratio less its own is the limiter's share;
 // on-over-two-sdk-spans measures that share directly, on's acquire
 // interleaved with two-sdk-spans' and reported over it.
-// limiter-only-off and limiter-only-on are the
+// over-http/on and over-http/two-sdk-spans are on and two-sdk-spans
+// with both sides of every pair sent over loopback HTTP to a canned
+// server in another process (startCannedServer): the acquire's CPU then
+// includes the transport a service pays, which the canned endpoint
+// leaves out. Every paired case also reports off's CPU time per acquire
+// (ref-cpu-ns). limiter-only-off and limiter-only-on are the
 // acquire with no SDK call (BenchmarkClientCost's limiter-only), off and
 // on: the instrumentation's share in absolute terms.
 func BenchmarkTelemetryCost(b *testing.B) {
@@ -69,8 +75,24 @@ func BenchmarkTelemetryCost(b *testing.B) {
 		// on against two-sdk-spans, interleaved: what the limiter's
 		// instrumentation adds beyond the SDK's floor of two spans.
 		canned := newCannedDynamoDB()
-		pairedAgainst(b, canned, cannedAcquireWith(b, canned, telemetryOn(b)),
+		pairedAgainst(b, canned.calls.Load, cannedAcquireWith(b, canned, telemetryOn(b)),
 			inTwoSpans(b, cannedAcquire(b, newCannedDynamoDB())))
+	})
+	b.Run("over-http", func(b *testing.B) {
+		// on and two-sdk-spans again, every acquire (both sides of each
+		// pair) sent over loopback HTTP to a canned server in another
+		// process: the transport in the acquire's CPU, as a service pays
+		// it (without TLS, which would add more). The measured side and
+		// the reference have a server each, so that the measured one's
+		// count is its own requests.
+		srv, ref := startCannedServer(b), startCannedServer(b)
+		calls := func() int64 { return srv.calls(b) }
+		b.Run("on", func(b *testing.B) {
+			pairedAgainst(b, calls, srv.acquireWith(b, telemetryOn(b)), ref.acquireWith(b, limiter.Options{}))
+		})
+		b.Run("two-sdk-spans", func(b *testing.B) {
+			pairedAgainst(b, calls, inTwoSpans(b, srv.acquireWith(b, limiter.Options{})), ref.acquireWith(b, limiter.Options{}))
+		})
 	})
 	b.Run("limiter-only-off", func(b *testing.B) {
 		measureClientCost(b, sdkFreeAcquire(b))
@@ -102,22 +124,25 @@ func inTwoSpans(b *testing.B, acquire func() error) func() error {
 // b.N of the acquire with no telemetry (benchkit.PairedCost), reported as
 // ratios over it.
 func pairedWith(b *testing.B, canned *cannedDynamoDB, acquire func() error) {
-	pairedAgainst(b, canned, acquire, cannedAcquire(b, newCannedDynamoDB()))
+	pairedAgainst(b, canned.calls.Load, acquire, cannedAcquire(b, newCannedDynamoDB()))
 }
 
 // pairedAgainst is pairedWith with ref as the acquire interleaved and
-// reported over.
-func pairedAgainst(b *testing.B, canned *cannedDynamoDB, acquire, ref func() error) {
-	before := canned.calls.Load()
+// reported over, and calls the count of the requests acquire's endpoint
+// has answered: acquire must send exactly one each time. It also reports
+// ref's CPU time per call (ref-cpu-ns).
+func pairedAgainst(b *testing.B, calls func() int64, acquire, ref func() error) {
+	before := calls()
 	measureClientCost(b, acquire)
 	op, refCost, err := benchkit.PairedCost(b.N, acquire, ref)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if calls := canned.calls.Load() - before; calls != 2*int64(b.N) {
-		b.Fatalf("%d acquires sent %d requests, want one each", 2*b.N, calls)
+	if sent := calls() - before; sent != 2*int64(b.N) {
+		b.Fatalf("%d acquires sent %d requests, want one each", 2*b.N, sent)
 	}
 	b.ReportMetric(op.CPU/refCost.CPU, "ns-ratio")
+	b.ReportMetric(refCost.CPU, "ref-cpu-ns")
 	b.ReportMetric(op.Allocs/refCost.Allocs, "allocs-ratio")
 	b.ReportMetric(op.Allocs-refCost.Allocs, "allocs-added")
 	b.ReportMetric(op.Bytes-refCost.Bytes, "B-added")
