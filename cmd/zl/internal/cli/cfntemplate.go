@@ -141,7 +141,7 @@ func (o ordered) MarshalJSON() ([]byte, error) {
 func (o ordered) node() *yaml.Node {
 	n := &yaml.Node{Kind: yaml.MappingNode}
 	for _, e := range o {
-		n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: e.k}, toNode(e.v))
+		n.Content = append(n.Content, output.YAMLString(e.k), toNode(e.v))
 	}
 	return n
 }
@@ -158,9 +158,11 @@ func toNode(v any) *yaml.Node {
 		sort.Strings(keys)
 		n := &yaml.Node{Kind: yaml.MappingNode}
 		for _, k := range keys {
-			n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k}, toNode(x[k]))
+			n.Content = append(n.Content, output.YAMLString(k), toNode(x[k]))
 		}
 		return n
+	case string:
+		return output.YAMLString(x)
 	case []any:
 		n := &yaml.Node{Kind: yaml.SequenceNode}
 		for _, e := range x {

@@ -306,6 +306,20 @@ func writeYAML(w io.Writer, v any) error {
 	return enc.Close()
 }
 
+// yamlString is the node of a string key or value. The encoder writes a
+// string with line breaks as a literal block, and when the block's first
+// line starts with a tab its own parser rejects what it wrote ("found a
+// tab character where an indentation space is expected"); such a string,
+// and any other multi-line string holding a tab, is written double-quoted
+// with escapes instead, which reads back as the same string.
+func YAMLString(s string) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s}
+	if strings.Contains(s, "\n") && strings.Contains(s, "\t") {
+		n.Style = yaml.DoubleQuotedStyle
+	}
+	return n
+}
+
 // yamlNode reads the next JSON value of dec as a YAML node: mappings keep
 // their key order, strings stay strings whatever they hold (the encoder
 // quotes or escapes as needed), numbers keep their digits.
@@ -326,7 +340,7 @@ func yamlNode(dec *json.Decoder) (*yaml.Node, error) {
 				if err != nil {
 					return nil, err
 				}
-				n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k.(string)})
+				n.Content = append(n.Content, YAMLString(k.(string)))
 			}
 			c, err := yamlNode(dec)
 			if err != nil {
@@ -339,7 +353,7 @@ func yamlNode(dec *json.Decoder) (*yaml.Node, error) {
 		}
 		return n, nil
 	case string:
-		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: t}, nil
+		return YAMLString(t), nil
 	case json.Number:
 		tag := "!!int"
 		if strings.ContainsAny(t.String(), ".eE") {

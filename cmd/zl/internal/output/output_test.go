@@ -131,3 +131,28 @@ func FuzzTableJSON(f *testing.F) {
 		}
 	})
 }
+
+// TestYAMLStringReadsBack: a string YAMLString gives, as a key or a value,
+// reads back as itself, the multi-line strings whose first line starts
+// with a tab among them (the encoder's literal block of those does not
+// parse: the fuzz input testdata/fuzz/FuzzTableJSON/315e7e74cce1228e).
+func TestYAMLStringReadsBack(t *testing.T) {
+	for _, s := range []string{"\t\n", "\tx\ny", "\t\t\n\t", "a\n\tb", "\n\tx", "a\nb", " a\nb", "plain", "\t", ""} {
+		doc := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{
+			output.YAMLString("k"), output.YAMLString(s),
+			output.YAMLString(s), output.YAMLString("v"),
+		}}
+		raw, err := yaml.Marshal(doc)
+		if err != nil {
+			t.Fatalf("%q: %v", s, err)
+		}
+		var back map[string]string
+		if err := yaml.Unmarshal(raw, &back); err != nil {
+			t.Errorf("%q: %q does not parse: %v", s, raw, err)
+			continue
+		}
+		if back["k"] != s || back[s] != "v" {
+			t.Errorf("%q: %q reads back as %q", s, raw, back)
+		}
+	}
+}
