@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -244,5 +245,81 @@ func writeTGZ(t *testing.T, path string, files map[string]string) {
 	}
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// An emulator started with the default log (Options.LogFile unset) writes
+// it while it runs and leaves no file behind after Stop.
+func TestStopRemovesTheDefaultLog(t *testing.T) {
+	s, err := Start(context.Background(), Options{Dir: installed(t), QuickJIT: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Remove(s.LogFile) })
+	if filepath.Dir(s.LogFile) != filepath.Clean(os.TempDir()) {
+		t.Errorf("default log %q, want a file in %q", s.LogFile, os.TempDir())
+	}
+	if _, err := os.Stat(s.LogFile); err != nil {
+		t.Fatalf("log of a running emulator: %v", err)
+	}
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(s.LogFile); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("default log after Stop: %v, want it removed", err)
+	}
+	if err := s.Stop(); err != nil {
+		t.Errorf("a second Stop: %v", err)
+	}
+}
+
+// An emulator that fails to start keeps its default log, which the error
+// names; so does one that has exited by itself when Stop is called, and a
+// log the caller named is never removed.
+func TestStopKeepsALogToRead(t *testing.T) {
+	_, err := Start(context.Background(), Options{Dir: fakeInstall(t)})
+	if err == nil {
+		t.Fatal("an empty jar started")
+	}
+	var log string
+	for _, f := range strings.Fields(err.Error()) {
+		if strings.HasPrefix(f, filepath.Join(os.TempDir(), "dynamodb-local-")) {
+			log = strings.TrimSuffix(f, ":")
+		}
+	}
+	if log == "" {
+		t.Fatalf("the error names no default log: %v", err)
+	}
+	t.Cleanup(func() { _ = os.Remove(log) })
+	if _, err := os.Stat(log); err != nil {
+		t.Errorf("log of a failed start: %v", err)
+	}
+
+	crashed, err := Start(context.Background(), Options{Dir: installed(t), QuickJIT: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Remove(crashed.LogFile) })
+	if err := syscall.Kill(crashed.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-crashed.Exited()
+	if err := crashed.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(crashed.LogFile); err != nil {
+		t.Errorf("default log of an emulator that exited by itself, after Stop: %v", err)
+	}
+
+	named := filepath.Join(t.TempDir(), "ddb.log")
+	s, err := Start(context.Background(), Options{Dir: installed(t), LogFile: named, QuickJIT: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(named); err != nil {
+		t.Errorf("a named log after Stop: %v", err)
 	}
 }

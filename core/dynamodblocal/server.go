@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -37,7 +38,9 @@ type Options struct {
 	// one database per access key id and region.
 	SharedDB bool
 	// LogFile receives the emulator's output (truncated at start); empty
-	// means a file in os.TempDir named after the port.
+	// means a file in os.TempDir named after the port, which Stop removes
+	// when it ends a running emulator; one that failed to start, or that
+	// had exited by itself before Stop, keeps its log for reading.
 	LogFile string
 	// Detach leaves the emulator running after this process exits.
 	// Otherwise the kernel kills it when this process dies.
@@ -65,6 +68,9 @@ type Server struct {
 	LogFile string
 	cmd     *exec.Cmd
 	exited  chan struct{}
+	// removeLog: LogFile is the default one and the emulator started, so
+	// Stop removes it when it ends the process.
+	removeLog bool
 }
 
 // Start runs DynamoDB Local and waits until it answers ListTables. A port
@@ -88,7 +94,8 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.LogFile == "" {
+	defaultLog := o.LogFile == ""
+	if defaultLog {
 		o.LogFile = filepath.Join(os.TempDir(), fmt.Sprintf("dynamodb-local-%d.log", port))
 	}
 	logf, err := os.OpenFile(o.LogFile, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
@@ -124,9 +131,10 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		timeout = 60 * time.Second
 	}
 	if err := s.waitReady(ctx, timeout); err != nil {
-		_ = s.Stop()
+		_ = s.Stop() // the log stays: the error points at it
 		return nil, err
 	}
+	s.removeLog = defaultLog
 	return s, nil
 }
 
@@ -178,19 +186,30 @@ func (s *Server) waitReady(ctx context.Context, timeout time.Duration) error {
 func (s *Server) Exited() <-chan struct{} { return s.exited }
 
 // Stop terminates the emulator's process group (SIGTERM, then SIGKILL after
-// 5 s) and waits for it to exit.
+// 5 s) and waits for it to exit. When it ended a running emulator whose log
+// is the default one (Options.LogFile unset), it removes the log, so that
+// test runs leave no file behind.
 func (s *Server) Stop() error {
 	if s == nil || s.cmd == nil {
 		return nil
 	}
+	select {
+	case <-s.exited:
+		return nil // exited by itself (or stopped before): its log stays
+	default:
+	}
 	_ = syscall.Kill(-s.PID, syscall.SIGTERM)
 	select {
 	case <-s.exited:
-		return nil
 	case <-time.After(5 * time.Second):
+		_ = syscall.Kill(-s.PID, syscall.SIGKILL)
+		<-s.exited
 	}
-	_ = syscall.Kill(-s.PID, syscall.SIGKILL)
-	<-s.exited
+	if s.removeLog {
+		if err := os.Remove(s.LogFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("dynamodblocal: remove log: %w", err)
+		}
+	}
 	return nil
 }
 
