@@ -14,6 +14,15 @@ import (
 	"github.com/aws/jsii-runtime-go"
 )
 
+// TestMain ends the jsii kernel after the tests: it removes the runtime
+// the kernel unpacked into the temp folder, which a test binary that just
+// exits leaves behind.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	jsii.Close()
+	os.Exit(code)
+}
+
 // template reads the stack's template from a cloud assembly.
 func template(t *testing.T, dir string) map[string]any {
 	t.Helper()

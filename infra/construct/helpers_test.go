@@ -15,7 +15,14 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
 )
 
-func TestMain(m *testing.M) { ddbtest.Main(m) }
+// TestMain runs the tests on the harness's emulator, then ends the jsii
+// kernel the CDK calls started: it removes the runtime it unpacked into
+// the temp folder, which a test binary that just exits leaves behind.
+func TestMain(m *testing.M) {
+	code := ddbtest.Run(m)
+	jsii.Close()
+	os.Exit(code)
+}
 
 // fataler is the part of testing.TB must needs (a test of must passes a
 // recorder).
