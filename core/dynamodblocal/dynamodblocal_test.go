@@ -300,7 +300,10 @@ func TestStopKeepsALogToRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.Remove(crashed.LogFile) })
-	if err := syscall.Kill(crashed.PID, syscall.SIGKILL); err != nil {
+	// Ended from outside, as a user's kill would: SIGTERM, on which the
+	// JVM still removes the native library it unpacked into the temp
+	// folder (a SIGKILL would leave it there).
+	if err := syscall.Kill(crashed.PID, syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	<-crashed.Exited()
