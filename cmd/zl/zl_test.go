@@ -45,8 +45,8 @@ type harness struct{ m *testing.M }
 
 func (h harness) Run() int { return ddbtest.Run(h.m) }
 
-// zlMain is zl as a script runs it: the process's streams and terminals,
-// the clock of ZL_TEST_NOW.
+// zlMain is zl as a script runs it: the process's streams, terminals and
+// signals (cli.MainEnv, as the shipped command), the clock of ZL_TEST_NOW.
 func zlMain() {
 	env := cli.ProcessEnv()
 	if s := os.Getenv("ZL_TEST_NOW"); s != "" {
@@ -57,7 +57,7 @@ func zlMain() {
 		}
 		env.Clock = func() time.Time { return now }
 	}
-	os.Exit(cli.Run(context.Background(), env, os.Args[1:]))
+	os.Exit(cli.MainEnv(env))
 }
 
 // TestScripts runs cmd/zl/testdata/script/*.txtar: zl driven as a user

@@ -85,10 +85,16 @@ func ProcessEnv() Env {
 
 // Main runs zl on this process's arguments and environment, cancelled by
 // an interrupt, and returns the exit code.
-func Main() int {
+func Main() int { return MainEnv(ProcessEnv()) }
+
+// MainEnv is Main in env: zl on this process's arguments, cancelled by an
+// interrupt or SIGTERM (on which `zl local up` stops what it started, as
+// `zl local down` asks), for a test binary that runs as zl with an env of
+// its own (a fixed clock).
+func MainEnv(env Env) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return Run(ctx, ProcessEnv(), os.Args[1:])
+	return Run(ctx, env, os.Args[1:])
 }
 
 // Run runs zl with args in env and returns the exit code. Results go to
