@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/exemplar"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
@@ -44,9 +45,14 @@ func telemetryOn(tb testing.TB) limiter.Options {
 // spans of the same SDK provider, measured the same way: the floor of the
 // tracing alone, so that on's ratio less its own is the limiter's share;
 // on-over-two-sdk-spans measures that share directly, on's acquire
-// interleaved with two-sdk-spans' and reported over it.
-// over-http/on and over-http/two-sdk-spans are on and two-sdk-spans
-// with both sides of every pair sent over loopback HTTP to a canned
+// interleaved with two-sdk-spans' and reported over it. off-over-off is
+// the control: off over itself, measured the same way, whose distance
+// from 1 is how far the method itself strays (docs/decisions.md P50).
+// on-over-no-exemplars is on over on with the meter provider's exemplars
+// off: what the SDK's default exemplar filter costs.
+// over-http/on, over-http/two-sdk-spans and over-http/off-over-off are
+// on, two-sdk-spans and the control with both sides of every pair sent
+// over loopback HTTP to a canned
 // server in another process (startCannedServer): the acquire's CPU then
 // includes the transport a service pays, which the canned endpoint
 // leaves out. Every paired case also reports off's CPU time per acquire
@@ -71,6 +77,26 @@ func BenchmarkTelemetryCost(b *testing.B) {
 		canned := newCannedDynamoDB()
 		pairedWith(b, canned, inTwoSpans(b, cannedAcquire(b, canned)))
 	})
+	b.Run("off-over-off", func(b *testing.B) {
+		// The control: off against itself, each side on an endpoint of
+		// its own as in every other case. Its distance from 1 is the
+		// spread of the method, not a cost.
+		canned := newCannedDynamoDB()
+		pairedWith(b, canned, cannedAcquire(b, canned))
+	})
+	b.Run("on-over-no-exemplars", func(b *testing.B) {
+		// on against on with the meter provider's exemplar filter off:
+		// what the SDK's default filter (an exemplar for a measurement
+		// made inside a sampled span, which every measurement of on is)
+		// costs.
+		canned := newCannedDynamoDB()
+		o := telemetryOn(b)
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()),
+			sdkmetric.WithExemplarFilter(exemplar.AlwaysOffFilter))
+		b.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+		pairedAgainst(b, canned.calls.Load, cannedAcquireWith(b, canned, o),
+			cannedAcquireWith(b, newCannedDynamoDB(), limiter.Options{MeterProvider: mp, TracerProvider: o.TracerProvider}))
+	})
 	b.Run("on-over-two-sdk-spans", func(b *testing.B) {
 		// on against two-sdk-spans, interleaved: what the limiter's
 		// instrumentation adds beyond the SDK's floor of two spans.
@@ -90,6 +116,10 @@ func BenchmarkTelemetryCost(b *testing.B) {
 		b.Run("on", func(b *testing.B) {
 			calls := func() int64 { return srv.calls(b) }
 			pairedAgainst(b, calls, srv.acquireWith(b, telemetryOn(b)), ref.acquireWith(b, limiter.Options{}))
+		})
+		b.Run("off-over-off", func(b *testing.B) {
+			calls := func() int64 { return srv.calls(b) }
+			pairedAgainst(b, calls, srv.acquireWith(b, limiter.Options{}), ref.acquireWith(b, limiter.Options{}))
 		})
 		b.Run("two-sdk-spans", func(b *testing.B) {
 			calls := func() int64 { return srv.calls(b) }
