@@ -19,12 +19,7 @@ const PairBlock = 64
 // calls, and returns the cost per call of each: time (CPUTime where it can
 // tell, else wall time), heap allocations and bytes. Interleaving makes a change of load on the
 // machine weigh on both alike, so their ratio is steadier than that of two
-// runs one after the other. The side that goes first changes from one
-// pair of blocks to the next (op ref, ref op, op ref, ...): a block that
-// follows the other side's pays for what that side left behind (garbage
-// to collect, a connection still being returned to its pool), and with op
-// always first that cost fell on one side only. It stops at the first
-// error either returns.
+// runs one after the other. It stops at the first error either returns.
 func PairedCost(n int, op, ref func() error) (opCost, refCost Cost, err error) {
 	now := func() time.Duration {
 		if d, ok := CPUTime(); ok {
@@ -48,12 +43,9 @@ func PairedCost(n int, op, ref func() error) (opCost, refCost Cost, err error) {
 	}
 	var spent [2]time.Duration
 	var objects, bytes [2]uint64
-	sides := [2]func() error{op, ref}
-	for pair, done := 0, 0; done < n; pair, done = pair+1, done+PairBlock {
+	for done := 0; done < n; done += PairBlock {
 		k := min(PairBlock, n-done)
-		for i := range 2 {
-			side := i ^ pair&1 // op first in even pairs, ref first in odd ones
-			f := sides[side]
+		for side, f := range [2]func() error{op, ref} {
 			o0, b0 := heap()
 			t0 := now()
 			for range k {

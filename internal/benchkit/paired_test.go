@@ -38,29 +38,3 @@ func TestPairedCost(t *testing.T) {
 		t.Errorf("an op's error: %v, want it returned", err)
 	}
 }
-
-// TestPairedCostAlternatesTheFirstSide: the side that runs first changes
-// from one pair of blocks to the next, so neither side always follows the
-// other (and pays for what it left behind), and a short last block runs
-// as many calls on each side.
-func TestPairedCostAlternatesTheFirstSide(t *testing.T) {
-	var calls []byte
-	op := func() error { calls = append(calls, 'o'); return nil }
-	ref := func() error { calls = append(calls, 'r'); return nil }
-	const n = 3*PairBlock + 5
-	if _, _, err := PairedCost(n, op, ref); err != nil {
-		t.Fatal(err)
-	}
-	var want []byte
-	for _, block := range []struct {
-		side byte
-		k    int
-	}{{'o', PairBlock}, {'r', PairBlock}, {'r', PairBlock}, {'o', PairBlock}, {'o', PairBlock}, {'r', PairBlock}, {'r', 5}, {'o', 5}} {
-		for range block.k {
-			want = append(want, block.side)
-		}
-	}
-	if string(calls) != string(want) {
-		t.Errorf("the calls ran in the order\n%s\nwant\n%s", calls, want)
-	}
-}
