@@ -52,10 +52,9 @@ func telemetryOn(tb testing.TB) limiter.Options {
 // off: what the SDK's default exemplar filter costs.
 // over-http/on, over-http/two-sdk-spans and over-http/off-over-off are
 // on, two-sdk-spans and the control with both sides of every pair sent
-// over loopback HTTP to a canned
-// server in another process (startCannedServer): the acquire's CPU then
-// includes the transport a service pays, which the canned endpoint
-// leaves out. Every paired case also reports off's CPU time per acquire
+// over loopback HTTP to a canned server in another process
+// (startCannedServer): the acquire's CPU then includes the transport a
+// service pays, which the canned endpoint leaves out. Every paired case also reports off's CPU time per acquire
 // (ref-cpu-ns). limiter-only-off and limiter-only-on are the
 // acquire with no SDK call (BenchmarkClientCost's limiter-only), off and
 // on: the instrumentation's share in absolute terms.
