@@ -50,6 +50,9 @@ func telemetryOn(tb testing.TB) limiter.Options {
 // from 1 is how far the method itself strays (docs/decisions.md P50).
 // on-over-no-exemplars is on over on with the meter provider's exemplars
 // off: what the SDK's default exemplar filter costs.
+// on-sampled-1pc is on with the tracer provider sampling one trace in a
+// hundred (sdktrace.TraceIDRatioBased): what a service that samples its
+// traces pays.
 // over-http/on, over-http/two-sdk-spans and over-http/off-over-off are
 // on, two-sdk-spans and the control with both sides of every pair sent
 // over loopback HTTP to a canned server in another process
@@ -75,6 +78,19 @@ func BenchmarkTelemetryCost(b *testing.B) {
 	b.Run("two-sdk-spans", func(b *testing.B) {
 		canned := newCannedDynamoDB()
 		pairedWith(b, canned, inTwoSpans(b, cannedAcquire(b, canned)))
+	})
+	b.Run("on-sampled-1pc", func(b *testing.B) {
+		// on with head sampling, the lever the README names: the
+		// tracer provider records one trace in a hundred (by trace id,
+		// as sdktrace.TraceIDRatioBased decides), the other ninety-nine
+		// acquires get spans that record nothing, and their measurements
+		// keep no exemplar.
+		o := telemetryOn(b)
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(
+			sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.01))))
+		b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+		o.TracerProvider = tp
+		paired(b, o)
 	})
 	b.Run("off-over-off", func(b *testing.B) {
 		// The control: off against itself, each side on an endpoint of
