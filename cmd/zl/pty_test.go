@@ -271,12 +271,12 @@ func TestFanoutBarAndPromptOnATerminal(t *testing.T) {
 	tm := startTerminal(t, env, "-N", "tenant", "access", "disable", "--resource", "gpt-4")
 	code, out := tm.exit()
 	if code != 0 || !strings.Contains(out, "resource gpt-4") || !strings.Contains(out, fmt.Sprintf("| (0/%d)", buckets)) ||
-		!strings.Contains(out, fmt.Sprintf("Buckets in use: %d found, %d stamped, 0 skipped, 0 failed.", buckets, buckets)) || !strings.Contains(out, "│ -      │ gpt-4    │ disabled │") {
+		!strings.Contains(out, fmt.Sprintf("Buckets in use: %d found: %d brought in line, 0 already in line, 0 vanished, 0 failed.", buckets, buckets)) || !strings.Contains(out, "│ -      │ gpt-4    │ disabled │") {
 		t.Fatalf("disable on a terminal: exit %d, want a bar of %d buckets and their counts:\n%s", code, buckets, out)
 	}
 	tm = startTerminal(t, env, "-N", "tenant", "--quiet", "access", "inherit", "--resource", "gpt-4")
 	code, out = tm.exit()
-	if code != 0 || strings.Contains(out, fmt.Sprintf("/%d", buckets)) || !strings.Contains(out, fmt.Sprintf("Buckets in use: %d found, %d stamped", buckets, buckets)) {
+	if code != 0 || strings.Contains(out, fmt.Sprintf("/%d", buckets)) || !strings.Contains(out, fmt.Sprintf("Buckets in use: %d found: %d brought in line", buckets, buckets)) {
 		t.Fatalf("--quiet on a terminal: exit %d, want the counts and no bar:\n%s", code, out)
 	}
 

@@ -2,6 +2,7 @@ package bucketitem
 
 import (
 	"maps"
+	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -50,4 +51,23 @@ func Clone(src map[string]types.AttributeValue, img *Image, dst schema.BucketID,
 		out[schema.AttrVU] = schema.Num(img.RF)
 	}
 	return out
+}
+
+// RecheckAfter is how long a shard created from another shard's limits or
+// from a config read made before it existed may run on them before a
+// config read confirms them (docs/design.md §8): the default stamp TTL.
+const RecheckAfter = 60_000 // ms
+
+// MarkRecheck marks item, a shard about to be created, as carrying limits
+// no config read has confirmed since it existed: recheck = deadline, and vu
+// lowered to the deadline where it is later or absent, so that the fast
+// path stops there and the next pass reads config (docs/design.md §8).
+func MarkRecheck(item map[string]types.AttributeValue, deadline int64) {
+	item[schema.AttrRecheck] = schema.Num(deadline)
+	if v, ok := item[schema.AttrVU].(*types.AttributeValueMemberN); ok && v != nil {
+		if vu, err := strconv.ParseInt(v.Value, 10, 64); err == nil && vu <= deadline {
+			return
+		}
+	}
+	item[schema.AttrVU] = schema.Num(deadline)
 }

@@ -158,6 +158,12 @@ type Image struct {
 	TTL    int64 // ttl, epoch seconds
 	HasTTL bool
 
+	// Recheck is the deadline, epoch ms, by which the shard's limits are
+	// to be checked against config (recheck; docs/design.md §8): present
+	// on a shard created or cloned since a config read last confirmed them.
+	Recheck    int64
+	HasRecheck bool
+
 	Sched      string // sched (phase 2)
 	ResetSched string // rsched (phase 2)
 	SchedTZ    string // sched_tz (phase 2)
@@ -333,6 +339,9 @@ func (img *Image) decodeAttr(buf []LimitImage, k string, v Scalar) ([]LimitImage
 	case schema.AttrTTL:
 		img.TTL, err = num(k, v)
 		img.HasTTL = true
+	case schema.AttrRecheck:
+		img.Recheck, err = num(k, v)
+		img.HasRecheck = true
 	case schema.AttrSched:
 		img.Sched, err = str(k, v)
 		img.HasSched = true

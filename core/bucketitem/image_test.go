@@ -37,6 +37,7 @@ func createdItem() item {
 	set(schema.AttrPGen, schema.Num(7))
 	set(schema.AttrTTL, schema.Num(imgNow/1000+3600))
 	set(schema.AttrVU, schema.Num(imgNow+60_000))
+	set(schema.AttrRecheck, schema.Num(imgNow+45_000))
 	for _, l := range []struct {
 		name           string
 		tk, cp, ra, rp int64
@@ -77,6 +78,9 @@ func TestDecodeImageCreatedItem(t *testing.T) {
 	}
 	if !img.HasTTL || img.TTL != imgNow/1000+3600 || !img.HasVU || img.VU != imgNow+60_000 {
 		t.Errorf("ttl/vu = %d/%d", img.TTL, img.VU)
+	}
+	if !img.HasRecheck || img.Recheck != imgNow+45_000 {
+		t.Errorf("recheck = %v/%d", img.HasRecheck, img.Recheck)
 	}
 	if img.HasDisabled || img.Disabled || img.Bypass.Present {
 		t.Errorf("disabled/bypass = %v/%v/%+v", img.HasDisabled, img.Disabled, img.Bypass)
@@ -482,7 +486,7 @@ func FuzzDecodeImage(f *testing.F) {
 
 var fuzzItemAttrs = [...]string{
 	schema.AttrRF, schema.AttrShardCount, schema.AttrCascade, schema.AttrParentID, schema.AttrPGen,
-	schema.AttrDisabled, schema.AttrBypass, schema.AttrVU, schema.AttrTTL, schema.AttrEntityID,
+	schema.AttrDisabled, schema.AttrBypass, schema.AttrVU, schema.AttrTTL, schema.AttrRecheck, schema.AttrEntityID,
 	schema.AttrResource, schema.AttrSched, schema.AttrRSched, schema.AttrSchedTZ, schema.AttrPK,
 	schema.AttrSK, "unknown", "b_", "b_x", "b__tk",
 }

@@ -28,6 +28,11 @@ type New struct {
 	Bypass int64
 	// VU is the valid-until instant, epoch ms (docs/decisions.md P25).
 	VU int64
+	// Recheck is the deadline, epoch ms, by which a config read checks the
+	// limits the shard is created with (docs/design.md §8): a create's
+	// limits come from a config read made before the item existed, which
+	// a limit change and its fan-out can pass in between.
+	Recheck int64
 	// Disabled stamps the shard disabled (docs/design.md §8): the config
 	// read that justified the creation disables the pair. The client never
 	// creates a disabled pair's shard; an operator's top-up may.
@@ -103,6 +108,9 @@ func (n *New) Item() map[string]types.AttributeValue {
 	}
 	if n.VU != 0 {
 		item[schema.AttrVU] = schema.Num(n.VU)
+	}
+	if n.Recheck != 0 {
+		item[schema.AttrRecheck] = schema.Num(n.Recheck)
 	}
 	if n.Disabled {
 		item[schema.AttrDisabled] = &types.AttributeValueMemberBOOL{Value: true}

@@ -17,7 +17,7 @@ func TestNewItemDecodesBack(t *testing.T) {
 	n := New{
 		ID: schema.BucketID{Namespace: "ns1", Entity: "user-1", Resource: "openai/gpt-4", Shard: 2},
 		RF: imgNow, ShardCount: 4, Cascade: true, PGen: 7, ParentID: "org-1",
-		TTL: imgNow/1000 + 3600, Bypass: imgNow + 30_000, VU: imgNow + 60_000,
+		TTL: imgNow/1000 + 3600, Bypass: imgNow + 30_000, VU: imgNow + 60_000, Recheck: imgNow + 45_000,
 		Limits: []NewLimit{
 			{Name: "tpm", Tokens: 2_000_000, Consumed: 500_000, Params: tpm, Soft: imgNow + 30_000},
 			{Name: "rpm", Tokens: 24_000, Consumed: 1_000, Params: rpm},
@@ -33,7 +33,8 @@ func TestNewItemDecodesBack(t *testing.T) {
 	}
 	if img.Entity != "user-1" || img.Resource != "openai/gpt-4" || img.RF != imgNow || img.ShardCount != 4 ||
 		!img.Cascade || img.PGen != 7 || img.ParentID != "org-1" || img.TTL != n.TTL ||
-		!img.Bypass.Live(imgNow) || img.Bypass.Deadline != n.Bypass || !img.HasVU || img.VU != n.VU || img.HasDisabled {
+		!img.Bypass.Live(imgNow) || img.Bypass.Deadline != n.Bypass || !img.HasVU || img.VU != n.VU || img.HasDisabled ||
+		!img.HasRecheck || img.Recheck != n.Recheck {
 		t.Errorf("decoded %+v", img)
 	}
 	if got := names(img.Limits); len(got) != 2 || got[0] != "rpm" || got[1] != "tpm" {
@@ -52,7 +53,7 @@ func TestNewItemDecodesBack(t *testing.T) {
 	// The optional attributes are left off when zero.
 	bare := New{ID: n.ID, RF: imgNow, ShardCount: 1}
 	it = bare.Item()
-	for _, a := range []string{schema.AttrParentID, schema.AttrTTL, schema.AttrBypass, schema.AttrVU, schema.AttrDisabled, schema.AttrSchedTZ} {
+	for _, a := range []string{schema.AttrParentID, schema.AttrTTL, schema.AttrBypass, schema.AttrVU, schema.AttrRecheck, schema.AttrDisabled, schema.AttrSchedTZ} {
 		if _, ok := it[a]; ok {
 			t.Errorf("%s written for a zero value", a)
 		}

@@ -61,26 +61,90 @@ func (r *Resolver) ResolveAccess(ctx context.Context, ns, entity, resource strin
 	if err := validatePair(ns, entity, resource); err != nil {
 		return Walk{}, err
 	}
-	slots := limitSlots(ns, entity, resource)
-	if !opts.IncludeSystem {
-		slots = slots[:len(slots)-1]
-	}
+	slots := accessSlots(ns, entity, resource, opts)
 	keys := make([]schema.Key, len(slots))
 	for i, s := range slots {
 		keys[i] = s.key
 	}
-	w := Walk{Mode: AccessEnforce, ReadAt: r.o.now()}
+	readAt := r.o.now()
 	found, _, err := readItems(ctx, r.db, r.table, keys, opts.Consistent, &r.o)
 	if err != nil {
 		return Walk{}, fmt.Errorf("resolve access of %s on %s: %w", entity, resource, err)
 	}
+	return r.walk(ns, entity, resource, slots, found, readAt, r.decodeSlot)
+}
+
+// Pair is an (entity, resource) pair.
+type Pair struct{ Entity, Resource string }
+
+// ResolveAccessAll is ResolveAccess for many pairs of one namespace at
+// once: every config item they walk read in BatchGetItem calls of up to
+// 100 keys, each item once however many pairs walk it (the resource's and
+// the system's config, above all), at one ReadAt. A pair's own failure (an
+// invalid pair, an unsupported item its limits reach) is in errs; err is a
+// failed read, which fails them all.
+func (r *Resolver) ResolveAccessAll(ctx context.Context, ns string, pairs []Pair, opts AccessOptions) (walks map[Pair]Walk, errs map[Pair]error, err error) {
+	walks, errs = make(map[Pair]Walk, len(pairs)), map[Pair]error{}
+	var keys []schema.Key
+	slotsOf := make(map[Pair][]slot, len(pairs))
+	for _, p := range pairs {
+		if err := validatePair(ns, p.Entity, p.Resource); err != nil {
+			errs[p] = err
+			continue
+		}
+		slots := accessSlots(ns, p.Entity, p.Resource, opts)
+		slotsOf[p] = slots
+		for _, s := range slots {
+			keys = append(keys, s.key)
+		}
+	}
+	readAt := r.o.now()
+	found, _, err := readItems(ctx, r.db, r.table, keys, opts.Consistent, &r.o)
+	if err != nil {
+		return nil, nil, fmt.Errorf("resolve access of %d pairs: %w", len(pairs), err)
+	}
+	// Each item decoded (and its problems reported) once.
+	decoded := map[schema.Key]*slotValue{}
+	decode := func(level Level, k schema.Key, it item) *slotValue {
+		v, ok := decoded[k]
+		if !ok {
+			v = r.decodeSlot(level, k, it)
+			decoded[k] = v
+		}
+		return v
+	}
+	for p, slots := range slotsOf {
+		w, err := r.walk(ns, p.Entity, p.Resource, slots, found, readAt, decode)
+		if err != nil {
+			errs[p] = err
+			continue
+		}
+		walks[p] = w
+	}
+	return walks, errs, nil
+}
+
+// accessSlots are the config items an access walk reads.
+func accessSlots(ns, entity, resource string, opts AccessOptions) []slot {
+	slots := limitSlots(ns, entity, resource)
+	if !opts.IncludeSystem {
+		slots = slots[:len(slots)-1]
+	}
+	return slots
+}
+
+// walk is the access walk of (entity, resource) over the items found for
+// its slots, read at readAt.
+func (r *Resolver) walk(ns, entity, resource string, slots []slot, found map[schema.Key]item, readAt time.Time,
+	decode func(Level, schema.Key, item) *slotValue) (Walk, error) {
+	w := Walk{Mode: AccessEnforce, ReadAt: readAt}
 	modeSet, limitsSet := false, false
 	for _, s := range slots {
 		it := found[s.key]
 		if it == nil {
 			continue
 		}
-		v := r.decodeSlot(s.level, s.key, it)
+		v := decode(s.level, s.key, it)
 		if s.level == LevelSystem {
 			w.OnUnavailable = v.dec.OnUnavailable
 			r.mu.Lock()

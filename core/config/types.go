@@ -27,6 +27,11 @@ func (l Level) String() string {
 	return "Level(?)"
 }
 
+// EntityLevel reports the entity's own levels (LevelEntity,
+// LevelEntityDefault): limits resolved from them keep their bucket
+// without an expiry (docs/design.md §2).
+func (l Level) EntityLevel() bool { return l == LevelEntity || l == LevelEntityDefault }
+
 // Access is who may use a resource: the `disabled` setting of a
 // resource's or an entity's config (docs/design.md §2, ADR-125, ADR-151),
 // and the mode an access walk resolves to. The walk takes the first

@@ -44,12 +44,13 @@ func (s Scope) String() string {
 
 // Progress counts a fan-out's work, for a caller to show.
 type Progress struct {
-	// Buckets is the number of distinct buckets discovered over both
-	// discovery passes.
+	// Buckets is the number of distinct buckets (shards) discovered over
+	// both discovery passes: the buckets found.
 	Buckets int
-	// Stamped are the buckets written; Unchanged those that needed no
-	// write; Vanished those gone before their write (not an error); Failed
-	// those whose write failed.
+	// Stamped are the buckets written, brought in line; Unchanged those
+	// already in line, which needed no write; Vanished those gone before
+	// their write (expired or deleted: not an error); Failed those whose
+	// write failed. They add up to Buckets once the fan-out is done.
 	Stamped, Unchanged, Vanished, Failed int
 }
 
@@ -69,9 +70,10 @@ type FanoutIncompleteError struct {
 
 // Error implements error.
 func (e *FanoutIncompleteError) Error() string {
-	return fmt.Sprintf("control: fan-out over %s of %s incomplete: %d of %d buckets stamped, %d failed, %d vanished "+
+	p := e.Progress
+	return fmt.Sprintf("control: fan-out over %s of %s incomplete: of %d buckets found, %d brought in line, %d already in line, %d vanished, %d failed "+
 		"(the config is stored; run the call again to finish): %v",
-		e.Scope, e.Namespace, e.Progress.Stamped, e.Progress.Buckets, e.Progress.Failed, e.Progress.Vanished, e.Err)
+		e.Scope, e.Namespace, p.Buckets, p.Stamped, p.Unchanged, p.Vanished, p.Failed, e.Err)
 }
 
 // Unwrap returns the first failure.

@@ -535,8 +535,15 @@ func TestEntitySyncCarriesSchedules(t *testing.T) {
 			t.Errorf("%s = %v, want %s", attr, it[attr], want)
 		}
 	}
-	if vu, _ := num(it, schema.AttrVU); vu != 0 {
-		t.Errorf("vu %d, want 0", vu)
+	// vu is the next edge of the new reset schedule: the first debit past
+	// it applies the reset.
+	paris, _ := time.LoadLocation("Europe/Paris")
+	next, _ := monthly.NextEdge(e.clk.Now(), paris)
+	if vu, _ := num(it, schema.AttrVU); vu != next.UnixMilli() {
+		t.Errorf("vu %d, want the next monthly edge %d", vu, next.UnixMilli())
+	}
+	if tk(e.shardOf("a", 0), "tpd") != 99_000 {
+		t.Errorf("tpd tk %d, want 99000: the change grants nothing", tk(e.shardOf("a", 0), "tpd"))
 	}
 }
 

@@ -19,8 +19,8 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/internal/expr"
-	"github.com/zae-limiter/zae-limiter-go/core/internal/grant"
 	"github.com/zae-limiter/zae-limiter-go/core/internal/query"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/shard"
 	"github.com/zae-limiter/zae-limiter-go/core/internal/wait"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/schedule"
@@ -217,26 +217,16 @@ func (c *Controls) operate(ctx context.Context, op, ns, entity, resource string,
 				return Operation{}, err
 			}
 		}
-		res, again, err := c.operateOnce(ctx, op, ns, entity, resource, pinc, opID, names, amounts, walk, o.Principal)
+		res, used, again, err := c.operateOnce(ctx, op, ns, entity, resource, pinc, opID, names, amounts, gate, o.Principal)
 		if !again {
-			if err == nil && !res.Replayed && op == opTopUp && namesQuota(walk, names) {
+			if err == nil && !res.Replayed && op == opTopUp && namesQuota(used, names) {
 				if rerr := c.store.Ratchet(ctx, config.QuotaTopUpVersion); rerr != nil {
 					return res, fmt.Errorf("control: top-up %s committed, but raising client_min_version failed: %w", opID, rerr)
 				}
 			}
 			return res, err
 		}
-		last = err
-		// Re-read the config too: the conflict may have been a change.
-		if walk, err = c.store.Resolver().ResolveAccess(ctx, ns, entity, resource, config.AccessOptions{Consistent: true, IncludeSystem: true}); err != nil {
-			return Operation{}, err
-		}
-		if err := checkOperable(walk, entity, resource, names); err != nil {
-			return Operation{}, err
-		}
-		if err := gate(walk); err != nil {
-			return Operation{}, err
-		}
+		last = err // the next attempt reads the shards and the config again
 	}
 	return Operation{}, &BucketOperationConflictError{OperationID: opID, Err: last}
 }
@@ -270,91 +260,69 @@ type shardState struct {
 	item map[string]types.AttributeValue
 }
 
-// limitPass is one limit of one shard in the operation's pass: what the
-// materialisation made of it, and what the write leaves.
-type limitPass struct {
-	li         *bucketitem.LimitImage
-	cfg        limit.Limit
-	configured bool
-	params     bucket.Params // cp, ra, rp to store: the config's, else the stored ones
-	quota      bool
-	pass       schedule.Pass
-	target     int64 // the balance the write leaves, millitokens
-	gc         int64 // a quota's grant count after the write
-	writeGC    bool  // SET gc = gc
-	wipeTU     bool  // a reset: the period's top-up goes
-	topUp      int64 // tu added, millitokens
-	// window is a session quota's window as stored (its Length the
-	// config's when the shard stores none), nil for other limits; phase
-	// is where it stands at the operation's now. setWS and setWA are the
-	// window start and applied start the write stores (ws, wa), when
-	// set; the write then drops the fan-out's snapshot wtc too.
-	window       *bucket.Window
-	phase        bucket.WindowPhase
-	setWS, setWA bool
-	ws, wa       int64
-}
-
-// shardPass is one shard's pass.
-type shardPass struct {
-	s      *shardState
-	limits []limitPass
-}
-
-// find returns the pass of the limit named name, nil when the shard does
-// not carry it.
-func (sp *shardPass) find(name string) *limitPass {
-	for i := range sp.limits {
-		if sp.limits[i].li.Name == name {
-			return &sp.limits[i]
-		}
-	}
-	return nil
-}
-
-// operateOnce reads the shards, plans and sends one transaction. again asks
-// for a re-plan (a lost condition or a conflict, err says which).
-func (c *Controls) operateOnce(ctx context.Context, op, ns, entity, resource, pinc, opID string, names []string, amounts map[string]int64, walk config.Walk, principal string) (Operation, bool, error) {
+// operateOnce reads the shards, then the config (strongly consistent, so
+// that the parameters the write stores are no older than the ones the
+// shards carry: docs/decisions.md P58), plans and sends one transaction.
+// again asks for a re-plan (a lost condition or a conflict, err says
+// which); walk is the config the plan used.
+func (c *Controls) operateOnce(ctx context.Context, op, ns, entity, resource, pinc, opID string, names []string, amounts map[string]int64, gate func(config.Walk) error, principal string) (res Operation, walk config.Walk, again bool, err error) {
 	shards, err := c.readShards(ctx, ns, entity, resource)
 	if err != nil {
-		return Operation{}, false, err
+		return Operation{}, walk, false, err
+	}
+	if walk, err = c.store.Resolver().ResolveAccess(ctx, ns, entity, resource, config.AccessOptions{Consistent: true, IncludeSystem: true}); err != nil {
+		return Operation{}, walk, false, err
+	}
+	if err := checkOperable(walk, entity, resource, names); err != nil {
+		return Operation{}, walk, false, err
+	}
+	if err := gate(walk); err != nil {
+		return Operation{}, walk, false, err
 	}
 	now := c.now().UnixMilli()
 	deadline := walk.ReadAt.Add(c.ttl).UnixMilli()
 	var items []types.TransactWriteItem
-	var res Operation
 	if len(shards) == 0 {
 		if op != opTopUp || !namesQuota(walk, names) {
-			return Operation{}, false, schema.NewValidationError(schema.FieldEntityID, entity, "has no bucket on resource "+resource+" to "+strings.ReplaceAll(op, "_", " "))
+			return Operation{}, walk, false, schema.NewValidationError(schema.FieldEntityID, entity, "has no bucket on resource "+resource+" to "+strings.ReplaceAll(op, "_", " "))
 		}
 		if items, res, err = c.createShard(ctx, ns, entity, resource, walk, names, amounts, now, deadline); err != nil {
-			return Operation{}, false, err
+			return Operation{}, walk, false, err
 		}
 	} else {
 		for _, n := range names {
 			if slices.IndexFunc(shards, func(s shardState) bool { return s.img.Limit(n) != nil }) < 0 {
-				return Operation{}, false, schema.NewValidationError(schema.FieldLimits, n, "is not on the bucket of "+entity+" on "+resource)
+				return Operation{}, walk, false, schema.NewValidationError(schema.FieldLimits, n, "is not on the bucket of "+entity+" on "+resource)
 			}
 		}
 		S := int64(1)
 		for _, s := range shards {
 			S = max(S, s.img.ShardCount)
 		}
-		passes := make([]shardPass, len(shards))
+		passes := make([]shard.Pass, len(shards))
 		for i := range shards {
-			if passes[i], err = materialiseShard(&shards[i], S, now, walk); err != nil {
-				return Operation{}, false, err
+			if passes[i], err = shard.Materialise(shards[i].id, &shards[i].img, S, now); err != nil {
+				return Operation{}, walk, false, fmt.Errorf("control: %w", err)
+			}
+			// The config read above, from this pass's instant on: each
+			// shard's parameters are those of its limits as configured
+			// (docs/design.md §8); a limit no longer configured keeps its
+			// own, since an operation changes balances, not limit sets.
+			if err := passes[i].Reconfigure(walk.Limits, false); err != nil {
+				return Operation{}, walk, false, fmt.Errorf("control: %w", err)
 			}
 		}
 		granted := map[string]int64{} // millitokens
 		switch op {
 		case opReset:
-			reset(passes, names, S, now, granted)
+			reset(passes, names, S, granted)
 		case opTopUp:
-			topUp(passes, names, amounts, S, now, granted)
+			topUp(passes, names, amounts, granted)
 		}
+		w := shard.Write{ForcePass: true, Deadline: deadline, SetBypass: walk.Mode == config.AccessBypass,
+			ClearBypass: walk.Mode != config.AccessBypass, ClearRecheck: true}
 		for i := range passes {
-			in := c.shardUpdate(&passes[i], S, now, deadline, walk)
+			in := passes[i].Update(w).UpdateInput(c.table, shards[i].id.Key())
 			items = append(items, types.TransactWriteItem{Update: &types.Update{
 				TableName: in.TableName, Key: in.Key, UpdateExpression: in.UpdateExpression,
 				ConditionExpression: in.ConditionExpression, ExpressionAttributeNames: in.ExpressionAttributeNames,
@@ -377,7 +345,7 @@ func (c *Controls) operateOnce(ctx context.Context, op, ns, entity, resource, pi
 		"granted": fmtAmounts(res.Granted), "shards": strconv.Itoa(res.ShardsWritten), "shard_count": strconv.FormatInt(res.ShardCount, 10),
 	})
 	if err != nil {
-		return Operation{}, false, err
+		return Operation{}, walk, false, err
 	}
 	recAt := len(items)
 	items = append(items,
@@ -407,11 +375,11 @@ func (c *Controls) operateOnce(ctx context.Context, op, ns, entity, resource, pi
 	}
 	_, err = c.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 	if err == nil {
-		return res, false, nil
+		return res, walk, false, nil
 	}
 	var tce *types.TransactionCanceledException
 	if !errors.As(err, &tce) {
-		return Operation{}, false, fmt.Errorf("control: %s: %w", op, err)
+		return Operation{}, walk, false, fmt.Errorf("control: %s: %w", op, err)
 	}
 	if recAt < len(tce.CancellationReasons) && aws.ToString(tce.CancellationReasons[recAt].Code) == "ConditionalCheckFailed" {
 		// The id committed meanwhile (a concurrent call with the same key).
@@ -419,137 +387,30 @@ func (c *Controls) operateOnce(ctx context.Context, op, ns, entity, resource, pi
 		if err == nil && found {
 			err = prev.matches(op, resource, names, amounts)
 		}
-		return prev.result, false, err
+		return prev.result, walk, false, err
 	}
-	return Operation{}, true, err
-}
-
-// materialiseShard is one shard's zero-consumption pass at the planned
-// shard count S (docs/design.md §8, §14): every limit on it materialised
-// at now with schedule.Materialise — at the parameters and schedules the
-// config resolves for it (the stored ones for a limit no longer
-// configured), the shard's own grant and top-up — so that a dripping limit
-// is refilled and every calendar quota's pending reset, named or not, is
-// applied in the same write: the share C // S, gc = S, tu wiped. A quota
-// without gc (a writer before grants) is read as granted per
-// bucket.LegacyGrantShards (ADR-145 R7), and that grant is frozen into gc
-// when the shard's count is raised to S. The stored schedules of a limit
-// no longer configured are the ones it is materialised with: one that
-// does not decode fails the operation with its typed error
-// (*schedule.EncodingError, *schedule.ZoneError), nothing written.
-func materialiseShard(s *shardState, S, now int64, walk config.Walk) (shardPass, error) {
-	img := &s.img
-	sp := shardPass{s: s, limits: make([]limitPass, 0, len(img.Limits))}
-	for i := range img.Limits {
-		li := &img.Limits[i]
-		lp := limitPass{li: li, params: bucket.Params{Capacity: li.Capacity, RefillAmount: li.RefillAmount, RefillPeriod: li.RefillPeriod}}
-		var sched schedule.Schedule
-		var resets schedule.Resets
-		var loc *time.Location
-		var err error
-		if cfg, ok := limit.Find(walk.Limits, li.Name); ok {
-			lp.cfg, lp.configured, lp.params = cfg, true, cfg.Params()
-			if sched, resets, loc, err = cfg.Schedules(); err != nil {
-				return shardPass{}, fmt.Errorf("control: limit %s: %w", cfg.Name, err)
-			}
-		} else if sched, resets, loc, err = img.Schedules(li.Name); err != nil {
-			return shardPass{}, fmt.Errorf("control: shard %d of %s on %s, limit %s: %w", s.id.Shard, s.id.Entity, s.id.Resource, li.Name, err)
-		}
-		lp.quota = lp.params.IsQuota()
-		in := lp.params
-		in.GrantShards, in.TopUp = li.GrantShards, li.TopUp
-		lp.pass = schedule.Materialise(in, sched, resets, loc, li.Tokens, img.RF, S, now)
-		switch {
-		case !lp.quota:
-		case lp.pass.Reset:
-			lp.gc, lp.writeGC, lp.wipeTU = lp.pass.InForce.GrantShards, true, true
-		case li.GrantShards < 1:
-			in.GrantShards, _ = grant.Of(li, img.ShardCount)
-			lp.pass = schedule.Materialise(in, sched, resets, loc, li.Tokens, img.RF, S, now)
-			lp.gc, lp.writeGC = in.GrantShards, img.ShardCount < S
-		default:
-			lp.gc = li.GrantShards
-		}
-		lp.target = lp.pass.Balance
-		if li.HasWindow() || lp.cfg.IsSession() {
-			lp.materialiseWindow(img, S, now)
-		}
-		sp.limits = append(sp.limits, lp)
-	}
-	return sp, nil
-}
-
-// materialiseWindow is a session quota's part of the shard's pass
-// (docs/design.md §8, §15): a window opened on another shard and still
-// live is rolled in (wa = ws, the roll target at S, gc = S, tu wiped), a
-// live window applied is clamped to the quota's ceiling, and a shard with
-// no live window is left as it is — an operation is not a use, and opens
-// a window only when a top-up asks for one (openWindow).
-func (lp *limitPass) materialiseWindow(img *bucketitem.Image, S, now int64) {
-	w := lp.li.Window()
-	if w.Length <= 0 {
-		w.Length = lp.cfg.ResetAfter.Milliseconds()
-	}
-	lp.window = &w
-	in := lp.params
-	in.GrantShards, in.TopUp = lp.li.GrantShards, lp.li.TopUp
-	if in.GrantShards < 1 {
-		in.GrantShards, _ = grant.Of(lp.li, img.ShardCount)
-	}
-	wp := w.Materialise(in, lp.li.Tokens, lp.li.Consumed, img.RF, S, now)
-	lp.phase = wp.Phase
-	lp.pass.Share = wp.Share
-	switch wp.Phase {
-	case bucket.WindowCurrent:
-		lp.target = wp.Balance
-	case bucket.WindowPending:
-		lp.target = wp.Balance
-		lp.gc, lp.writeGC, lp.wipeTU = max(S, 1), true, true
-		lp.setWA, lp.wa = true, w.Start
-	default:
-		lp.target = lp.li.Tokens
-		lp.pass.Share = bucket.Effective(in, S)
-	}
-}
-
-// endWindow is a session quota's reset (ADR-149): its window is marked
-// ended at now and applied (ws = wa = now − length), so the next use opens
-// a new one with a full share; the share restored meanwhile is never
-// spent, the fast path being stopped (vu = 0) until then.
-func (lp *limitPass) endWindow(now int64) {
-	start := bucket.SubSat(now, lp.window.Length)
-	lp.setWS, lp.setWA, lp.ws, lp.wa = true, true, start, start
-	lp.phase = bucket.WindowEnded
-}
-
-// openWindow is a session quota's top-up with no live window on the
-// shard (ADR-149): a window opens at now, with the share at S (gc = S, tu
-// wiped), which the top-up's portion then adds to.
-func (lp *limitPass) openWindow(S, now int64) {
-	lp.setWS, lp.setWA, lp.ws, lp.wa = true, true, now, now
-	lp.phase = bucket.WindowCurrent
-	lp.target = lp.pass.Share.Target
-	lp.gc, lp.writeGC, lp.wipeTU = max(S, 1), true, true
+	return Operation{}, walk, true, err
 }
 
 // reset restores the named limits of every shard to their share C // S;
-// a quota's grant is sized at S and its top-up wiped. granted gathers what
-// was added over the materialised balances, millitokens.
-func reset(passes []shardPass, names []string, S, now int64, granted map[string]int64) {
+// a quota's grant is sized at S and its top-up wiped, a session quota's
+// window ended. granted gathers what was added over the materialised
+// balances, millitokens.
+func reset(passes []shard.Pass, names []string, S int64, granted map[string]int64) {
 	for i := range passes {
 		for _, n := range names {
-			lp := passes[i].find(n)
+			lp := passes[i].Find(n)
 			if lp == nil {
 				continue
 			}
-			before := lp.target
-			lp.target = lp.pass.Share.Target
-			granted[n] += max(0, lp.target-before)
-			if lp.quota {
-				lp.gc, lp.writeGC, lp.wipeTU = S, true, true
+			before := lp.Target
+			lp.Target = lp.Pass.Share.Target
+			granted[n] += max(0, lp.Target-before)
+			if lp.Quota {
+				lp.GC, lp.WriteGC, lp.WipeTU = S, true, true
 			}
-			if lp.window != nil {
-				lp.endWindow(now)
+			if lp.Window != nil {
+				passes[i].EndWindow(lp)
 			}
 		}
 	}
@@ -562,149 +423,41 @@ func reset(passes []shardPass, names []string, S, now int64, granted map[string]
 // the lowest shard), each portion added to tk and to tu. A dripping limit
 // takes what fits under each shard's ceiling, shard by shard. granted
 // gathers the millitokens added.
-func topUp(passes []shardPass, names []string, amounts map[string]int64, S, now int64, granted map[string]int64) {
+func topUp(passes []shard.Pass, names []string, amounts map[string]int64, granted map[string]int64) {
 	for _, n := range names {
 		amount := amounts[n] * bucket.MilliPerToken
-		var carriers []*limitPass
+		var carriers []*shard.Limit
 		var siblings []bucket.GrantSibling
 		for i := range passes {
-			if lp := passes[i].find(n); lp != nil {
-				if lp.window != nil && lp.phase != bucket.WindowCurrent && lp.phase != bucket.WindowPending {
-					lp.openWindow(S, now) // the window's own grant, not the top-up's
+			if lp := passes[i].Find(n); lp != nil {
+				if lp.Window != nil && lp.Phase != bucket.WindowCurrent && lp.Phase != bucket.WindowPending {
+					passes[i].OpenWindow(lp) // the window's own grant, not the top-up's
 				}
 				carriers = append(carriers, lp)
-				siblings = append(siblings, bucket.GrantSibling{Shard: int64(passes[i].s.id.Shard), GrantShards: lp.gc, Tokens: lp.target})
+				siblings = append(siblings, bucket.GrantSibling{Shard: int64(passes[i].ID.Shard), GrantShards: lp.GC, Tokens: lp.Target})
 			}
 		}
 		if len(carriers) == 0 {
 			continue
 		}
-		if !carriers[0].quota {
+		if !carriers[0].Quota {
 			for _, lp := range carriers {
-				g := max(0, min(amount, lp.pass.Share.Ceiling-lp.target))
+				g := max(0, min(amount, lp.Pass.Share.Ceiling-lp.Target))
 				amount -= g
 				granted[n] += g
-				lp.target += g
+				lp.Target += g
 			}
 			continue
 		}
 		for j, portion := range bucket.TopUpPortions(amount, siblings) {
 			lp := carriers[j]
-			lp.target += portion
-			lp.topUp += portion
+			lp.Target += portion
+			lp.TopUp += portion
 			granted[n] += portion
 			// A grant read without gc is recorded with its top-up, so that
 			// every reader's ceiling is C // gc + tu.
-			lp.writeGC = lp.writeGC || lp.li.GrantShards < 1
+			lp.WriteGC = lp.WriteGC || lp.Stored.GrantShards < 1
 		}
-	}
-}
-
-// shardUpdate is one shard's rf-locked write (docs/design.md §8): the token
-// deltas of its pass (ADD, never SET), gc and tu where a reset or a top-up
-// changes them, rf moved, vu = 0, parameters and soft and bypass stamps
-// from the fresh read, under the rf and shard_count it was read at (and,
-// when it writes gc, shard_count <= S).
-func (c *Controls) shardUpdate(sp *shardPass, S, now, deadline int64, walk config.Walk) *dynamodb.UpdateItemInput {
-	img := &sp.s.img
-	var b expr.Builder
-	b.Cond(b.Name(schema.AttrRF) + " = " + b.Value(schema.Num(img.RF)))
-	sc := b.Name(schema.AttrShardCount)
-	if img.HasShardCount {
-		b.Cond(sc + " = " + b.Value(schema.Num(img.ShardCount)))
-	} else {
-		b.Cond("attribute_not_exists(" + sc + ")")
-	}
-	if slices.ContainsFunc(sp.limits, func(lp limitPass) bool { return lp.writeGC }) {
-		b.Cond("(attribute_not_exists(" + sc + ") OR " + sc + " <= " + b.Value(schema.Num(S)) + ")")
-	}
-	if !img.HasShardCount || img.ShardCount < S {
-		b.Set(schema.AttrShardCount, schema.Num(S))
-	}
-	rf := bucket.StampRF(img.RF, now)
-	for i := range sp.limits {
-		// rf never before the start of a window the balance reflects.
-		switch lp := &sp.limits[i]; {
-		case lp.window == nil:
-		case lp.setWA:
-			rf = max(rf, lp.wa)
-		case lp.phase == bucket.WindowCurrent:
-			rf = max(rf, lp.window.Start)
-		}
-	}
-	b.Set(schema.AttrRF, schema.Num(rf))
-	b.Set(schema.AttrVU, schema.Num(0))
-	for i := range sp.limits {
-		lp := &sp.limits[i]
-		name := lp.li.Name
-		lp.windowWrites(&b)
-		if d := lp.target - lp.li.Tokens; d != 0 {
-			b.Add(schema.BucketAttr(name, schema.LimitTokens), schema.Num(d))
-		}
-		if lp.writeGC {
-			// Our rf and shard_count pins stand for the if_not_exists of
-			// docs/design.md §12: no gc is written without moving one.
-			b.Set(schema.BucketAttr(name, schema.LimitGrantShards), schema.Num(lp.gc))
-		}
-		tu := schema.BucketAttr(name, schema.LimitTopUp)
-		switch {
-		case lp.wipeTU && lp.topUp > 0:
-			b.Set(tu, schema.Num(lp.topUp)) // the old period's tu gone, this one's added
-		case lp.wipeTU && lp.li.Fields.Has(bucketitem.FieldTopUp):
-			b.Remove(tu)
-		case lp.topUp > 0:
-			b.Add(tu, schema.Num(lp.topUp))
-		}
-		if !lp.configured {
-			continue
-		}
-		if p := lp.params; lp.li.Capacity != p.Capacity || lp.li.RefillAmount != p.RefillAmount || lp.li.RefillPeriod != p.RefillPeriod {
-			b.Set(schema.BucketAttr(name, schema.LimitCapacity), schema.Num(p.Capacity))
-			b.Set(schema.BucketAttr(name, schema.LimitRefillAmount), schema.Num(p.RefillAmount))
-			b.Set(schema.BucketAttr(name, schema.LimitRefillPeriod), schema.Num(p.RefillPeriod))
-		}
-		switch {
-		case lp.cfg.Soft:
-			b.Set(schema.BucketAttr(name, schema.LimitSoft), schema.Num(deadline))
-		case lp.li.Soft.Present:
-			b.Remove(schema.BucketAttr(name, schema.LimitSoft))
-		}
-	}
-	if w := &img.WCU; w.Present() {
-		sh := bucket.Undivided(w.Params())
-		if _, credited := bucket.Materialise(w.Tokens, img.RF, now, sh.Ceiling, sh.Rate, sh.Period); credited != 0 {
-			b.Add(schema.BucketAttr(schema.WCULimit, schema.LimitTokens), schema.Num(credited))
-		}
-	}
-	switch {
-	case walk.Mode == config.AccessBypass:
-		b.Set(schema.AttrBypass, schema.Num(deadline))
-	case img.Bypass.Present:
-		b.Remove(schema.AttrBypass)
-	}
-	return b.UpdateInput(c.table, sp.s.id.Key())
-}
-
-// windowWrites are a session quota's window writes (docs/design.md §15):
-// the start and applied start the pass set, the fan-out's snapshot
-// dropped with them, and the configured window length where the shard
-// stores another.
-func (lp *limitPass) windowWrites(b *expr.Builder) {
-	if lp.window == nil {
-		return
-	}
-	name := lp.li.Name
-	if lp.setWS {
-		b.Set(schema.BucketAttr(name, schema.LimitWindowStart), schema.Num(lp.ws))
-	}
-	if lp.setWA {
-		b.Set(schema.BucketAttr(name, schema.LimitWindowAnchor), schema.Num(lp.wa))
-		if lp.li.Fields.Has(bucketitem.FieldWindowConsumed) {
-			b.Remove(schema.BucketAttr(name, schema.LimitWindowConsumed))
-		}
-	}
-	if rsa := lp.cfg.ResetAfterSeconds(); lp.configured && rsa > 0 && (!lp.li.Fields.Has(bucketitem.FieldResetAfter) || lp.li.ResetAfter != rsa) {
-		b.Set(schema.BucketAttr(name, schema.LimitResetAfter), schema.Num(rsa))
 	}
 }
 
@@ -725,7 +478,8 @@ func (c *Controls) createShard(ctx context.Context, ns, entity, resource string,
 	n := bucketitem.New{
 		ID: schema.BucketID{Namespace: ns, Entity: entity, Resource: resource}, RF: now, ShardCount: 1,
 		Cascade: config.EffectiveCascade(owner, walk.Cascade), PGen: owner.PGen, ParentID: owner.ParentID,
-		VU: now, Disabled: walk.Mode == config.AccessDisabled, TTL: c.createdTTL(walk, now),
+		VU: now, Disabled: walk.Mode == config.AccessDisabled, Recheck: now + c.ttl.Milliseconds(),
+		TTL: shard.TTL(walk.Limits, walk.Source.EntityLevel(), c.ttlMult, now),
 	}
 	if walk.Mode == config.AccessBypass {
 		n.Bypass = deadline
@@ -778,44 +532,6 @@ func (c *Controls) createShard(ctx context.Context, ns, entity, resource string,
 		}})
 	}
 	return items, res, nil
-}
-
-// createdTTL is the expiry of a bucket createShard writes, epoch seconds
-// (docs/design.md §2, as the limiter writes it): none when the limits come
-// from the entity's own config or the multiplier is off; else the read
-// instant plus the multiplier times the longest recovery — a dripping
-// limit's time to fill from empty, under each of its schedule's entries
-// too, and a calendar quota's current period.
-func (c *Controls) createdTTL(walk config.Walk, now int64) int64 {
-	if c.ttlMult == 0 || walk.Source == config.LevelEntity || walk.Source == config.LevelEntityDefault {
-		return 0
-	}
-	fill := func(p bucket.Params) int64 {
-		if p.RefillAmount <= 0 || p.RefillPeriod <= 0 || p.Capacity <= 0 {
-			return 0
-		}
-		return bucket.CeilDiv(bucket.CeilMulDiv(p.Capacity, p.RefillPeriod, p.RefillAmount), 1000)
-	}
-	at := time.UnixMilli(now)
-	var horizon int64 // seconds
-	for _, l := range walk.Limits {
-		horizon = max(horizon, fill(l.Params()))
-		sched, resets, loc, err := l.Schedules()
-		if err != nil {
-			continue
-		}
-		for i := range sched {
-			horizon = max(horizon, fill(sched[i].Apply(l.Params())))
-		}
-		if next, ok := resets.NextEdge(at, loc); ok {
-			from := at
-			if prev, ok := resets.PrevEdge(at, loc); ok {
-				from = prev
-			}
-			horizon = max(horizon, bucket.CeilDiv(next.Sub(from).Milliseconds(), 1000))
-		}
-	}
-	return now/1000 + horizon*c.ttlMult
 }
 
 // readShards reads every shard of (entity, resource), strongly consistent.

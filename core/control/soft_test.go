@@ -98,9 +98,13 @@ func TestSoftChangeReachesBuckets(t *testing.T) {
 	if _, ok := e.bucket("vip", "r", 0)[schema.BucketAttr("tpm", schema.LimitSoft)]; ok {
 		t.Fatal("the resource's change stamped an entity override")
 	}
-	// An unchanged soft-ness writes no bucket.
-	if p, err := e.ctl.SetResourceLimits(e.ctx, e.ns, "r", rpmTpm(200, 100, true), ""); err != nil || p.Buckets != 0 {
-		t.Fatalf("same soft-ness: %+v, %v; want no fan-out", p, err)
+	// A change of capacity alone reaches the resource's bucket too
+	// (docs/design.md §8), and leaves the override's alone.
+	if p, err := e.ctl.SetResourceLimits(e.ctx, e.ns, "r", rpmTpm(200, 100, true), ""); err != nil || p.Stamped != 1 || p.Unchanged != 1 {
+		t.Fatalf("rpm 100 → 200: %+v, %v; want a's bucket written, vip's left", p, err)
+	}
+	if cp, _ := num(e.bucket("a", "r", 0), schema.BucketAttr("rpm", schema.LimitCapacity)); cp != 200_000 {
+		t.Fatalf("a's rpm capacity %d after the change, want 200000", cp)
 	}
 	p, err = e.ctl.SetResourceLimits(e.ctx, e.ns, "r", rpmTpm(100, 100, false), "")
 	if err != nil || p.Stamped != 1 {
@@ -141,9 +145,10 @@ func TestSystemSoftChangeReachesEveryBucket(t *testing.T) {
 	}
 }
 
-// TestEntityParameterSync: an entity-level change reaches its buckets —
-// new parameters, soft stamps, limits no longer configured removed — and
-// the next acquire materialises under the new parameters.
+// TestEntityParameterSync: an entity-level change reaches its buckets
+// before the setter returns — new parameters, soft stamps, limits no
+// longer configured removed (their tc kept), balances clamped to the new
+// ceilings, vu stamped from them (docs/design.md §8).
 func TestEntityParameterSync(t *testing.T) {
 	e := newEnv(t)
 	if _, err := e.ctl.SetEntityLimits(e.ctx, e.ns, "a", schema.DefaultResource,
@@ -170,12 +175,23 @@ func TestEntityParameterSync(t *testing.T) {
 		if _, ok := it[schema.BucketAttr("rpd", schema.LimitCapacity)]; ok {
 			t.Errorf("%s: the removed limit rpd is still on the bucket", r)
 		}
-		if vu, _ := num(it, schema.AttrVU); vu != 0 {
-			t.Errorf("%s: vu %d, want 0 (a materialising pass next)", r, vu)
+		if _, ok := it[schema.BucketAttr("rpd", schema.LimitTokens)]; ok {
+			t.Errorf("%s: the removed limit rpd kept its balance", r)
+		}
+		if tc, _ := num(it, schema.BucketAttr("rpd", schema.LimitConsumed)); tc != 1000 {
+			t.Errorf("%s: rpd tc %d after the removal, want 1000 (tc never moves backwards)", r, tc)
+		}
+		// rpm: 9 of 10 stored, clamped to the new ceiling of 2, which is
+		// full: vu is the write's rf, so the next debit materialises.
+		if tk, _ := num(it, schema.BucketAttr("rpm", schema.LimitTokens)); tk != 2000 {
+			t.Errorf("%s: rpm tk %d, want 2000 (clamped to the new ceiling)", r, tk)
+		}
+		vu, _ := num(it, schema.AttrVU)
+		if rf, _ := num(it, schema.AttrRF); vu != rf || rf <= e.clk.Now().UnixMilli()-1 {
+			t.Errorf("%s: vu %d, rf %d; want vu = rf, rf moved to the sync (%d)", r, vu, rf, e.clk.Now().UnixMilli())
 		}
 	}
-	// rpm: 9 of 10 stored; the new ceiling is 2: the next pass trims it, so
-	// one acquire is admitted (2 − 1) and the second refused.
+	// Two acquires are admitted on the clamped 2, the third refused.
 	if _, err := e.lim.Acquire(e.ctx, "a", "r1", limiter.Consume{"rpm": 1}); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
@@ -25,6 +26,13 @@ const (
 	detailNoDecision = "the rate limiter cannot decide this request now; try again later"
 	detailBroken     = "the rate limit of this request could not be applied"
 )
+
+// detailUnconfigured is the detail of the answer to a request whose cost
+// names limits the caller's configuration lacks.
+func detailUnconfigured(limits []string) string {
+	return "the rate limits configured for this caller do not include " + strings.Join(limits, ", ") +
+		": the service's request costs and the rate limiter's configuration disagree"
+}
 
 // New returns middleware that acquires from lim for every request, as o
 // says (see the package documentation for the answers it gives). It returns
@@ -193,6 +201,7 @@ func (m *middleware) refuse(w http.ResponseWriter, r *http.Request, resource str
 	}
 	var rle *limiter.RateLimitExceeded
 	var disabled *limiter.ResourceDisabled
+	var unconfigured *limiter.LimitNotConfiguredError
 	var invalid *schema.ValidationError
 	var unavailable *limiter.RateLimiterUnavailable
 	switch {
@@ -200,6 +209,18 @@ func (m *middleware) refuse(w http.ResponseWriter, r *http.Request, resource str
 		m.tooMany(ctx, w, rle)
 	case errors.As(err, &disabled):
 		writeProblem(w, blankProblem(http.StatusForbidden, detailDisabled))
+	case errors.As(err, &unconfigured):
+		// The service's cost names a limit the operator's limits for this
+		// caller lack (an entity's own limits replace its resource's, they
+		// do not add to them): a configuration error on the server's
+		// side, said as such (docs/decisions.md P58). The log line says
+		// what to fix; the entity is at debug level only.
+		m.o.Logger.ErrorContext(ctx, "httplimit: the request consumes limits the caller's limits do not include; "+
+			"give the caller those limits or stop consuming them", "resource", resource,
+			"limits", strings.Join(unconfigured.Limits, ","), "limits_from", unconfigured.Level,
+			"configured", strings.Join(unconfigured.Configured, ","))
+		m.o.Logger.DebugContext(ctx, "httplimit: the request consumes limits the caller's limits do not include", "error", err)
+		writeProblem(w, blankProblem(http.StatusInternalServerError, detailUnconfigured(unconfigured.Limits)))
 	case errors.As(err, &invalid) && invalid.Field == schema.FieldEntityID:
 		m.o.OnNoEntity.ServeHTTP(w, r)
 	case errors.As(err, &invalid):

@@ -498,9 +498,12 @@ func TestNoEntity(t *testing.T) {
 	}
 }
 
-// TestBadConfiguration: a consumption the pair does not configure is the
-// service's mistake: 500 with a problem body, logged at error level
-// without the entity id; a ConsumeFunc's error is the client's: 400.
+// TestBadConfiguration: a consumption the pair does not configure is a
+// configuration error on the server's side (docs/decisions.md P58): 500
+// with a problem body that names the limit, logged at error level with
+// what to fix — the limits named, the level the pair's limits come from
+// and what that level gives — without the entity id; a ConsumeFunc's
+// error is the client's: 400.
 func TestBadConfiguration(t *testing.T) {
 	e := newEnv(t)
 	e.limits("chat", limit.PerMinute("rpm", 10))
@@ -516,14 +519,18 @@ func TestBadConfiguration(t *testing.T) {
 	}, &logs)
 	call := serve(t, mw(http.HandlerFunc(ok)))
 	resp, body := call(http.MethodGet, "/", tenant("acme-corp"))
-	problemOf(t, resp, body, http.StatusInternalServerError)
+	if p := problemOf(t, resp, body, http.StatusInternalServerError); !strings.Contains(p.Detail, "do not include rpd") {
+		t.Errorf("detail %q does not name the limit the caller lacks", p.Detail)
+	}
 	for line := range strings.SplitSeq(logs.String(), "\n") {
 		if strings.Contains(line, "level=ERROR") && strings.Contains(line, "acme-corp") {
 			t.Errorf("an error line names the entity: %s", line)
 		}
 	}
-	if !strings.Contains(logs.String(), "level=ERROR") || !strings.Contains(logs.String(), "value=rpd") {
-		t.Errorf("the 500 is not logged with the limit it names:\n%s", logs.String())
+	for _, want := range []string{"level=ERROR", "limits=rpd", "limits_from=resource", "configured=rpm"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("the 500 is not logged with %s:\n%s", want, logs.String())
+		}
 	}
 	resp, body = call(http.MethodGet, "/?n=bad", tenant("acme-corp"))
 	problemOf(t, resp, body, http.StatusBadRequest)

@@ -41,8 +41,10 @@ type cost struct {
 	// (faultproxy's Forwarded); failed counts those it answered with an
 	// error (Forwarded − Succeeded): on these paths, failed conditions.
 	calls, failed map[string]int
-	// keys lists the keys each BatchGetItem asked for, in call order.
-	keys []int
+	// keys lists the keys each eventually consistent BatchGetItem asked
+	// for, in call order; strong those of each strongly consistent one
+	// (the check of a created shard's limits, docs/design.md §8).
+	keys, strong []int
 	// writes sums the write units the successful writes reported, by
 	// "table" or index name (ReturnConsumedCapacity INDEXES).
 	writes map[string]float64
@@ -67,6 +69,9 @@ func (c cost) String() string {
 	if len(c.keys) > 0 {
 		parts = append(parts, fmt.Sprintf("BatchGetItem keys %v", c.keys))
 	}
+	if len(c.strong) > 0 {
+		parts = append(parts, fmt.Sprintf("strongly consistent BatchGetItem keys %v", c.strong))
+	}
 	var w []string
 	for _, k := range slices.Sorted(maps.Keys(c.writes)) {
 		if u := c.writes[k]; u != 0 {
@@ -86,15 +91,15 @@ type costMeter struct {
 	limiter.DB
 	t *testing.T
 
-	mu     sync.Mutex
-	keys   []int
-	writes map[string]float64
+	mu           sync.Mutex
+	keys, strong []int
+	writes       map[string]float64
 }
 
 func (m *costMeter) reset() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.keys, m.writes = nil, map[string]float64{}
+	m.keys, m.strong, m.writes = nil, nil, map[string]float64{}
 }
 
 func (m *costMeter) wrote(cc *types.ConsumedCapacity) {
@@ -135,11 +140,12 @@ func (m *costMeter) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ..
 	return out, err
 }
 
-// BatchGetItem records the keys asked for. It also checks the two facts the
-// read-unit figures of docs/costs.md rest on: every read is eventually
-// consistent, and every item found is at most 4 KB (DynamoDB Local reports
-// 0.5 units per item found; it charges nothing for a key it does not find,
-// where DynamoDB charges the same 0.5).
+// BatchGetItem records the keys asked for, eventually and strongly
+// consistent apart. It also checks the fact the read-unit figures of
+// docs/costs.md rest on: every item found is at most 4 KB (DynamoDB Local
+// reports 0.5 units per item found by an eventually consistent read, 1 by
+// a strongly consistent one; it charges nothing for a key it does not
+// find, where DynamoDB charges the same).
 func (m *costMeter) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
 	cp := *in
 	cp.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
@@ -147,23 +153,29 @@ func (m *costMeter) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemI
 	if err != nil {
 		return out, err
 	}
-	keys, found := 0, 0
+	keys, found, consistent := 0, 0, false
 	for table, ka := range in.RequestItems {
 		keys += len(ka.Keys)
 		found += len(out.Responses[table])
-		if aws.ToBool(ka.ConsistentRead) {
-			m.t.Errorf("a strongly consistent BatchGetItem of %d keys: the read-unit figures assume eventually consistent reads", len(ka.Keys))
-		}
+		consistent = aws.ToBool(ka.ConsistentRead)
 	}
 	var units float64
 	for _, cc := range out.ConsumedCapacity {
 		units += aws.ToFloat64(cc.CapacityUnits)
 	}
-	if units != 0.5*float64(found) {
-		m.t.Errorf("BatchGetItem found %d items and reported %g read units, want 0.5 per item (items ≤ 4 KB)", found, units)
+	per := 0.5
+	if consistent {
+		per = 1
+	}
+	if units != per*float64(found) {
+		m.t.Errorf("BatchGetItem found %d items and reported %g read units, want %g per item (items ≤ 4 KB)", found, units, per)
 	}
 	m.mu.Lock()
-	m.keys = append(m.keys, keys)
+	if consistent {
+		m.strong = append(m.strong, keys)
+	} else {
+		m.keys = append(m.keys, keys)
+	}
 	m.mu.Unlock()
 	return out, err
 }
@@ -224,7 +236,7 @@ func (e *costEnv) measure(f func()) cost {
 		c.failed[op] = s.Forwarded - s.Succeeded
 	}
 	e.meter.mu.Lock()
-	c.keys, c.writes = e.meter.keys, e.meter.writes
+	c.keys, c.strong, c.writes = e.meter.keys, e.meter.strong, e.meter.writes
 	e.meter.mu.Unlock()
 	return c
 }
@@ -424,11 +436,20 @@ func TestCostFallback(t *testing.T) {
 // in between, the pass loses its pins and is sent again from the image the
 // failure returns: two UpdateItems, still no read. A heavy user (faster
 // than refill) stays on the one-call fast path.
+//
+// Once in a shard's life, the first pass past its recheck deadline (a
+// minute after its create, docs/design.md §8) also reads the pair's config,
+// strongly consistent: four keys.
 func TestCostRefillPass(t *testing.T) {
 	e := newCostEnv(t, limiter.Options{})
 	e.setResourceLimits("api", limit.PerMinute("rpm", 10))
 	e.acquire("u", "api", limiter.Consume{"rpm": 1})
 	onePass := cost{calls: costOps("UpdateItem", 1), writes: costOneWrite}
+	e.advance(time.Minute)
+	got := e.measure(func() { e.acquire("u", "api", limiter.Consume{"rpm": 1}) })
+	e.check("light user, the created shard's one check", got, cost{
+		calls: costOps("UpdateItem", 1, "BatchGetItem", 1), strong: []int{4}, writes: costOneWrite,
+	})
 	for i := range 3 {
 		e.advance(time.Minute)
 		got := e.measure(func() { e.acquire("u", "api", limiter.Consume{"rpm": 1}) })
@@ -446,7 +467,7 @@ func TestCostRefillPass(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.advance(time.Minute)
-	got := e.measure(func() { e.acquire("u", "api", limiter.Consume{"rpm": 1}) })
+	got = e.measure(func() { e.acquire("u", "api", limiter.Consume{"rpm": 1}) })
 	e.check("light user after another writer", got, cost{
 		calls: costOps("UpdateItem", 2), failed: costOps("UpdateItem", 1), writes: costOneWrite,
 	})
@@ -628,13 +649,21 @@ func (e *costEnv) tk(entity, resource, name string) int64 {
 // fast path's vu guard (the edge) and applies the reset in a refill pass
 // built from the image that failure returns — two UpdateItem, no read. An exhausted quota's 429 costs nothing
 // while the rejection cache holds the image that showed it spent, then the
-// one failed write; the cache never rejects past the edge.
+// one failed write; the cache never rejects past the edge. As for a drip,
+// the created shard's vu stops at its recheck deadline a minute on, where
+// one refill pass, built from the image the process holds, reads the
+// config once (docs/design.md §8).
 func TestCostQuota(t *testing.T) {
 	daily := schedule.Resets{schedule.MustParseCron("0 0 * * *")}
 	e := newCostEnv(t, limiter.Options{})
 	e.setResourceLimits("api", limit.Quota("tpd", 10, daily, ""))
 	e.acquire("u", "api", limiter.Consume{"tpd": 1})
-	got := e.measure(func() { e.acquire("u", "api", limiter.Consume{"tpd": 8}) })
+	e.advance(time.Minute)
+	got := e.measure(func() { e.acquire("u", "api", limiter.Consume{"tpd": 1}) })
+	e.check("the created shard's one check", got, cost{
+		calls: costOps("UpdateItem", 1, "BatchGetItem", 1), strong: []int{4}, writes: costOneWrite,
+	})
+	got = e.measure(func() { e.acquire("u", "api", limiter.Consume{"tpd": 7}) })
 	e.check("a quota's fast path", got, cost{calls: costOps("UpdateItem", 1), writes: costOneWrite})
 	e.acquire("u", "api", limiter.Consume{"tpd": 1}) // its ALL_NEW shows the quota spent
 	got = e.measure(func() { e.reject("u", "api", limiter.Consume{"tpd": 1}) })

@@ -43,6 +43,42 @@ func IsInfrastructureError(err error) bool {
 // (bad input; HTTP 400; never retried).
 func IsValidationError(err error) bool { return schema.IsValidationError(err) }
 
+// LimitNotConfiguredError reports an acquire that names limits the pair's
+// configuration does not give it: a pair's limits are those of one level,
+// the first that has any (docs/design.md §7), and that level lacks them —
+// most often an entity's own limits that leave out one its resource gives.
+// Nothing was written. Upstream's client ignores such a name with a
+// warning and says it becomes an error at its 1.0; this client refuses it
+// now (docs/decisions.md P58). It is a validation error
+// (IsValidationError; it wraps a *schema.ValidationError of field
+// "limits"), and core/httplimit answers it as the service's configuration
+// error it is.
+type LimitNotConfiguredError struct {
+	// EntityID and Resource name the pair.
+	EntityID, Resource string
+	// Limits are the names the acquire declared that the pair lacks.
+	Limits []string
+	// Level is where the pair's limits come from: "entity",
+	// "entity_default", "resource" or "system", or "call" for limits the
+	// call passed itself.
+	Level string
+	// Configured are the names of the limits that level gives.
+	Configured []string
+}
+
+// Error implements error.
+func (e *LimitNotConfiguredError) Error() string {
+	return fmt.Sprintf("limiter: limit %s is not configured for entity %s on resource %s: its limits come from the %s level, which gives %s",
+		strings.Join(e.Limits, ", "), e.EntityID, e.Resource, e.Level, strings.Join(e.Configured, ", "))
+}
+
+// Unwrap returns the validation error of the first name, so that
+// IsValidationError holds.
+func (e *LimitNotConfiguredError) Unwrap() error {
+	return schema.NewValidationError(schema.FieldLimits, e.Limits[0],
+		"is not a limit of entity "+e.EntityID+" on resource "+e.Resource)
+}
+
 // LimitStatus is one limit's state as seen by an acquire (docs/design.md §5).
 type LimitStatus struct {
 	EntityID  string

@@ -385,7 +385,7 @@ func (l *Limiter) adjust(ctx context.Context, resource string, p leasePart, delt
 	unsettled := false
 	for cur := &img; cur.HasRF && cur.HasVU; {
 		now := l.nowMs()
-		plan := l.planRefill(nil, id, cur, deltas, false, now)
+		plan := l.planRefill(nil, id, cur, deltas, false, false, now)
 		if unsettled = plan.unsettled; unsettled {
 			// A quota reset only the read-then-write path sizes: the deltas
 			// go on the state as it is, the reset stays pending (a debit of

@@ -16,6 +16,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/internal/expr"
 	"github.com/zae-limiter/zae-limiter-go/core/internal/grant"
 	"github.com/zae-limiter/zae-limiter-go/core/internal/schedsync"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/shard"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/bucketwrite"
 	"github.com/zae-limiter/zae-limiter-go/core/schedule"
@@ -113,6 +114,14 @@ type pass struct {
 	// countCheck conditions the write on shard 0's count not having passed
 	// the pass's (a fresh quota grant on another shard, sized at it).
 	countCheck bool
+	// verified reports a pass whose config was read strongly consistent
+	// after the shard (docs/decisions.md P58): its write may seed limits
+	// and clears the shard's recheck stamp.
+	verified bool
+	// recheck is the recheck deadline a created shard carries, epoch ms
+	// (docs/design.md §8): its limits come from a config read made before
+	// it existed.
+	recheck int64
 	// One of put (create) or update (rf-locked write) is set by build.
 	put    map[string]types.AttributeValue
 	update *expr.Builder
@@ -283,8 +292,18 @@ func (p *pass) build() {
 			u.Cond("attribute_not_exists(" + vu + ")")
 		}
 		rf := p.stampRF()
+		if p.seeds() {
+			// A seed adds a limit: like every write of parameters, it
+			// moves rf, so that no writer that read the shard before it
+			// writes a state computed without it (docs/decisions.md P58).
+			rf = max(rf, bucket.AddSat(img.RF, 1))
+		}
 		u.Set(schema.AttrRF, schema.Num(rf))
-		switch full := p.validUntil(rf); {
+		full := p.validUntil(rf)
+		if img.HasRecheck && !p.verified {
+			full = min(full, img.Recheck) // unchecked limits: vu never passes the deadline (§8)
+		}
+		switch {
 		case full != bucket.NeverFull:
 			u.Set(schema.AttrVU, schema.Num(full))
 		case img.HasVU:
@@ -354,6 +373,9 @@ func (p *pass) build() {
 	if img.HasDisabled {
 		u.Remove(schema.AttrDisabled)
 	}
+	if img.HasRecheck && p.verified {
+		u.Remove(schema.AttrRecheck)
+	}
 	switch {
 	case p.ttl > 0:
 		u.Set(schema.AttrTTL, schema.Num(p.ttl))
@@ -409,9 +431,11 @@ func (p *pass) createItem() map[string]types.AttributeValue {
 			n.RF = max(n.RF, pl.window.Start) // never before the window joined
 		}
 	}
-	if full := p.validUntil(n.RF); full != bucket.NeverFull {
-		n.VU = full
-	}
+	// A new shard's limits come from a config read made before it existed:
+	// a config read after it confirms them by the recheck deadline, which
+	// vu never passes (docs/design.md §8).
+	n.Recheck = p.recheck
+	n.VU = min(p.validUntil(n.RF), p.recheck)
 	for _, pl := range p.plan {
 		l := bucketitem.NewLimit{Name: pl.lim.Name, Tokens: pl.balance, Consumed: pl.consumed, Params: pl.params,
 			Schedule: pl.lim.Schedule, ResetSchedule: pl.lim.ResetSchedule}
@@ -589,24 +613,27 @@ func setParams(u *expr.Builder, pl planned) {
 	u.Set(schema.BucketAttr(pl.lim.Name, schema.LimitRefillPeriod), schema.Num(pl.params.RefillPeriod))
 }
 
-// bucketTTL is docs/design.md §2: no TTL for entity-configured limits; otherwise
-// now + the longest recovery time × the multiplier, in epoch seconds.
-// Zero means no TTL.
+// bucketTTL is the expiry of docs/design.md §2 (shard.TTL); per-call
+// limits always expire.
 func (l *Limiter) bucketTTL(limits []limit.Limit, source config.Level, override bool, now int64) int64 {
-	if l.ttlMultiplier == 0 || (!override && (source == config.LevelEntity || source == config.LevelEntityDefault)) {
-		return 0
+	return shard.TTL(limits, !override && source.EntityLevel(), l.ttlMultiplier, now)
+}
+
+// seeds reports a pass that adds a limit the shard does not carry.
+func (p *pass) seeds() bool {
+	for i := range p.plan {
+		if !p.plan[i].present {
+			return true
+		}
 	}
-	var horizon int64 // seconds
-	for _, lim := range limits {
-		horizon = max(horizon, lim.RecoverySeconds(time.UnixMilli(now)))
-	}
-	return now/1000 + horizon*l.ttlMultiplier
+	return false
 }
 
 // stampFix is the write that brings a pass's bucket stamps in line with the
 // config it read uncached, when they disagree: soft stamps set (with a
 // fresh deadline) on soft limits whose stamp is missing or dead, removed
-// from hard ones; a bypass stamp removed when the pair is not bypassed.
+// from hard ones; a bypass stamp removed when the pair is not bypassed; a
+// recheck stamp removed when the pass checked the limits.
 // Nil when nothing disagrees, or when there is no bucket.
 func (p *pass) stampFix() *expr.Builder {
 	if p == nil || p.img == nil {
@@ -628,6 +655,9 @@ func (p *pass) stampFix() *expr.Builder {
 	}
 	if p.img.Bypass.Present && !p.bypass {
 		b.Remove(schema.AttrBypass)
+	}
+	if p.img.HasRecheck && p.verified {
+		b.Remove(schema.AttrRecheck) // its limits checked in line (docs/design.md §8)
 	}
 	if b.Update() == "" {
 		return nil

@@ -47,7 +47,22 @@ func TestQuotaResetsAtTheEdge(t *testing.T) {
 	if _, err := e.lim.Acquire(ctx, "k", "gpt-4", limiter.Consume{"tpd": 60}); err != nil {
 		t.Fatal(err)
 	}
+	// The new shard's vu stops at its recheck deadline a minute on, where
+	// one pass checks its limits against config; from then on it is the
+	// reset edge (docs/design.md §8, §15).
 	item := e.bucket("k", "gpt-4", 0)
+	recheck := strconv.FormatInt(msOf("2026-11-29T12:01:00Z"), 10)
+	if got := e.n(item, "vu"); got != recheck || e.n(item, "recheck") != recheck {
+		t.Errorf("created: vu %s, recheck %s; want both %s", got, e.n(item, "recheck"), recheck)
+	}
+	e.clk.Advance(time.Minute)
+	if _, err := e.lim.Acquire(ctx, "k", "gpt-4", limiter.Consume{"tpd": 0}); err != nil {
+		t.Fatal(err)
+	}
+	item = e.bucket("k", "gpt-4", 0)
+	if _, ok := item["recheck"]; ok {
+		t.Error("the check left the recheck stamp")
+	}
 	for attr, want := range map[string]string{
 		"b_tpd_tk": "40000", "b_tpd_tc": "60000", "b_tpd_ra": "0", "b_tpd_gc": "1",
 		"vu": strconv.FormatInt(msOf("2026-11-30T00:00:00Z"), 10),
@@ -233,7 +248,13 @@ func TestExhaustedQuotaRejectionsAreCheap(t *testing.T) {
 	e := newEnv(t, limiter.Options{})
 	e.setResourceLimits("gpt-4", dailyQuota("tpd", 100))
 	ctx := context.Background()
-	if _, err := e.lim.Acquire(ctx, "k", "gpt-4", limiter.Consume{"tpd": 100}); err != nil {
+	if _, err := e.lim.Acquire(ctx, "k", "gpt-4", limiter.Consume{"tpd": 99}); err != nil {
+		t.Fatal(err)
+	}
+	// The new shard's one check of its limits, at its recheck deadline
+	// (docs/design.md §8).
+	e.clk.Advance(time.Minute)
+	if _, err := e.lim.Acquire(ctx, "k", "gpt-4", limiter.Consume{"tpd": 1}); err != nil {
 		t.Fatal(err)
 	}
 	e.clk.Set(time.UnixMilli(msOf("2026-11-29T23:59:58Z")))

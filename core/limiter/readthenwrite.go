@@ -8,6 +8,7 @@ package limiter
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
 	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/internal/grant"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/shard"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/bucketwrite"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
@@ -95,6 +97,9 @@ func (e *transactionConflict) Unwrap() error { return e.err }
 // round (contended).
 func (l *Limiter) readWritePass(ctx context.Context, req *request, shard int) (lease *Lease, again bool, seen *RateLimitExceeded, err error) {
 	child, err := l.prepare(ctx, req, shard)
+	if errors.Is(err, errLostRace) {
+		return nil, true, nil, nil
+	}
 	if err != nil {
 		return nil, false, nil, err
 	}
@@ -102,7 +107,9 @@ func (l *Limiter) readWritePass(ctx context.Context, req *request, shard int) (l
 	if child.cascade {
 		preq := req.forEntity(child.owner.ParentID)
 		pshard, _ := l.drawShard(l.pairs.get(preq.entity, preq.resource).shardCount, new(shardSet))
-		if parent, err = l.prepare(ctx, preq, pshard); err != nil {
+		if parent, err = l.prepare(ctx, preq, pshard); errors.Is(err, errLostRace) {
+			return nil, true, nil, nil
+		} else if err != nil {
 			var dis *ResourceDisabled
 			if errors.As(err, &dis) {
 				dis.EntityID = preq.entity
@@ -132,7 +139,16 @@ func (l *Limiter) readWritePass(ctx context.Context, req *request, shard int) (l
 }
 
 // prepare reads and plans one entity's side of a slow pass.
-func (l *Limiter) prepare(ctx context.Context, req *request, shard int) (*pass, error) {
+//
+// The limits are those the access walk reads (fresher than the cache).
+// When the shard read shows limits that differ from them, limits to seed,
+// or a recheck stamp whose deadline has come, the config is read again,
+// strongly consistent, after the shard: a write of parameters is never built from a config read
+// older than the shard it replaces (docs/decisions.md P58). A shard whose
+// limits differ from that read is first brought in line by the shard
+// model's rf-locked write (reconcile), and the pass plans from the image
+// it leaves.
+func (l *Limiter) prepare(ctx context.Context, req *request, slot int) (*pass, error) {
 	limits, source, err := l.limitsFor(ctx, req)
 	if err != nil {
 		return nil, err
@@ -142,19 +158,24 @@ func (l *Limiter) prepare(ctx context.Context, req *request, shard int) (*pass, 
 	if err != nil {
 		return nil, err
 	}
-	if walk.Mode == config.AccessDisabled {
-		return nil, &ResourceDisabled{EntityID: req.entity, Resource: req.resource, Level: walk.Level.String()}
-	}
-	if req.override == nil && len(walk.Limits) > 0 {
-		limits = walk.Limits // fresher than the cache, soft flags included (docs/design.md §7)
-	}
-	for _, d := range req.declared {
-		if _, ok := limit.Find(limits, d.Name); !ok {
-			return nil, schema.NewValidationError(schema.FieldLimits, d.Name,
-				"is not a limit of entity "+req.entity+" on resource "+req.resource)
+	if req.override == nil && len(walk.Limits) == 0 && source != config.LevelSystem {
+		// The cached limits came from a level that has none now: read the
+		// system level too.
+		if walk, err = l.resolver.ResolveAccess(ctx, l.ns, req.entity, req.resource, config.AccessOptions{IncludeSystem: true}); err != nil {
+			return nil, err
 		}
 	}
-	p := &pass{req: req, id: schema.BucketID{Namespace: l.ns, Entity: req.entity, Resource: req.resource, Shard: shard},
+	if req.override == nil {
+		if len(walk.Limits) == 0 {
+			return nil, schema.NewValidationError(schema.FieldLimits, req.entity+"/"+req.resource,
+				"no limits configured at entity, entity default, resource or system level")
+		}
+		limits, source = walk.Limits, walk.Source // fresher than the cache, soft flags included (docs/design.md §7)
+	}
+	if err := walkAllows(req, walk, limits, source); err != nil {
+		return nil, err
+	}
+	p := &pass{req: req, id: schema.BucketID{Namespace: l.ns, Entity: req.entity, Resource: req.resource, Shard: slot},
 		mark: l.rejects.mark(req.entity, req.resource)}
 	meta, item, err := l.readMetaAndBucket(ctx, p.id)
 	if err != nil {
@@ -163,10 +184,8 @@ func (l *Limiter) prepare(ctx context.Context, req *request, shard int) (*pass, 
 	if meta != nil {
 		p.owner = config.DecodeEntity(meta)
 	}
-	p.cascade = config.EffectiveCascade(p.owner, walk.Cascade)
 	p.now = l.nowMs()
-	p.deadline = walk.ReadAt.UnixMilli() + l.stampTTL
-	p.bypass = walk.Mode == config.AccessBypass
+	p.recheck = p.now + l.stampTTL
 	p.shards = l.pairs.get(req.entity, req.resource).shardCount
 	if item != nil {
 		img, err := bucketitem.Decode(item)
@@ -174,10 +193,33 @@ func (l *Limiter) prepare(ctx context.Context, req *request, shard int) (*pass, 
 			return nil, err
 		}
 		p.img = &img
-		l.pairs.learnImage(req.entity, req.resource, shard, p.img, p.now)
+		l.pairs.learnImage(req.entity, req.resource, slot, p.img, p.now)
 		l.rejects.remember(p.id, p.img, p.mark)
 		p.shards = max(img.ShardCount, 1)
 	}
+	if p.img != nil && req.override == nil {
+		d := shard.Compare(p.img, limits, source.EntityLevel(), l.ttlMultiplier)
+		if len(d.Changed)+len(d.Extra)+len(d.Missing) > 0 || (d.Unchecked && p.img.Recheck <= p.now) {
+			// Parameters to write: the config read again, after the shard.
+			if walk, err = l.resolver.ResolveAccess(ctx, l.ns, req.entity, req.resource,
+				config.AccessOptions{Consistent: true, IncludeSystem: true}); err != nil {
+				return nil, err
+			}
+			limits, source = walk.Limits, walk.Source
+			if err := walkAllows(req, walk, limits, source); err != nil {
+				return nil, err
+			}
+			p.verified = true
+			if d = shard.Compare(p.img, limits, source.EntityLevel(), l.ttlMultiplier); len(d.Changed)+len(d.Extra) > 0 {
+				if err := l.reconcile(ctx, p, walk); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	p.cascade = config.EffectiveCascade(p.owner, walk.Cascade)
+	p.deadline = walk.ReadAt.UnixMilli() + l.stampTTL
+	p.bypass = walk.Mode == config.AccessBypass
 	p.plan = l.plan(req, limits, p.img, p.shards, p.now)
 	if err := l.fund(ctx, p, func(shards int64) {
 		p.shards = shards
@@ -187,6 +229,85 @@ func (l *Limiter) prepare(ctx context.Context, req *request, shard int) (*pass, 
 	}
 	p.ttl = l.bucketTTL(limits, source, req.override != nil, p.now)
 	return p, nil
+}
+
+// walkAllows refuses a request the walk says no to: a disabled pair
+// (403), or declared limits the pair's limits lack.
+func walkAllows(req *request, walk config.Walk, limits []limit.Limit, source config.Level) error {
+	if walk.Mode == config.AccessDisabled {
+		return &ResourceDisabled{EntityID: req.entity, Resource: req.resource, Level: walk.Level.String()}
+	}
+	var missing []string
+	for _, d := range req.declared {
+		if _, ok := limit.Find(limits, d.Name); !ok {
+			missing = append(missing, d.Name)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	e := &LimitNotConfiguredError{EntityID: req.entity, Resource: req.resource, Limits: missing, Level: source.String()}
+	if req.override != nil {
+		e.Level = "call"
+	}
+	for _, l := range limits {
+		e.Configured = append(e.Configured, l.Name)
+	}
+	return e
+}
+
+// errLostRace reports a write of a slow pass's preparation that another
+// writer's beat: the pass is run again from a fresh read.
+var errLostRace = errors.New("limiter: another writer moved the bucket first")
+
+// reconcile brings the pass's shard in line with walk, read after it
+// (docs/design.md §8): the shard model's materialisation at the shard's
+// own parameters up to now, the configured ones from then on, in one
+// rf-locked write whose new image the pass then plans from. A lost pin
+// is errLostRace. A quota's reset edge on a shard other than 0 is sized
+// at the count shard 0 holds.
+func (l *Limiter) reconcile(ctx context.Context, p *pass, walk config.Walk) error {
+	sp, err := shard.Materialise(p.id, p.img, p.shards, p.now)
+	if err != nil {
+		return err
+	}
+	if p.id.Shard > 0 && slices.ContainsFunc(sp.Limits, func(lp shard.Limit) bool { return lp.Pass.Reset }) {
+		count, err := l.readShardCount(ctx, p.id)
+		if err != nil {
+			return err
+		}
+		if count > sp.S {
+			if sp, err = shard.Materialise(p.id, p.img, count, p.now); err != nil {
+				return err
+			}
+		}
+	}
+	if err := sp.Reconfigure(walk.Limits, true); err != nil {
+		return err
+	}
+	in := sp.Update(shard.Write{
+		PinVU: true, Deadline: walk.ReadAt.UnixMilli() + l.stampTTL, ClearRecheck: true,
+		SetTTL: true, TTL: l.bucketTTL(walk.Limits, walk.Source, false, sp.At),
+	}).UpdateInput(l.table, p.id.Key())
+	in.ReturnValues = types.ReturnValueAllNew
+	out, err := l.db.UpdateItem(ctx, in)
+	if err != nil {
+		var ccf *types.ConditionalCheckFailedException
+		if errors.As(err, &ccf) {
+			return errLostRace
+		}
+		return &dbError{op: "limits reconcile", err: err}
+	}
+	img, err := bucketitem.Decode(out.Attributes)
+	if err != nil {
+		return err
+	}
+	p.img = &img
+	p.now = max(p.now, l.nowMs())
+	p.shards = max(p.shards, img.ShardCount, sp.S)
+	l.pairs.learnImage(p.id.Entity, p.id.Resource, p.id.Shard, p.img, p.now)
+	l.rejects.remember(p.id, p.img, p.mark)
+	return nil
 }
 
 // limitsFor resolves the pair's limits (cached) or takes the override.

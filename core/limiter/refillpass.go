@@ -10,7 +10,9 @@ import (
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
 	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
+	"github.com/zae-limiter/zae-limiter-go/core/config"
 	"github.com/zae-limiter/zae-limiter-go/core/internal/expr"
+	"github.com/zae-limiter/zae-limiter-go/core/internal/shard"
 	"github.com/zae-limiter/zae-limiter-go/core/limiter/internal/bucketwrite"
 	"github.com/zae-limiter/zae-limiter-go/core/schedule"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
@@ -80,7 +82,12 @@ type refillPlan struct {
 // the write also requires the item to be enabled, unbypassed, unexpired
 // and not cascading, as the fast path does. Without admit (a lease's
 // adjust) the deltas apply whatever the balance.
-func (l *Limiter) planRefill(req *request, id schema.BucketID, img *bucketitem.Image, deltas []bucketwrite.Declared, admit bool, now int64) refillPlan {
+//
+// A shard that carries a recheck stamp keeps it, and vu never passes it,
+// unless verified: the caller read config after the image and found the
+// shard's limits in line, and the write removes the stamp (docs/design.md
+// §8).
+func (l *Limiter) planRefill(req *request, id schema.BucketID, img *bucketitem.Image, deltas []bucketwrite.Declared, admit, verified bool, now int64) refillPlan {
 	plan := refillPlan{id: id, img: img, part: leasePart{entity: id.Entity, shard: id.Shard}}
 	u := &expr.Builder{}
 	u.Cond(u.Name(schema.AttrRF) + " = " + u.Value(schema.Num(img.RF)))
@@ -205,6 +212,12 @@ func (l *Limiter) planRefill(req *request, id schema.BucketID, img *bucketitem.I
 			u.Add(wt, schema.Num(credited))
 		}
 	}
+	switch {
+	case img.HasRecheck && verified:
+		u.Remove(schema.AttrRecheck)
+	case img.HasRecheck:
+		full = min(full, img.Recheck)
+	}
 	if full != bucket.NeverFull {
 		u.Set(schema.AttrVU, schema.Num(full))
 	} else {
@@ -287,6 +300,7 @@ const (
 // shortfall on it sends the request to the fast path instead.
 func (l *Limiter) refillAcquire(ctx context.Context, req *request, id schema.BucketID, img *bucketitem.Image, fresh, cascade bool) (*Lease, next, error) {
 	req.path = pathRefillPass
+	var checked *config.Walk // the config read, strongly consistent, once an image carried a recheck stamp
 	for range maxPasses {
 		now := l.nowMs()
 		if img != nil && img.HasVU && img.VU > now {
@@ -295,13 +309,33 @@ func (l *Limiter) refillAcquire(ctx context.Context, req *request, id schema.Buc
 		if !refillable(img, req.declared, now) {
 			return nil, nextReadThenWrite, nil
 		}
-		plan := l.planRefill(req, id, img, req.declared, true, now)
+		if img.HasRecheck && img.Recheck <= now {
+			// A shard created from a config read made before it existed,
+			// its recheck deadline come: its limits are checked against
+			// config read now (docs/design.md §8), and the slow path brings
+			// them in line if they differ. Before the deadline, the pass
+			// keeps the stamp and vu stops at it.
+			if checked == nil {
+				w, err := l.resolver.ResolveAccess(ctx, l.ns, req.entity, req.resource, config.AccessOptions{Consistent: true, IncludeSystem: true})
+				if err != nil {
+					return nil, 0, err
+				}
+				checked = &w
+			}
+			if d := shard.Compare(img, checked.Limits, checked.Source.EntityLevel(), l.ttlMultiplier); len(d.Changed)+len(d.Extra) > 0 || checked.Mode != config.AccessEnforce {
+				return nil, nextReadThenWrite, nil
+			}
+		}
+		plan := l.planRefill(req, id, img, req.declared, true, checked != nil && img.Recheck <= now, now)
 		if plan.unsettled {
 			return nil, nextReadThenWrite, nil
 		}
 		if plan.in == nil {
 			if !fresh {
 				return nil, nextSpeculate, nil
+			}
+			if checked != nil && img.Recheck <= now {
+				l.clearRecheck(ctx, id, img, now)
 			}
 			return nil, 0, &RateLimitExceeded{Statuses: plan.short}
 		}
@@ -323,4 +357,25 @@ func (l *Limiter) refillAcquire(ctx context.Context, req *request, id schema.Buc
 		img, fresh = cur, true
 	}
 	return nil, nextReadThenWrite, nil
+}
+
+// clearRecheck is the write a refused acquire leaves after it checked a
+// shard's limits against config and found them in line (docs/design.md
+// §8): a zero-consumption refill pass that removes the recheck stamp and
+// stamps vu from the shard's own limits, so that the requests after it are
+// decided from the image (the rejection cache) instead of checking again.
+// A lost pin or a failure is left to the next pass.
+func (l *Limiter) clearRecheck(ctx context.Context, id schema.BucketID, img *bucketitem.Image, now int64) {
+	plan := l.planRefill(nil, id, img, nil, false, true, now)
+	if plan.unsettled || plan.in == nil {
+		return
+	}
+	cur, _, err := l.sendRefill(ctx, plan)
+	if err != nil {
+		l.log.DebugContext(ctx, "recheck stamp not cleared", "resource", id.Resource, "shard", id.Shard, "error", err)
+		return
+	}
+	if cur != nil {
+		l.pairs.learnImage(id.Entity, id.Resource, id.Shard, cur, now)
+	}
 }

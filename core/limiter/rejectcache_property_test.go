@@ -38,7 +38,10 @@ var rcSeeds = []uint64{1, 2, 3}
 // one without (B, another process: it only debits), A's lease adjustments,
 // commits and rollbacks, time moving, and operator writes (disable,
 // bypass, soft, limit changes, top-up, reset) made in A's process — over a
-// plain pair, a 2-shard pair and a cascading child with its parent. At
+// plain pair, a 2-shard pair and a cascading child with its parent, on a
+// resource whose limits the operator changes, one that refills within the
+// cache's TTL, and one that pairs a slow limit with a fast one (its vu
+// passes while the slow one is short: rejections past vu). At
 // every local rejection the table itself must agree: no shard of the
 // rejected entity carries a disabled or bypass stamp, no limit with a soft
 // stamp is named as a violation, a cascading child's parent is not
@@ -107,6 +110,13 @@ func rcProperty(t *testing.T, seed uint64, steps int) {
 	if _, err := ctl.SetResourceLimits(ctx, ns, "fast", []limit.Limit{limit.Custom("rps", 3, 3, 2*time.Second)}, ""); err != nil {
 		t.Fatal(err)
 	}
+	// mixed pairs a slow hard limit with one that refills within the
+	// cache's TTL: a shard short on rpm reaches rps's full-at, its vu,
+	// within the second, so rejections past vu are common whatever the
+	// operator writes did to api's buckets.
+	if _, err := ctl.SetResourceLimits(ctx, ns, "mixed", []limit.Limit{limit.PerMinute("rpm", 3), limit.Custom("rps", 5, 5, time.Second)}, ""); err != nil {
+		t.Fatal(err)
+	}
 	// v gets 2 shards.
 	if _, err := b.Acquire(ctx, "v", "api", limiter.Consume{"rpm": 0}); err != nil {
 		t.Fatal(err)
@@ -118,12 +128,15 @@ func rcProperty(t *testing.T, seed uint64, steps int) {
 	}
 
 	entities := []string{"u", "v", "key", "org"}
-	resources := []string{"api", "fast"}
+	resources := []string{"api", "fast", "mixed"}
 	// counted is the limit whose tokens the conservation check adds up.
-	counted := map[string]string{"api": "rpm", "fast": "rps"}
+	counted := map[string]string{"api": "rpm", "fast": "rps", "mixed": "rpm"}
 	consumeOf := func(resource string) limiter.Consume {
-		if resource == "fast" {
+		switch resource {
+		case "fast":
 			return limiter.Consume{"rps": 1 + rng.Int64N(3)}
+		case "mixed":
+			return limiter.Consume{"rpm": 1, "rps": 1}
 		}
 		return limiter.Consume{"rpm": 1, "tpm": rng.Int64N(40)}
 	}

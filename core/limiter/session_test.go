@@ -156,16 +156,30 @@ func TestSessionWindowOpensOnFirstUse(t *testing.T) {
 	if _, err := e.lim.Acquire(ctx, "u", "gpt-4", limiter.Consume{"session": 3}); err != nil {
 		t.Fatal(err)
 	}
+	// The new shard's vu stops at its recheck deadline, a minute on
+	// (docs/design.md §8).
 	e.want("opened", e.bucket("u", "gpt-4", 0), map[string]string{
 		"b_session_ws": ms(t0), "b_session_wa": ms(t0), "b_session_rsa": "18000", "b_session_wtc": "",
 		"b_session_tk": "9997000", "b_session_tc": "3000", "b_session_gc": "1", "b_session_ra": "0",
-		"rf": ms(t0), "vu": ms(t0 + sessionMs),
+		"rf": ms(t0), "vu": ms(t0 + 60_000), "recheck": ms(t0 + 60_000),
 	})
 
-	// Inside the window: the fast path, one call, no read.
+	// There, one refill pass checks the limits against config (one read)
+	// and stamps the window's end.
 	e.clk.Advance(time.Minute)
 	e.proxy.ResetStats()
 	if _, err := e.lim.Acquire(ctx, "u", "gpt-4", limiter.Consume{"session": 4}); err != nil {
+		t.Fatal(err)
+	}
+	if e.calls("UpdateItem") != 1 || e.calls("BatchGetItem") != 1 || e.calls("GetItem") != 0 {
+		t.Errorf("the created shard's check took %d UpdateItem, %d BatchGetItem, %d GetItem: want a read and a refill pass",
+			e.calls("UpdateItem"), e.calls("BatchGetItem"), e.calls("GetItem"))
+	}
+	e.want("checked", e.bucket("u", "gpt-4", 0), map[string]string{"vu": ms(t0 + sessionMs), "recheck": ""})
+
+	// Inside the window: the fast path, one call, no read.
+	e.proxy.ResetStats()
+	if _, err := e.lim.Acquire(ctx, "u", "gpt-4", limiter.Consume{"session": 0}); err != nil {
 		t.Fatal(err)
 	}
 	if e.calls("UpdateItem") != 1 || e.calls("BatchGetItem") != 0 || e.calls("GetItem") != 0 {
@@ -240,8 +254,8 @@ func TestSessionWindowFanOutAndRoll(t *testing.T) {
 	e.want("shard 0 after the move", e.bucket("u", "gpt-4", 0), map[string]string{"b_session_tk": "4000000", "b_session_gc": "1", "b_session_ws": ms(t0)})
 	e.want("shard 1 joined", e.bucket("u", "gpt-4", 1), map[string]string{
 		"b_session_ws": ms(t0), "b_session_wa": ms(t0), "b_session_rsa": "18000", "b_session_tk": "4995000", "b_session_tc": "5000",
-		"b_session_gc": "2", "rf": ms(tj), "vu": ms(t0 + sessionMs), "shard_count": "2",
-	})
+		"b_session_gc": "2", "rf": ms(tj), "vu": ms(tj + 60_000), "recheck": ms(tj + 60_000), "shard_count": "2",
+	}) // vu stops at the new shard's recheck deadline (docs/design.md §8)
 
 	// Past the window's end: shard 0 opens the next window and fans it out.
 	draw = 0
@@ -403,7 +417,13 @@ func TestSessionExhaustedRejectionsAreCheap(t *testing.T) {
 	e.pythonSession("gpt-4")
 	ctx := context.Background()
 	t0 := e.clk.Now()
-	if _, err := e.lim.Acquire(ctx, "k", "gpt-4", limiter.Consume{"session": 10_000}); err != nil {
+	if _, err := e.lim.Acquire(ctx, "k", "gpt-4", limiter.Consume{"session": 9_999}); err != nil {
+		t.Fatal(err)
+	}
+	// The new shard's one check of its limits, at its recheck deadline
+	// (docs/design.md §8).
+	e.clk.Set(t0.Add(time.Minute))
+	if _, err := e.lim.Acquire(ctx, "k", "gpt-4", limiter.Consume{"session": 1}); err != nil {
 		t.Fatal(err)
 	}
 	e.clk.Set(t0.Add(5*time.Hour - 2*time.Second))
@@ -517,6 +537,15 @@ func TestSessionAcquireAfterACredit(t *testing.T) {
 	e.pythonSession("gpt-4")
 	ctx := context.Background()
 	t0 := e.clk.Now().UnixMilli()
+	if _, err := e.lim.Acquire(ctx, "u", "gpt-4", limiter.Consume{"session": 0}); err != nil {
+		t.Fatal(err)
+	}
+	// The new shard's one check of its limits, at its recheck deadline
+	// (docs/design.md §8).
+	e.clk.Advance(time.Minute)
+	if _, err := e.lim.Acquire(ctx, "u", "gpt-4", limiter.Consume{"session": 0}); err != nil {
+		t.Fatal(err)
+	}
 	lease, err := e.lim.Acquire(ctx, "u", "gpt-4", limiter.Consume{"session": 100})
 	if err != nil {
 		t.Fatal(err)

@@ -508,9 +508,10 @@ type phase struct {
 	run     func(context.Context, Change) error
 }
 
-// postCommit lays out steps 3–6 of docs/design.md §12: access stamps
+// postCommit lays out steps 3–5 of docs/design.md §12: access stamps
 // (resources, then entities), cascade stamps (resources, then entities),
-// entity parameter sync, the soft fan-outs of resources and the system.
+// and the limits sync of every level whose limits changed
+// (control.SyncLimits).
 func (p *Provisioner) postCommit(pl *Plan) []phase {
 	ns := pl.Namespace
 	var changes []Change
@@ -539,41 +540,8 @@ func (p *Provisioner) postCommit(pl *Plan) []phase {
 		_, err := p.controls.StampCascade(ctx, ns, scope(c.Target))
 		return err
 	}
-	sync := func(ctx context.Context, c Change) error {
-		_, err := p.controls.SyncEntity(ctx, ns, c.Target.Entity, c.Target.Resource)
-		return err
-	}
-	systemAfter := pl.systemBefore
-	for _, c := range pl.Changes {
-		if c.Target.Kind == manifest.KindSystem {
-			systemAfter = c.want.Limits
-		}
-	}
-	effective := func(own, system []limit.Limit) ([]limit.Limit, config.Level) {
-		if len(own) > 0 {
-			return own, config.LevelResource
-		}
-		return system, config.LevelSystem
-	}
-	soft := func(ctx context.Context, c Change) error {
-		var (
-			sc       control.Scope
-			old, cur []limit.Limit
-			level    config.Level
-		)
-		if c.Target.Kind == manifest.KindSystem {
-			old, cur, level = pl.systemBefore, systemAfter, config.LevelSystem
-		} else {
-			sc = scope(c.Target)
-			old, _ = effective(c.cur.Limits, pl.systemBefore)
-			cur, level = effective(c.want.Limits, systemAfter)
-		}
-		var err error
-		if c.pending {
-			_, err = p.controls.StampSoft(ctx, ns, sc, level, old)
-		} else {
-			_, err = p.controls.SyncSoft(ctx, ns, sc, level, old, cur)
-		}
+	limits := func(ctx context.Context, c Change) error {
+		_, err := p.controls.SyncLimits(ctx, ns, scope(c.Target))
 		return err
 	}
 	isAccess := func(c Change) bool { return c.access }
@@ -584,9 +552,18 @@ func (p *Provisioner) postCommit(pl *Plan) []phase {
 		{"access fan-out", pick(manifest.KindEntity, isAccess), access},
 		{"cascade fan-out", pick(manifest.KindResource, isCascade), cascade},
 		{"cascade fan-out", pick(manifest.KindEntity, isCascade), cascade},
-		{"parameter sync", pick(manifest.KindEntity, isLimits), sync},
-		{"soft fan-out", append(pick(manifest.KindResource, isLimits), pick(manifest.KindSystem, isLimits)...), soft},
+		{"limits sync", limitSyncs(pick(manifest.KindSystem, isLimits), pick(manifest.KindResource, isLimits), pick(manifest.KindEntity, isLimits)), limits},
 	}
+}
+
+// limitSyncs are the limits syncs an apply runs after its commit: the
+// whole namespace's alone when the system level changed (it covers every
+// bucket), else each changed resource's and entity's.
+func limitSyncs(system, resources, entities []Change) []Change {
+	if len(system) > 0 {
+		return system[:1]
+	}
+	return append(resources, entities...)
 }
 
 // each runs f over cs with at most p.workers at once. A panic in f is

@@ -24,14 +24,13 @@ import (
 
 // snapshot is the namespace's items an apply and its rollback concern:
 // config, registries, the provisioner's records and the buckets, without
-// the audit trail (it only grows) and a bucket's `vu` (a parameter sync
-// resets it; it only ever protects a later refill).
+// the audit trail (it only grows) and a bucket's state that a limits sync
+// moves on from the instant of the change (docs/design.md §8): its `vu`,
+// `rf` and `recheck` stamps and its balances (b_*_tk), which balances()
+// reads apart.
 //
 // Generation counters of the provisioner's records only count applies, and
-// are left out too. With params false, so are a bucket's limit parameters:
-// a retried apply re-syncs every entity target it owes, bringing buckets to
-// the limits that resolve now, where a clean apply leaves resource and
-// system changes to the bucket TTL (docs/design.md §12).
+// are left out too. With params false, so are a bucket's limit parameters.
 func (e *env) snapshot(params bool) map[string]string {
 	e.t.Helper()
 	out := map[string]string{}
@@ -74,6 +73,15 @@ func (e *env) snapshot(params bool) map[string]string {
 		delete(it, "vu")
 		delete(it, "gen")
 		delete(it, "committed_gen")
+		if strings.Contains(k.PK, "/BUCKET#") {
+			delete(it, schema.AttrRF)
+			delete(it, schema.AttrRecheck)
+			for a := range it {
+				if strings.HasPrefix(a, "b_") && strings.HasSuffix(a, "_tk") {
+					delete(it, a)
+				}
+			}
+		}
 		if !params {
 			for a := range it {
 				if strings.HasPrefix(a, "b_") && (strings.HasSuffix(a, "_cp") || strings.HasSuffix(a, "_ra") || strings.HasSuffix(a, "_rp")) {
@@ -89,6 +97,69 @@ func (e *env) snapshot(params bool) map[string]string {
 		out[strings.ReplaceAll(key, e.ns, "NS")] = strings.ReplaceAll(strings.Join(parts, " "), e.ns, "NS")
 	}
 	return out
+}
+
+// balances are the namespace's bucket balances, millitokens, by bucket
+// and limit ("NS/BUCKET#u#r1#0 rpm"), wcu's left out (its refill credit
+// follows the clock, not the apply).
+func (e *env) balances() map[string]int64 {
+	e.t.Helper()
+	out := map[string]int64{}
+	in := &dynamodb.ScanInput{TableName: aws.String(e.tbl.Name)}
+	for {
+		page, err := e.tbl.DB.Scan(e.ctx, in)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		for _, it := range page.Items {
+			pk := str(it["PK"])
+			if !strings.HasPrefix(pk, e.ns+"/BUCKET#") {
+				continue
+			}
+			for a, v := range it {
+				name, f, ok := schema.ParseBucketAttr(a)
+				if !ok || f != schema.LimitTokens || name == schema.WCULimit {
+					continue
+				}
+				n, _ := v.(*types.AttributeValueMemberN)
+				if n == nil {
+					continue
+				}
+				var x int64
+				if _, err := fmt.Sscan(n.Value, &x); err != nil {
+					e.t.Fatal(err)
+				}
+				out[strings.ReplaceAll(pk, e.ns, "NS")+" "+name] = x
+			}
+		}
+		if len(page.LastEvaluatedKey) == 0 {
+			return out
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+}
+
+// balanceDiff explains how after's balances depart from before's: none
+// may be added or removed, and none may grow (a limits sync only clamps;
+// a rollback that raises a limit again grants nothing, docs/design.md
+// §8); with exact, none may move at all.
+func balanceDiff(before, after map[string]int64, exact bool) string {
+	var d []string
+	for _, k := range slices.Sorted(maps.Keys(before)) {
+		a, ok := after[k]
+		switch {
+		case !ok:
+			d = append(d, k+": gone")
+		case a > before[k] || (exact && a != before[k]):
+			d = append(d, fmt.Sprintf("%s: %d, before %d", k, a, before[k]))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(after)) {
+		if _, ok := before[k]; !ok {
+			d = append(d, k+": new")
+		}
+	}
+	return strings.Join(d, "\n")
 }
 
 func str(v types.AttributeValue) string {
@@ -167,7 +238,7 @@ entities: {u: {resources: {r1: {disabled: false}, _default_: {limits: {rpm: {cap
 	}
 	// clean runs the request once without faults: the phase of each of its
 	// calls, and what it leaves.
-	clean := func(e *env, setup string) ([]string, map[string]string) {
+	clean := func(e *env, setup string) ([]string, map[string]string, map[string]int64) {
 		req := prepare(e, "clean", setup)
 		var (
 			mu     sync.Mutex
@@ -181,20 +252,20 @@ entities: {u: {resources: {r1: {disabled: false}, _default_: {limits: {rpm: {cap
 		}})
 		e.mustApplyAs(req, after)
 		e.proxy.Remove(rec)
-		return phases, e.snapshot(false)
+		return phases, e.snapshot(false), e.balances()
 	}
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
-			phases, cleanSnapshot := clean(e, sc.setup)
+			phases, cleanSnapshot, cleanBalances := clean(e, sc.setup)
 			cuts := cutPoints(phases)
 			t.Logf("%d calls; cut after %v", len(phases), cuts)
 			for i, n := range cuts {
 				req := prepare(e, fmt.Sprintf("cut-%d", i), sc.setup)
-				want := e.snapshot(!sc.retry)
+				want, wantBalances := e.snapshot(!sc.retry), e.balances()
 				if sc.retry {
-					want = cleanSnapshot
+					want, wantBalances = cleanSnapshot, cleanBalances
 				}
 				cut := e.proxy.Add(faultproxy.Rule{Fault: faultproxy.InternalServerError(), After: n})
 				res, err := e.applyAs(req, after)
@@ -212,6 +283,11 @@ entities: {u: {resources: {r1: {disabled: false}, _default_: {limits: {rpm: {cap
 				got := e.snapshot(!sc.retry)
 				if d := diffSnapshots(want, got); d != "" {
 					t.Fatalf("cut after %d of %d calls (%s; %v): the namespace differs:\n%s", n, len(phases), phaseAt(phases, n), err, d)
+				}
+				// A retry ends where a clean apply does; a rollback never
+				// gives a bucket more than it had.
+				if d := balanceDiff(wantBalances, e.balances(), sc.retry); d != "" {
+					t.Fatalf("cut after %d of %d calls (%s; %v): the balances differ:\n%s", n, len(phases), phaseAt(phases, n), err, d)
 				}
 			}
 		})
@@ -252,9 +328,7 @@ func phaseOf(op, body string) string {
 	case strings.Contains(body, "parent_id"), strings.Contains(body, `"cascade"`):
 		return "cascade fan-out"
 	case strings.Contains(body, `"vu"`):
-		return "parameter sync"
-	case strings.Contains(body, "_soft"):
-		return "soft fan-out"
+		return "limits sync"
 	}
 	return "access fan-out"
 }

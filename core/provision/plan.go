@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/config"
-	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/manifest"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
@@ -89,12 +88,11 @@ type Plan struct {
 	// resource of the same stack, or one TakeOverFrom names).
 	TakenOver []Conflict
 
-	systemBefore []limit.Limit
-	reconcile    []manifest.Target // owed fan-outs with no change
-	claims       map[manifest.Target]claim
-	items        map[schema.Key]map[string]types.AttributeValue
-	legacy       legacyState
-	release      bool
+	reconcile []manifest.Target // owed fan-outs with no change
+	claims    map[manifest.Target]claim
+	items     map[schema.Key]map[string]types.AttributeValue
+	legacy    legacyState
+	release   bool
 }
 
 // Empty reports a plan with nothing to write: no change, no owed work, no
@@ -235,10 +233,6 @@ func (p *Provisioner) plan(ctx context.Context, ns string, m *manifest.Manifest,
 		return nil, fmt.Errorf("provision: read config: %w", err)
 	}
 	pl.items = items
-	sys, err := decode(config.LevelSystem, items[schema.SystemConfigKey(ns)])
-	if err == nil {
-		pl.systemBefore = sys.Limits
-	}
 
 	for _, t := range all {
 		item := items[targetKey(ns, t)]

@@ -59,6 +59,11 @@ const (
 	AttrVU         = "vu"
 	AttrSched      = "sched"
 	AttrRSched     = "rsched"
+	// AttrRecheck marks a shard whose limits were written without a config
+	// read that followed the item's existence (a create, a clone): a
+	// deadline, epoch ms, by which a writer that reads config checks them
+	// and removes it; vu never passes it (docs/design.md §8, decisions P58).
+	AttrRecheck = "recheck"
 
 	// R12 usage snapshot.
 	AttrWindow      = "window"

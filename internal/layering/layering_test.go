@@ -27,7 +27,7 @@ var coreLayers = [][]string{
 	{"core/schedule"},
 	{"core/limit", "core/bucketitem"},
 	{"core/internal/schedsync", "core/internal/grant", "core/usage", "core/limiter/internal/answer"},
-	{"core/config", "core/aggregator/maintenance", "core/limiter/internal/bucketwrite"},
+	{"core/config", "core/aggregator/maintenance", "core/limiter/internal/bucketwrite", "core/internal/shard"},
 	{"core/aggregator"},
 	{"core/limiter", "core/manifest"},
 	{"core/control", "core/httplimit"},

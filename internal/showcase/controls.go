@@ -141,6 +141,9 @@ func (d *demo) controls(ctx context.Context) error {
 	if err := d.scheduledLimit(ctx); err != nil {
 		return err
 	}
+	if err := d.limitChange(ctx); err != nil {
+		return err
+	}
 	if err := d.dailyQuota(ctx); err != nil {
 		return err
 	}

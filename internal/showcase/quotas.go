@@ -60,7 +60,11 @@ func (d *demo) dailyQuota(ctx context.Context) error {
 		if img.HasVU && img.VU == 0 {
 			return s + ", vu 0: the next acquire materialises", nil
 		}
-		return s + ", vu " + time.UnixMilli(img.VU).In(ny).Format("Jan 2 15:04 MST"), nil
+		s += ", vu " + time.UnixMilli(img.VU).In(ny).Format("Jan 2 15:04 MST")
+		if img.HasRecheck {
+			s += ": a new bucket's recheck deadline, its limits confirmed against config by then"
+		}
+		return s, nil
 	}
 	take := func(when string, n int64) error {
 		clk.Set(at(when))

@@ -97,8 +97,10 @@ func TestRunShowsEachStep(t *testing.T) {
 		"  lease   admitted, rpm 97, tpm 96800 left   refill pass, no read: UpdateItem",
 		"          Rollback gives back rpm 1 and tpm 500; 1 call: UpdateItem",
 		"  peek    admitted, rpm 98, tpm 97300 left   refill pass, no read: UpdateItem",
-		"key-vip idle 65s, then 150 requests at one instant: 100 admitted, the rpm capacity of 100 (100 calls; 50 429s decided locally)",
-		`  rpd     *schema.ValidationError: invalid limits "rpd": is not a limit of entity key-a on resource anthropic/claude`,
+		// 101 calls: the idle minute passed the new bucket's recheck
+		// deadline, so the first of them reads the config once (§8).
+		"key-vip idle 65s, then 150 requests at one instant: 100 admitted, the rpm capacity of 100 (101 calls; 50 429s decided locally)",
+		`  rpd     *limiter.LimitNotConfiguredError: limiter: limit rpd is not configured for entity key-a on resource anthropic/claude: its limits come from the resource level, which gives rpm, tpm`,
 	} {
 		if !strings.Contains(step, "\n"+want+"\n") {
 			t.Errorf("the acquire step lacks the line %q\n%s", want, step)
@@ -153,7 +155,7 @@ func TestRunShowsEachStep(t *testing.T) {
 		"$ zl -N demo entity list -o table",
 		"│ org-acme │ Acme Corp │ -        │ no      │ 2026-11-29T19:30:00Z │",
 		"│ rpm   │ 5        │ 5 per minute     │ no   │ -        │",
-		"Buckets in use: 1 found, 1 stamped, 0 skipped, 0 failed.",
+		"Buckets in use: 1 found: 1 brought in line, 0 already in line, 0 vanished, 0 failed.",
 		"    action: access_set",
 		`zl: namespace "nope" is not registered: zl namespace register nope`,
 		"(exit 1)",
@@ -281,10 +283,21 @@ func TestRunShowsOperatorControls(t *testing.T) {
 		"  11:59:50  10 taken: 43 left, vu 12:00:00.000",
 		"  12:00:10   1 taken: 42 left, vu 12:00:19.201",
 		"  12:00:10  51 asked: 429, never (above the ceiling in force)",
+		// A limit lowered, then raised, while a bucket is in use, with the
+		// service in another process (docs/design.md §8): the lowered
+		// capacity clamps the balance before the call returns; the raise
+		// grants nothing at once; the new rate counts from the change.
+		"  12:00:00   10 asked one at a time:  10 admitted (tk 90 of cp 100)",
+		"  12:00:06  rpm set to 20 a minute: 1 bucket found, 1 brought in line; the balance clamped to the new ceiling (tk 20 of cp 20)",
+		"  12:00:06   25 asked one at a time:  20 admitted (tk 0 of cp 20)",
+		"  12:00:36   15 asked one at a time:  10 admitted (tk 0 of cp 20)",
+		"  12:00:40  rpm set to 200 a minute: 1 bucket found, 1 brought in line; a raise grants nothing at once (tk 1.333 of cp 200)",
+		"  12:00:46   30 asked one at a time:  21 admitted (tk 0.333 of cp 200)",
 		// A daily quota in New York: exhausted, its 429 names the reset;
 		// a top-up raises the day's ceiling; past midnight one lump back
-		// while tc keeps climbing.
-		"  21:00:00   600 taken: 400 left (tk 400, tc 600, gc 1, vu Dec 1 00:00 EST)",
+		// while tc keeps climbing. The new bucket's vu first stops at its
+		// recheck deadline (docs/design.md §8).
+		"  21:00:00   600 taken: 400 left (tk 400, tc 600, gc 1, vu Nov 30 21:01 EST: a new bucket's recheck deadline, its limits confirmed against config by then)",
 		"  21:30:00   400 taken: 0 left (tk 0, tc 1000, gc 1, vu Dec 1 00:00 EST)",
 		"  22:00:00   100 asked: 429, retry after 2h0m0s: at Dec 1 00:00 EST, the reset",
 		"  22:05:00  top-up of 250 (purchase-42): 250 granted over 1 shard, above the day's 1,000 until midnight (tk 250, tc 1000, gc 1, tu 250, vu 0: the next acquire materialises)",

@@ -350,6 +350,9 @@ func checkWrites(t testing.TB, recs []Record, ups []*dynamodb.UpdateItemInput, p
 		if !found {
 			t.Errorf("%s: clone matches no shard-0 image of the batch: %v", id.PK(), why)
 		}
+		if d := recheckDiff(in.Item); d != "" {
+			t.Errorf("%s: %s", id.PK(), d)
+		}
 	}
 }
 
@@ -381,6 +384,8 @@ func cloneDiff(src, clone item) string {
 			}
 		case k == schema.AttrVU && render(clone[k]) == render(src[schema.AttrRF]):
 			// A clone's vu is at most its rf (docs/decisions.md P25).
+		case k == schema.AttrVU && render(clone[k]) == render(clone[schema.AttrRecheck]):
+			// ... and at most its recheck deadline (docs/design.md §8).
 		default:
 			if render(clone[k]) != render(v) {
 				return fmt.Sprintf("%s = %s, source %s", k, render(clone[k]), render(v))
@@ -394,12 +399,33 @@ func cloneDiff(src, clone item) string {
 		if k == schema.AttrPK || k == schema.AttrSK || strings.HasPrefix(k, "GSI") || k == schema.AttrShardCount {
 			continue
 		}
-		if (k == schema.AttrVU && render(clone[k]) == render(src[schema.AttrRF])) || quotaGrant(k) {
+		if (k == schema.AttrVU && (render(clone[k]) == render(src[schema.AttrRF]) || render(clone[k]) == render(clone[schema.AttrRecheck]))) ||
+			quotaGrant(k) || k == schema.AttrRecheck {
 			continue
 		}
 		return k + " added"
 	}
 	return ""
+}
+
+// recheckDiff explains how a clone the maintainer writes fails the rule
+// of docs/design.md §8: it carries a recheck deadline (its limits are
+// shard 0's as the record shows them), and its vu never passes it.
+func recheckDiff(clone item) string {
+	recheck, ok := clone[schema.AttrRecheck].(*types.AttributeValueMemberN)
+	if !ok {
+		return "no recheck deadline"
+	}
+	if vu, ok := clone[schema.AttrVU].(*types.AttributeValueMemberN); !ok || numText(vu.Value) > numText(recheck.Value) {
+		return fmt.Sprintf("vu %s past the recheck deadline %s", render(clone[schema.AttrVU]), recheck.Value)
+	}
+	return ""
+}
+
+// numText reads a number's text, for a comparison.
+func numText(s string) int64 {
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return n
 }
 
 // checkAliases fails unless the expressions use exactly the defined aliases.

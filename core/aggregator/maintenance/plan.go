@@ -110,7 +110,7 @@ func (m *Maintainer) planBatch(records []Record, now int64) plan {
 		}
 	}
 	for i := range imgs {
-		m.propagate(&imgs[i], byID, &p)
+		m.propagate(&imgs[i], byID, &p, now)
 	}
 	return p
 }
@@ -457,6 +457,9 @@ func (m *Maintainer) refill(s *state, now int64) (op, bool) {
 		return op{}, false
 	}
 	vu := validUntil(img, passes, now)
+	if img.HasRecheck {
+		vu = min(vu, img.Recheck) // copied, never extended (docs/design.md §8)
+	}
 	if awaitsAnchor(img, now) {
 		vu = keepVU
 	}
@@ -638,7 +641,7 @@ func (m *Maintainer) double(s *state, p *plan) (op, bool) {
 // an INSERT (no old count), for a bucket that abstains, or for a count above
 // schema.MaxShardCount (refused: clients create shards lazily, and the loop stays
 // bounded whatever a corrupt item says).
-func (m *Maintainer) propagate(im *image, byID map[schema.BucketID]*state, p *plan) {
+func (m *Maintainer) propagate(im *image, byID map[schema.BucketID]*state, p *plan, now int64) {
 	id := im.rec.ID
 	if id.Shard != 0 || im.old == nil {
 		return
@@ -706,9 +709,14 @@ func (m *Maintainer) propagate(im *image, byID map[schema.BucketID]*state, p *pl
 		if s := byID[dst]; s != nil && s.abstain {
 			continue
 		}
+		// A clone's limits are shard 0's as the record shows them, which a
+		// limit change may have passed since: a config read confirms them
+		// by the recheck deadline (docs/design.md §8).
+		item := bucketitem.Clone(raw, im.new, dst, newSC)
+		bucketitem.MarkRecheck(item, now+bucketitem.RecheckAfter)
 		p.ops = append(p.ops, op{kind: opClone, id: dst, put: &dynamodb.PutItemInput{
 			TableName:                aws.String(m.table),
-			Item:                     bucketitem.Clone(raw, im.new, dst, newSC),
+			Item:                     item,
 			ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
 			ExpressionAttributeNames: map[string]string{"#pk": schema.AttrPK},
 		}})

@@ -154,6 +154,7 @@ func (m *Maintainer) raiseInput(id schema.BucketID, sib *bucketitem.Image, newSC
 // leaves the shard to the clients.
 func (m *Maintainer) cloneQuota(ctx context.Context, qp quotaPropagation, sibs map[int]*bucketitem.Image, dst schema.BucketID, now int64, st *Stats) bool {
 	item := bucketitem.Clone(qp.raw, qp.img, dst, qp.new)
+	bucketitem.MarkRecheck(item, now+bucketitem.RecheckAfter)
 	siblings := make([]grant.Sibling, 0, len(sibs))
 	for sh, img := range sibs {
 		siblings = append(siblings, grant.Sibling{Shard: sh, Image: img})

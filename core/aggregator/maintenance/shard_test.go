@@ -7,6 +7,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/zae-limiter/zae-limiter-go/core/bucket"
+	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
@@ -171,6 +172,9 @@ func TestPath2ClonesExact(t *testing.T) {
 		tk("rpm"), 25_000, tc("rpm"), 0, // 100 000 // 4
 		tk("tp.m-v_2"), 250_000, tc("tp.m-v_2"), 0, // 1 000 001 // 4
 		"b_gone_tc", 0,
+		// Its limits are shard 0's as the record showed them: checked
+		// against config by a minute on (docs/design.md §8); vu is earlier.
+		"recheck", now+bucketitem.RecheckAfter,
 	)
 	sameItem(t, "clone 2", f.get(t, bid("e1", 2)), want)
 	sameItem(t, "shard 3 (client's)", f.get(t, bid("e1", 3)), client3)

@@ -235,22 +235,24 @@ func (a *App) fanoutProgress(_ control.Scope, p control.Progress) {
 }
 
 // bucketCounts are what a fan-out did to the buckets already in use
-// (docs/design.md §8): found, stamped, skipped (they needed no write, or
-// were gone before it), failed.
+// (docs/design.md §8): found, brought in line (written), already in line
+// (they needed no write), vanished (gone before their write), failed.
 type bucketCounts struct {
-	Found   int `json:"found"`
-	Stamped int `json:"stamped"`
-	Skipped int `json:"skipped"`
-	Failed  int `json:"failed"`
+	Found         int `json:"found"`
+	BroughtInLine int `json:"brought_in_line"`
+	AlreadyInLine int `json:"already_in_line"`
+	Vanished      int `json:"vanished"`
+	Failed        int `json:"failed"`
 }
 
 func countsOf(p control.Progress) bucketCounts {
-	return bucketCounts{Found: p.Buckets, Stamped: p.Stamped, Skipped: p.Unchanged + p.Vanished, Failed: p.Failed}
+	return bucketCounts{Found: p.Buckets, BroughtInLine: p.Stamped, AlreadyInLine: p.Unchanged, Vanished: p.Vanished, Failed: p.Failed}
 }
 
 // caption says the counts in a sentence, under a result's table.
 func (b bucketCounts) caption() string {
-	return fmt.Sprintf("Buckets in use: %d found, %d stamped, %d skipped, %d failed.", b.Found, b.Stamped, b.Skipped, b.Failed)
+	return fmt.Sprintf("Buckets in use: %d found: %d brought in line, %d already in line, %d vanished, %d failed.",
+		b.Found, b.BroughtInLine, b.AlreadyInLine, b.Vanished, b.Failed)
 }
 
 // fanout runs write, a control call that brings the buckets already in
@@ -266,8 +268,8 @@ func (a *App) fanout(description string, write func() (control.Progress, error))
 	var inc *control.FanoutIncompleteError
 	if errors.As(err, &inc) {
 		c := countsOf(inc.Progress)
-		return c, withHint(&restated{msg: fmt.Sprintf("the change is stored, but %d of %d buckets in use could not be brought in line (%d stamped, %d skipped): %v",
-			c.Failed, c.Found, c.Stamped, c.Skipped, inc.Err), err: err}, "run the same command again to finish")
+		return c, withHint(&restated{msg: fmt.Sprintf("the change is stored, but %d of %d buckets in use could not be brought in line (%d brought in line, %d already in line, %d vanished): %v",
+			c.Failed, c.Found, c.BroughtInLine, c.AlreadyInLine, c.Vanished, inc.Err), err: err}, "run the same command again to finish")
 	}
 	return countsOf(p), err
 }

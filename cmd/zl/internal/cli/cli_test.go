@@ -145,10 +145,10 @@ func TestErrorsSayWhatToDo(t *testing.T) {
 	}
 }
 
-// TestFanoutCounts: a fan-out's counts as a result shows them (skipped is
-// unchanged and vanished), and a fan-out that stopped part way fails with
-// how far it got and what to do, its cause kept; off a terminal no bar is
-// drawn.
+// TestFanoutCounts: a fan-out's counts as a result shows them (found,
+// brought in line, already in line, vanished, failed), and a fan-out that
+// stopped part way fails with how far it got and what to do, its cause
+// kept; off a terminal no bar is drawn.
 func TestFanoutCounts(t *testing.T) {
 	var errOut bytes.Buffer
 	a := &App{env: Env{Stderr: &errOut}}
@@ -156,16 +156,16 @@ func TestFanoutCounts(t *testing.T) {
 		a.fanoutProgress(control.Scope{Resource: "r"}, control.Progress{Buckets: 5, Stamped: 1})
 		return control.Progress{Buckets: 5, Stamped: 2, Unchanged: 2, Vanished: 1}, nil
 	})
-	if err != nil || c != (bucketCounts{Found: 5, Stamped: 2, Skipped: 3}) || errOut.Len() != 0 {
+	if err != nil || c != (bucketCounts{Found: 5, BroughtInLine: 2, AlreadyInLine: 2, Vanished: 1}) || errOut.Len() != 0 {
 		t.Fatalf("counts %+v, %v; stderr %q", c, err, errOut.String())
 	}
-	if got := c.caption(); got != "Buckets in use: 5 found, 2 stamped, 3 skipped, 0 failed." {
+	if got := c.caption(); got != "Buckets in use: 5 found: 2 brought in line, 2 already in line, 1 vanished, 0 failed." {
 		t.Errorf("caption %q", got)
 	}
 	cause := errors.New("throttled")
 	inc := &control.FanoutIncompleteError{Scope: control.Scope{Resource: "r"}, Progress: control.Progress{Buckets: 4, Stamped: 2, Unchanged: 1, Failed: 1}, Err: cause}
 	c, err = a.fanout("resource r", func() (control.Progress, error) { return inc.Progress, inc })
-	want := "the change is stored, but 1 of 4 buckets in use could not be brought in line (2 stamped, 1 skipped): throttled: run the same command again to finish"
+	want := "the change is stored, but 1 of 4 buckets in use could not be brought in line (2 brought in line, 1 already in line, 0 vanished): throttled: run the same command again to finish"
 	if err == nil || err.Error() != want || !errors.Is(err, cause) || c.Failed != 1 || isUsage(err) {
 		t.Fatalf("incomplete: %v (%+v), want %q", err, c, want)
 	}

@@ -462,6 +462,10 @@ func (a *App) entitySet(ctx context.Context, id string, sf *scopeFlags, lim *lim
 	if err != nil {
 		return err
 	}
+	replaced, err := ctl.ReplacedLimits(ctx, ns, id, resource, ls)
+	if err != nil {
+		return err
+	}
 	counts, err := a.fanout(targetName(id, resource), func() (control.Progress, error) {
 		return ctl.SetEntityLimits(ctx, ns, id, resource, ls, a.Principal())
 	})
@@ -472,7 +476,7 @@ func (a *App) entitySet(ctx context.Context, id string, sf *scopeFlags, lim *lim
 	if err != nil {
 		return err
 	}
-	return a.Render(levelChanged{levelView: v, Action: "set", Buckets: counts})
+	return a.Render(levelChanged{levelView: v, Action: "set", Buckets: counts, Replaces: replacedViews(replaced)})
 }
 
 func (a *App) entityDeleteLimits(ctx context.Context, id string, sf *scopeFlags) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -118,13 +119,61 @@ type levelChanged struct {
 	levelView
 	Action  string       `json:"action"`
 	Buckets bucketCounts `json:"buckets"`
+	// Replaces are, for an entity's limits, the limits of the levels below
+	// that no longer apply to the entity (control.ReplacedLimits).
+	Replaces []replacedView `json:"replaces,omitempty"`
+}
+
+// replacedView is one control.Replaced.
+type replacedView struct {
+	Resource string   `json:"resource,omitempty"`
+	Level    string   `json:"level"`
+	Limits   []string `json:"limits"`
+}
+
+func replacedViews(rs []control.Replaced) []replacedView {
+	var out []replacedView
+	for _, r := range rs {
+		out = append(out, replacedView{Resource: r.Resource, Level: r.Level.String(), Limits: r.Limits})
+	}
+	return out
 }
 
 func (v levelChanged) Tables() []output.Table {
 	t := v.levelView.Tables()[0]
 	t.Title = fmt.Sprintf("Limits of %s %s (namespace %s)", v.target(), v.Action, v.Namespace)
+	for _, r := range v.Replaces {
+		from, where := "the system level", " on every resource without limits of its own"
+		switch r.Level {
+		case "resource":
+			from = "resource " + r.Resource
+		case "entity_default":
+			from = "its limits for every resource"
+		}
+		if r.Resource != "" {
+			where = " on " + r.Resource
+		}
+		t.Caption += fmt.Sprintf("\n%s (from %s) no longer %s to %s%s: an entity's own limits replace the levels below, never add to them; an acquire that names %s is refused.",
+			strings.Join(r.Limits, ", "), from, pluralApply(len(r.Limits)), v.Entity, where, pluralThem(len(r.Limits)))
+	}
 	t.Caption += "\n" + v.Buckets.caption()
 	return []output.Table{t}
+}
+
+// pluralThem is "it" or "one of them".
+func pluralThem(n int) string {
+	if n == 1 {
+		return "it"
+	}
+	return "one of them"
+}
+
+// pluralApply is "applies" or "apply".
+func pluralApply(n int) string {
+	if n == 1 {
+		return "applies"
+	}
+	return "apply"
 }
 
 // resourceListView is `zl resource list`.

@@ -69,7 +69,8 @@ func (silent) Done()       {}
 
 // Fanout is a bar over the buckets a fan-out brings in line
 // (docs/design.md §8): its total grows as the fan-out's discovery passes
-// count the buckets, and it fills as each is stamped, skipped or failed.
+// count the buckets, and it fills as each is brought in line, found in
+// line, found gone or failed.
 // Off a terminal it draws nothing. Safe for concurrent use.
 type Fanout struct {
 	mu    sync.Mutex
