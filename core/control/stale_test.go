@@ -252,14 +252,6 @@ func record(t *testing.T, ns, entity, resource string, shard int, old, nw map[st
 	return rec
 }
 
-func cloneItem(it map[string]types.AttributeValue) map[string]types.AttributeValue {
-	out := make(map[string]types.AttributeValue, len(it))
-	for k, v := range it {
-		out[k] = v
-	}
-	return out
-}
-
 // render is an item as text, attributes sorted.
 func render(it map[string]types.AttributeValue) string {
 	parts := make([]string, 0, len(it))
