@@ -30,13 +30,17 @@ import (
 // The quota conservation invariants of ADR-145 (docs/design.md §15) over
 // random interleavings of acquires by two clients whose views of the
 // shard count differ, doublings by a third, and reset edges crossed on
-// the injected clock, and operators' top-ups and resets, checked after
-// every step against a ledger of what entered the period: I1 (allowance
-// enters a period only by a reset, a fresh grant or a top-up of exactly
-// N), I3/I4 (a grant is sized at a count the shard's own count
+// the injected clock, operators' top-ups and resets, and changes of the
+// configured allowance by an operator in another process (docs/design.md
+// §15: a lowering clamps what the shards hold, a raise grants nothing to
+// them), checked after every step against a ledger of what entered the
+// period: I1 (allowance enters a period only by a reset, a fresh grant or
+// a top-up of exactly N), I3/I4 (a grant is sized at a count the shard's own count
 // never passes: gc ≤ shard_count, a power of two), I7 (a current-period
-// shard holds at most C // gc + tu) and I8 (admitted + held by
-// current-period shards + still grantable = C + top-ups this period).
+// shard holds at most C // gc + tu, C in force) and I8 (admitted + held
+// by current-period shards + still grantable = C + top-ups this period;
+// after a change of C, what the shards then held and could grant, never
+// above the new C and their top-ups, stands for C).
 //
 // Seeds 1–3 run every time, and one more drawn afresh, logged so that a
 // failure replays with QUOTA_PROPERTY_SEED=<seed>.
@@ -66,10 +70,15 @@ func propertySeeds(t *testing.T, env string, run func(t *testing.T, seed uint64)
 }
 
 // quotaLedger is the reference model: what the period's allowance became.
+// The account is rebased where the allowance itself changes: at a reset
+// edge and an operator's reset (to C) and at a change of the configured
+// allowance, where it is what the shards then hold and can still grant
+// (a lowered allowance clamps what they hold; docs/design.md §15).
 type quotaLedger struct {
-	capacity int64 // C, millitokens
-	admitted int64 // millitokens admitted this period
-	topUps   int64 // millitokens topped up this period
+	capacity int64 // C in force, millitokens
+	base     int64 // the period's allowance at the last rebasing, millitokens
+	admitted int64 // millitokens admitted since the rebasing
+	topUps   int64 // millitokens topped up since the rebasing
 	period   int64 // the period's reset edge, epoch ms
 }
 
@@ -172,7 +181,8 @@ func runQuotaProperty(t *testing.T, seed uint64, steps int) {
 		e, _ := resets.PrevEdge(now, time.UTC)
 		return e.UnixMilli()
 	}
-	led := quotaLedger{capacity: 1024 * bucket.MilliPerToken, period: edge(clk.Now())}
+	c := int64(1024 * bucket.MilliPerToken)
+	led := quotaLedger{capacity: c, base: c, period: edge(clk.Now())}
 	for step := 0; step < steps; step++ {
 		switch p := r.rng.IntN(100); {
 		case p < 60:
@@ -183,22 +193,53 @@ func runQuotaProperty(t *testing.T, seed uint64, steps int) {
 			// Every shard back to its share, a fresh account of the
 			// period's allowance.
 			if r.reset() {
-				led.admitted, led.topUps = 0, 0
+				led.admitted, led.topUps, led.base = 0, 0, led.capacity
 			}
-		case p < 80:
+		case p < 76:
 			r.double()
+		case p < 82:
+			// The operator changes the allowance, here in another process
+			// (the clients' caches keep the old one): the shards in use are
+			// brought in line before the call returns; the account is
+			// rebased on what they then hold and can grant, which the new
+			// allowance bounds.
+			// Multiples of 16 tokens, as 1024 is: the shares of every
+			// count up to 16 are then whole, and I8 exact.
+			n := 16 * int64(16+r.rng.IntN(112))
+			r.setAllowance(n)
+			led.capacity, led.admitted, led.topUps = n*bucket.MilliPerToken, 0, 0
+			held, grantable, tu := quotaHoldings(t, tbl, led, clk.Now(), resets, fail)
+			if held+grantable > led.capacity+tu {
+				fail("after the change to %d: held %d + grantable %d above the new allowance and its top-ups %d", n, held, grantable, led.capacity+tu)
+			}
+			led.base = held + grantable
 		default:
 			d := time.Duration(1+r.rng.IntN(240)) * time.Minute
 			clk.Advance(d)
 			if e := edge(clk.Now()); e != led.period {
-				// A new period: nothing admitted or topped up in it yet.
-				led = quotaLedger{capacity: led.capacity, period: e}
+				// A new period: nothing admitted or topped up in it yet,
+				// the allowance in force whole.
+				led = quotaLedger{capacity: led.capacity, base: led.capacity, period: e}
 			}
 			r.log = append(r.log, fmt.Sprintf("clock +%v to %s", d, clk.Now().Format("Jan 2 15:04")))
 		}
 		checkQuotaInvariants(t, tbl, led, clk.Now(), resets, fail)
 	}
 	t.Logf("steps by kind: %v; shard count at the end %d", stepKinds(r.log), pairShardCount(t, tbl))
+}
+
+// setAllowance has an operator of its own (another process: it clears no
+// client's cache) set the quota's allowance to n tokens.
+func (r *propertyRun) setAllowance(n int64) {
+	r.t.Helper()
+	ops := control.New(r.tbl.DB, r.tbl.Name, control.Options{Clock: r.clk.Now})
+	q := r.quota
+	q.Capacity = n
+	p, err := ops.SetResourceLimits(context.Background(), ns, "gpt-4", []limit.Limit{q}, "ops")
+	if err != nil {
+		r.fail("allowance %d: %v", n, err)
+	}
+	r.log = append(r.log, fmt.Sprintf("allowance %d: %d shards brought in line", n, p.Stamped))
 }
 
 // double has a third writer double the pair's count on shard 0, as a
@@ -252,8 +293,21 @@ func grantable(covers []bucket.GrantSibling, count, capacity int64) int64 {
 }
 
 // checkQuotaInvariants reads every shard and checks I3/I4, I7 and I8
-// against the ledger.
+// against the ledger: I7 at the allowance in force, I8 as the account
+// since its last rebasing (admitted + held + grantable = the base + the
+// top-ups since).
 func checkQuotaInvariants(t *testing.T, tbl *ddbtest.Table, led quotaLedger, now time.Time, resets schedule.Resets, fail func(string, ...any)) {
+	t.Helper()
+	held, g, _ := quotaHoldings(t, tbl, led, now, resets, fail)
+	if got, want := led.admitted+held+g, led.base+led.topUps; got != want {
+		fail("I8: admitted %d + held %d + grantable %d = %d, want the base %d + top-ups %d = %d", led.admitted, held, g, got, led.base, led.topUps, want)
+	}
+}
+
+// quotaHoldings reads every shard, checks I3/I4 and I7, and returns what
+// the current-period shards hold, what the slots they do not cover can
+// still grant at the allowance in force, and their top-ups.
+func quotaHoldings(t *testing.T, tbl *ddbtest.Table, led quotaLedger, now time.Time, resets schedule.Resets, fail func(string, ...any)) (held, grant, topUps int64) {
 	t.Helper()
 	byShard := pairShards(t, tbl)
 	var shards []*bucketitem.Image
@@ -268,9 +322,8 @@ func checkQuotaInvariants(t *testing.T, tbl *ddbtest.Table, led quotaLedger, now
 		}
 	}
 	if len(shards) == 0 {
-		return
+		return 0, bucket.FloorDiv(led.capacity, count) * count, 0
 	}
-	var held int64
 	var covers []bucket.GrantSibling
 	var state []string
 	for i, img := range shards {
@@ -290,10 +343,8 @@ func checkQuotaInvariants(t *testing.T, tbl *ddbtest.Table, led quotaLedger, now
 			fail("I7: shard %d holds %d above its ceiling %d", ids[i], li.Tokens, ceil)
 		}
 		held += li.Tokens
+		topUps += li.TopUp
 		covers = append(covers, bucket.GrantSibling{Shard: int64(ids[i]), GrantShards: gc})
 	}
-	g := grantable(covers, count, led.capacity)
-	if got, want := led.admitted+held+g, led.capacity+led.topUps; got != want {
-		fail("I8: admitted %d + held %d + grantable %d = %d, want C + top-ups = %d\n%s", led.admitted, held, g, got, want, strings.Join(state, "\n"))
-	}
+	return held, grantable(covers, count, led.capacity), topUps
 }

@@ -29,14 +29,17 @@ import (
 // (docs/design.md §15), over random interleavings of acquires by two
 // clients whose views of the shard count differ, doublings by a third
 // writer (shards created mid-window join shard 0's window), windows
-// ending and re-opening on the injected clock, and operators' top-ups
-// (opening a window where none is live) and resets (ending it), checked
+// ending and re-opening on the injected clock, operators' top-ups
+// (opening a window where none is live) and resets (ending it), and
+// changes of the allowance by an operator in another process, checked
 // after every step against a ledger of what entered the window: every
 // shard whose window is live holds the one window the ledger follows
 // (the fan-out keeps the pair on one window), I3/I4 (gc a power of two,
 // at most the shard's count), I7 (a shard in the window holds at most
-// C // gc + tu) and I8 (admitted in the window + held by the shards that
-// reflect it + still grantable = C + the window's top-ups).
+// C // gc + tu, C in force) and I8 (admitted in the window + held by the
+// shards that reflect it + still grantable = C + the window's top-ups;
+// after a change of C in the window, what the shards then held and could
+// grant, never above the new C and their top-ups, stands for C).
 //
 // Seeds 1–3 run every time, and one more drawn afresh, logged so that a
 // failure replays with SESSION_PROPERTY_SEED=<seed>.
@@ -44,12 +47,15 @@ func TestSessionConservationProperty(t *testing.T) {
 	propertySeeds(t, "SESSION_PROPERTY_SEED", func(t *testing.T, seed uint64) { runSessionProperty(t, seed, 120) })
 }
 
-// sessionLedger is the reference model of one window.
+// sessionLedger is the reference model of one window, its account
+// rebased, as a calendar quota's is (quotaLedger), where the allowance
+// changes inside it.
 type sessionLedger struct {
-	capacity int64 // C, millitokens
+	capacity int64 // C in force, millitokens
+	base     int64 // the window's allowance at its opening or the last change
 	window   int64 // the window's start, epoch ms; 0: none open
-	admitted int64 // millitokens admitted in the window
-	topUps   int64 // millitokens topped up in the window
+	admitted int64 // millitokens admitted in the window since the base
+	topUps   int64 // millitokens topped up in the window since the base
 }
 
 const sessionLength = 5 * time.Hour
@@ -63,7 +69,7 @@ func runSessionProperty(t *testing.T, seed uint64, steps int) {
 	opened := func(admitted, topUp int64) {
 		w := liveWindow(t, tbl, clk.Now().UnixMilli())
 		if w != 0 && w != led.window {
-			led = sessionLedger{capacity: led.capacity, window: w}
+			led = sessionLedger{capacity: led.capacity, base: led.capacity, window: w}
 			r.log = append(r.log, fmt.Sprintf("window opens at %s", time.UnixMilli(w).UTC().Format("Jan 2 15:04")))
 		}
 		led.admitted += admitted
@@ -80,15 +86,29 @@ func runSessionProperty(t *testing.T, seed uint64, steps int) {
 		case p < 70:
 			// The window ends now; the next use opens a new one in full.
 			if r.reset() {
-				led = sessionLedger{capacity: led.capacity}
+				led = sessionLedger{capacity: led.capacity, base: led.capacity}
 			}
-		case p < 80:
+		case p < 76:
 			r.double()
+		case p < 82:
+			// The operator changes the allowance (another process): the
+			// shards in the live window are clamped to it; the account is
+			// rebased on what they then hold and can grant.
+			n := 16 * int64(16+r.rng.IntN(112))
+			r.setAllowance(n)
+			led.capacity = n * bucket.MilliPerToken
+			if led.window != 0 {
+				held, g, tu := sessionHoldings(t, tbl, led, clk.Now().UnixMilli(), r.fail)
+				if held+g > led.capacity+tu {
+					r.fail("after the change to %d: held %d + grantable %d above the new allowance and its top-ups %d", n, held, g, led.capacity+tu)
+				}
+				led.base, led.admitted, led.topUps = held+g, 0, 0
+			}
 		default:
 			d := time.Duration(1+r.rng.IntN(150)) * time.Minute
 			clk.Advance(d)
 			if led.window != 0 && clk.Now().UnixMilli() >= led.window+sessionLength.Milliseconds() {
-				led = sessionLedger{capacity: led.capacity} // the window ended
+				led = sessionLedger{capacity: led.capacity, base: led.capacity} // the window ended
 			}
 			r.log = append(r.log, fmt.Sprintf("clock +%v to %s", d, clk.Now().Format("Jan 2 15:04")))
 		}
@@ -153,12 +173,26 @@ func liveWindow(t *testing.T, tbl *ddbtest.Table, now int64) int64 {
 // invariants against the ledger.
 func checkSessionInvariants(t *testing.T, tbl *ddbtest.Table, led sessionLedger, now int64, fail func(string, ...any)) {
 	t.Helper()
+	held, g, _ := sessionHoldings(t, tbl, led, now, fail)
+	if led.window == 0 {
+		return // no live window: nothing in force to account for
+	}
+	if got, want := led.admitted+held+g, led.base+led.topUps; got != want {
+		fail("I8: admitted %d + held %d + grantable %d = %d, want the base %d + top-ups %d = %d", led.admitted, held, g, got, led.base, led.topUps, want)
+	}
+}
+
+// sessionHoldings reads every shard, checks that the live window is the
+// ledger's, I3/I4 and I7, and returns what the shards in the window hold,
+// what the slots they do not cover can still grant at the allowance in
+// force, and their top-ups.
+func sessionHoldings(t *testing.T, tbl *ddbtest.Table, led sessionLedger, now int64, fail func(string, ...any)) (held, grant, topUps int64) {
+	t.Helper()
 	byShard := pairShards(t, tbl)
 	count := int64(1)
 	if z := byShard[0]; z != nil {
 		count = max(z.ShardCount, 1)
 	}
-	var held int64
 	var covers []bucket.GrantSibling
 	var state []string
 	for sh := range schema.MaxShardCount {
@@ -190,15 +224,10 @@ func checkSessionInvariants(t *testing.T, tbl *ddbtest.Table, led sessionLedger,
 			fail("I7: shard %d holds %d above its ceiling %d\n%s", sh, li.Tokens, ceil, strings.Join(state, "\n"))
 		}
 		held += li.Tokens
+		topUps += li.TopUp
 		covers = append(covers, bucket.GrantSibling{Shard: int64(sh), GrantShards: gc})
 	}
-	if led.window == 0 {
-		return // no live window: nothing in force to account for
-	}
-	g := grantable(covers, count, led.capacity)
-	if got, want := led.admitted+held+g, led.capacity+led.topUps; got != want {
-		fail("I8: admitted %d + held %d + grantable %d = %d, want C + top-ups = %d\n%s", led.admitted, held, g, got, want, strings.Join(state, "\n"))
-	}
+	return held, grantable(covers, count, led.capacity), topUps
 }
 
 // Concurrent openers (docs/design.md §15): 4 limiters (as 4 processes)

@@ -25,9 +25,9 @@ type Pass struct {
 	// S is the pair's shard count the pass sizes grants at: the largest
 	// count known (shard 0's), never below the shard's own.
 	S int64
-	// At is the pass's instant, epoch ms: the clock reading, never before
-	// the stored rf.
-	At int64
+	// Now is the writer's clock reading, epoch ms; At is the pass's
+	// instant, Now never before the stored rf.
+	Now, At int64
 	// Limits are the shard's limits, in the image's order (by name).
 	Limits []Limit
 	// reconfigured reports a pass that Reconfigure brought to config.
@@ -99,7 +99,7 @@ func Materialise(id schema.BucketID, img *bucketitem.Image, S, now int64) (Pass,
 	if img.HasRF {
 		at = max(now, img.RF)
 	}
-	p := Pass{ID: id, Img: img, S: S, At: at, Limits: make([]Limit, 0, len(img.Limits))}
+	p := Pass{ID: id, Img: img, S: S, Now: now, At: at, Limits: make([]Limit, 0, len(img.Limits))}
 	for i := range img.Limits {
 		li := &img.Limits[i]
 		sched, resets, loc, err := img.Schedules(li.Name)
@@ -174,19 +174,19 @@ func (lp *Limit) materialiseWindow(img *bucketitem.Image, w bucket.Window, S, at
 }
 
 // EndWindow is a session quota's reset (ADR-149): its window is marked
-// ended at the pass's instant and applied (ws = wa = At − length), so that
-// the next use opens a new one with a full share.
+// ended at the writer's clock reading and applied (ws = wa = Now −
+// length), so that the next use opens a new one with a full share.
 func (p *Pass) EndWindow(lp *Limit) {
-	start := bucket.SubSat(p.At, lp.Window.Length)
+	start := bucket.SubSat(p.Now, lp.Window.Length)
 	lp.SetWS, lp.SetWA, lp.WS, lp.WA = true, true, start, start
 	lp.Phase = bucket.WindowEnded
 }
 
 // OpenWindow is a session quota's top-up with no live window on the
-// shard (ADR-149): a window opens at the pass's instant, with the share at
-// S (gc = S, tu wiped), which the top-up's portion then adds to.
+// shard (ADR-149): a window opens at the writer's clock reading, with the
+// share at S (gc = S, tu wiped), which the top-up's portion then adds to.
 func (p *Pass) OpenWindow(lp *Limit) {
-	lp.SetWS, lp.SetWA, lp.WS, lp.WA = true, true, p.At, p.At
+	lp.SetWS, lp.SetWA, lp.WS, lp.WA = true, true, p.Now, p.Now
 	lp.Phase = bucket.WindowCurrent
 	lp.Target = lp.Pass.Share.Target
 	lp.GC, lp.WriteGC, lp.WipeTU = max(p.S, 1), true, true

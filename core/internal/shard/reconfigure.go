@@ -85,11 +85,11 @@ func (p *Pass) reconfigure(lp *Limit, cfg limit.Limit) error {
 
 // windowBoundary is the instant a session quota's write leaves the fast
 // path to the slow one: its window's end at the configured length when
-// the window is live at At, else At itself (no live window: the next use
-// opens one, which only a materialising pass does).
+// the window is live at At, else the clock reading (no live window: the
+// next use opens one, which only a materialising pass does).
 func (p *Pass) windowBoundary(lp *Limit, cfg limit.Limit) int64 {
 	if lp.Window == nil {
-		return p.At
+		return p.Now
 	}
 	w := *lp.Window
 	w.Length = cfg.ResetAfter.Milliseconds()
@@ -99,5 +99,5 @@ func (p *Pass) windowBoundary(lp *Limit, cfg limit.Limit) int64 {
 	if end, ok := w.End(); ok && end > p.At && (lp.Phase == bucket.WindowCurrent || lp.Phase == bucket.WindowPending) {
 		return end
 	}
-	return p.At
+	return p.Now
 }

@@ -75,7 +75,7 @@ func (p *Pass) ChangesLimits() bool {
 // ValidUntil is the vu a write of the pass that stamps rf leaves
 // (docs/design.md §4): the first instant at which a hard dripping limit
 // reaches its ceiling from the balance the write leaves, a schedule
-// boundary or reset edge, or a session window's end; the pass's instant
+// boundary or reset edge, or a session window's end; the clock reading
 // itself for a session quota with no live window (only a materialising
 // pass opens one); bucket.NeverFull when nothing bounds it. Soft limits
 // (configured soft, or stamped live at At when not reconfigured) never
@@ -89,7 +89,7 @@ func (p *Pass) ValidUntil(rf int64) int64 {
 		}
 		full = min(full, lp.Pass.Boundary)
 		if lp.Window != nil && lp.Phase != bucket.WindowCurrent && lp.Phase != bucket.WindowPending {
-			full = min(full, p.At)
+			full = min(full, p.Now)
 		}
 		soft := lp.Stored.Soft.Live(p.At)
 		if lp.Configured {
