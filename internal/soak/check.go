@@ -49,6 +49,9 @@ type Report struct {
 	// SessionWindows counts the session pair's window starts the stream
 	// showed.
 	SessionWindows int
+	// LimitChanges counts the operator's changes of the changing
+	// resource's limit while the load ran.
+	LimitChanges int
 	Checks         []Check
 }
 
@@ -98,6 +101,7 @@ func (r *Report) WriteTable(w io.Writer) {
 	row("quota pairs' shards (qhot 2 at start)", fmt.Sprintf("%s (qhot doubled %d times)", strings.Join(shards, ", "), r.QuotaDoublings))
 	row("quota reset edges / top-ups / resets", fmt.Sprintf("%d / %d / %d (%d shards written after the edge)", r.ResetEdges, r.TopUps, r.OperatorResets, r.QuotaPastEdge))
 	row("session windows opened (from the stream)", r.SessionWindows)
+	row("limit changes under load", r.LimitChanges)
 	row("aggregator restarts", r.Restarts)
 	row("stream records delivered", fmt.Sprintf("%d in %d batches (redeliveries included)", r.StreamRecords, r.StreamBatches))
 	row("poison records written / dropped", fmt.Sprintf("%d / %d", r.Poisoned, r.Dropped))
@@ -205,11 +209,13 @@ func (w *world) check(ctx context.Context) error {
 	limits := resourceLimits()
 	limits[resQuota] = w.quotaLimits()
 	limits[resSession] = w.sessionLimits()
+	limits[resChanging] = changingLimits(rate)
 	elapsedMs := w.end.Sub(w.t0).Milliseconds()
+	r.LimitChanges = len(w.changes)
 	var snapDiff, ledgerDiff, overDiff int64
 	var snapDetail, ledgerDetail, overDetail []string
 	var excessTotal int64
-	for _, res := range []string{resChat, resImage, resEmbed, resQuota, resSession} {
+	for _, res := range []string{resChat, resImage, resEmbed, resQuota, resSession, resChanging} {
 		snaps, err := w.snapshots(ctx, res)
 		if err != nil {
 			return err
@@ -220,6 +226,8 @@ func (w *world) check(ctx context.Context) error {
 			ents = quotaEntities
 		case resSession:
 			ents = sessionEntities
+		case resChanging:
+			ents = plain
 		}
 		for _, e := range ents {
 			p := pair{e, res}
@@ -266,6 +274,11 @@ func (w *world) check(ctx context.Context) error {
 			}
 			rps := rpsOf(res)
 			bound := rps + bucket.FloorDiv(rps*elapsedMs, 1000) + a.returned + a.uncertain["rps"]
+			if res == resChanging {
+				// The limit in force at every instant, changed under load
+				// (change.go: changingBound).
+				bound = w.changingBound(w.t0, w.end) + a.returned + a.uncertain["rps"]
+			}
 			if e == "banned" && res == resChat {
 				bound = 0
 			}
@@ -285,7 +298,10 @@ func (w *world) check(ctx context.Context) error {
 	r.add("snapshots = Σ floor(tc/1000), hourly and daily", snapDiff, strings.Join(first(snapDetail, 5), "; "))
 	r.add("ledger: told applied = tc growth (± failures)", ledgerDiff,
 		fmt.Sprintf("cascade pairs: excess %d within %d (%d refunds lost) %s", excessTotal, slack, r.CreditsLost, strings.Join(first(ledgerDetail, 5), "; ")))
-	r.add("no over-admission (hard rps)", overDiff, strings.Join(first(overDetail, 5), "; "))
+	r.add("no over-admission (hard rps; the limit in force as it changes)", overDiff, strings.Join(first(overDetail, 5), "; "))
+	changeDiff, changeDetail := w.checkChanging()
+	r.add("no admission above the limit in force, between changes", changeDiff,
+		fmt.Sprintf("%d changes; %s", len(w.changes), strings.Join(first(changeDetail, 5), "; ")))
 	r.add("no panic", r.Panics, "")
 	var undue int64
 	if r.Dropped > r.Poisoned {

@@ -82,6 +82,13 @@ type world struct {
 	sessionC int64
 	windows  map[int64]sessionWindowUse
 	seen     map[string]bool
+	// rateAt0 and changes are resChanging's rate at setup and the
+	// operator's changes of it (change.go).
+	rateAt0 int64
+	changes []limitChange
+	// admits and credits are the calls that admitted on resChanging, and
+	// the rollbacks that credited it (change.go).
+	admits, credits map[pair][]span
 	t0       time.Time // setup began, run's clock: no bucket is older
 	start    time.Time // the load began, real time (paces the run)
 	end      time.Time // the load ended, run's clock
@@ -116,6 +123,7 @@ func (w *world) setup(ctx context.Context) error {
 	w.t0 = w.now()
 	w.ledger = map[pair]*account{}
 	w.quotas = map[string]*quotaLedger{}
+	w.admits, w.credits = map[pair][]span{}, map[pair][]span{}
 	ctl := control.New(w.db, w.table, control.Options{Clock: w.now})
 	for res, ls := range resourceLimits() {
 		if _, err := ctl.SetResourceLimits(ctx, w.ns, res, ls, "soak"); err != nil {
@@ -149,6 +157,9 @@ func (w *world) setup(ctx context.Context) error {
 		return err
 	}
 	if err := w.setupSessions(ctx, ctl); err != nil {
+		return err
+	}
+	if err := w.setupChanging(ctx, ctl, lim); err != nil {
 		return err
 	}
 	return w.setupQuotas(ctx, ctl, lim)
@@ -305,10 +316,16 @@ func (w *world) drive(ctx context.Context, f *follower, presser *limiter.Limiter
 	qctx, stopQuota := context.WithCancel(ctx)
 	quota := make(chan error, 1)
 	go func() { quota <- w.runQuotaEvents(qctx, deadline) }()
+	// So do the changes of the changing resource's limit.
+	changes := make(chan error, 1)
+	go func() { changes <- w.runLimitChanges(qctx, deadline) }()
 	defer func() {
 		stopQuota() // an error ends them early
 		if quota != nil {
 			<-quota
+		}
+		if changes != nil {
+			<-changes
 		}
 	}()
 	for time.Now().Before(deadline) && ctx.Err() == nil {
@@ -318,6 +335,11 @@ func (w *world) drive(ctx context.Context, f *follower, presser *limiter.Limiter
 				return err
 			}
 			quota = nil
+		case err := <-changes:
+			if err != nil {
+				return err
+			}
+			changes = nil
 		default:
 		}
 		if !pressed && time.Since(w.start) > w.cfg.Duration/3 {
@@ -340,14 +362,19 @@ func (w *world) drive(ctx context.Context, f *follower, presser *limiter.Limiter
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	var errs []error
 	if quota != nil {
-		err := <-quota // the event under way finishes; none starts
+		errs = append(errs, <-quota) // the event under way finishes; none starts
 		quota = nil
-		return err
 	}
-	return nil
+	if changes != nil {
+		errs = append(errs, <-changes)
+		changes = nil
+	}
+	return errors.Join(errs...)
 }
 
+// rpsOf is a resource's rps at setup.
 func rpsOf(resource string) int64 {
 	if resource == resImage {
 		return rate / 2
@@ -362,6 +389,9 @@ func (w *world) pairs() []pair {
 		for _, r := range []string{resChat, resImage, resEmbed} {
 			ps = append(ps, pair{e, r})
 		}
+	}
+	for _, e := range plain {
+		ps = append(ps, pair{e, resChanging})
 	}
 	return ps
 }
@@ -400,12 +430,16 @@ func (w *world) step(ctx context.Context, lim *limiter.Limiter, p pair) {
 		return
 	}
 	consume := limiter.Consume{"rps": 1}
-	if p.resource != resImage {
+	if p.resource == resChat || p.resource == resEmbed {
 		consume["tps"] = int64(1 + w.intn(60))
 	}
 	actx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
+	start := w.now()
 	lease, err := lim.Acquire(actx, p.entity, p.resource, consume)
+	if err == nil && p.resource == resChanging && !lease.Degraded() {
+		w.noteChanging(p, span{start, w.now()}, false)
+	}
 	var rle *limiter.RateLimitExceeded
 	var dis *limiter.ResourceDisabled
 	switch {
@@ -431,7 +465,12 @@ func (w *world) step(ctx context.Context, lim *limiter.Limiter, p pair) {
 	defer ccancel()
 	switch roll := w.intn(10); {
 	case roll == 0: // rollback
+		start := w.now()
 		err := lease.Rollback(cctx)
+		if p.resource == resChanging {
+			// A failed rollback may have credited too.
+			w.noteChanging(p, span{start, w.now()}.failed(), true)
+		}
 		w.mu.Lock()
 		for _, e := range chain(lease) {
 			a := w.account(pair{e, p.resource})

@@ -44,4 +44,8 @@ func TestSoakShort(t *testing.T) {
 	if r.SessionWindows < 2 {
 		t.Fatalf("the run did not exercise the session quota:\n%s", out.String())
 	}
+	// The changing resource: its limit changed several times under load.
+	if r.LimitChanges < 3 {
+		t.Fatalf("the run did not change limits under load:\n%s", out.String())
+	}
 }
