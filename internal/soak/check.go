@@ -52,7 +52,7 @@ type Report struct {
 	// LimitChanges counts the operator's changes of the changing
 	// resource's limit while the load ran.
 	LimitChanges int
-	Checks         []Check
+	Checks       []Check
 }
 
 // Check is one property and by how much it was missed (0: held).

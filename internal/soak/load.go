@@ -89,9 +89,9 @@ type world struct {
 	// admits and credits are the calls that admitted on resChanging, and
 	// the rollbacks that credited it (change.go).
 	admits, credits map[pair][]span
-	t0       time.Time // setup began, run's clock: no bucket is older
-	start    time.Time // the load began, real time (paces the run)
-	end      time.Time // the load ended, run's clock
+	t0              time.Time // setup began, run's clock: no bucket is older
+	start           time.Time // the load began, real time (paces the run)
+	end             time.Time // the load ended, run's clock
 }
 
 // now is the run's clock: every limiter, operator and the aggregator read
