@@ -4,14 +4,22 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/zae-limiter/zae-limiter-go/core/bucketitem"
 	"github.com/zae-limiter/zae-limiter-go/core/config"
+	"github.com/zae-limiter/zae-limiter-go/core/control"
 	"github.com/zae-limiter/zae-limiter-go/core/internal/capability"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/manifest"
 	"github.com/zae-limiter/zae-limiter-go/core/provision"
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
 	"github.com/zae-limiter/zae-limiter-go/internal/faultproxy"
 )
@@ -136,6 +144,144 @@ func BenchmarkApply(b *testing.B) {
 			res, err := prov.Apply(ctx, ns, m, req)
 			if err != nil || res.StateWritten {
 				b.Fatalf("%v %+v", err, res)
+			}
+		}
+		report(b, time.Since(start))
+	})
+}
+
+// benchBucketsFull is how many buckets in use BenchmarkSyncLimits brings
+// in line: the resource with 10,000 active buckets.
+const benchBucketsFull = 10_000
+
+// BenchmarkSyncLimits is what a change of a resource's limits costs when
+// the resource has 10,000 buckets in use (a tenth under -short), side by
+// side in one run (docs/design.md §8, docs/costs.md):
+//
+//   - floor: one bare conditional UpdateItem per bucket, sent 8 at a time
+//     (the controls' default workers), the least that touching every
+//     bucket once can cost;
+//   - lowered: SetResourceLimits with every bucket out of line (rpm 100 ↔
+//     50, alternating per iteration): the config write, its audit, the
+//     discovery twice, the reads and one rf-locked write per bucket;
+//   - unchanged: SetResourceLimits with the same limits: the same reads,
+//     every bucket already in line, no bucket write.
+//
+// It reports the calls and writes per bucket, and ms per bucket; the
+// buckets are written straight into the table as creates make them (one
+// limit, the resource's), one entity each.
+func BenchmarkSyncLimits(b *testing.B) {
+	ctx := context.Background()
+	n := benchBucketsFull
+	if testing.Short() {
+		n /= 10
+	}
+	tbl := ddbtest.NewTable(b)
+	proxy := faultproxy.Start(b, tbl.Endpoint)
+	db := proxy.DynamoDB()
+	store := config.NewStore(tbl.DB, tbl.Name)
+	ns, _, err := store.Writer(capability.ConfigWrite{}).RegisterNamespace(ctx, "sync-bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	const res = "gpt-4"
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	ctl := control.New(db, tbl.Name, control.Options{Clock: clock, Logger: quietLogger()})
+	rpm := func(c int64) []limit.Limit { return []limit.Limit{limit.PerMinute("rpm", c)} }
+	if _, err := ctl.SetResourceLimits(ctx, ns, res, rpm(100), "bench"); err != nil {
+		b.Fatal(err)
+	}
+	var writes []types.WriteRequest
+	flush := func() {
+		for len(writes) > 0 {
+			out, err := tbl.DB.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{tbl.Name: writes}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			writes = out.UnprocessedItems[tbl.Name]
+		}
+	}
+	ids := make([]schema.BucketID, n)
+	for i := range n {
+		ids[i] = schema.BucketID{Namespace: ns, Entity: fmt.Sprintf("api-key-%05d", i), Resource: res}
+		nb := bucketitem.New{ID: ids[i], RF: now.UnixMilli(), ShardCount: 1, VU: now.UnixMilli() + 6_000, TTL: now.Unix() + 420,
+			Limits: []bucketitem.NewLimit{{Name: "rpm", Tokens: 90_000, Consumed: 10_000, Params: limit.PerMinute("rpm", 100).Params()}}}
+		writes = append(writes, types.WriteRequest{PutRequest: &types.PutRequest{Item: nb.Item()}})
+		if len(writes) == 25 {
+			flush()
+		}
+	}
+	flush()
+	report := func(b *testing.B, elapsed time.Duration) {
+		calls, written := 0, 0
+		for op, s := range proxy.Stats() {
+			calls += s.Forwarded
+			switch op {
+			case "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem":
+				written += s.Forwarded
+			}
+		}
+		per := float64(b.N) * float64(n)
+		b.ReportMetric(float64(calls)/per, "calls/bucket")
+		b.ReportMetric(float64(written)/per, "writes/bucket")
+		b.ReportMetric(float64(elapsed.Microseconds())/1000/per, "ms/bucket")
+		b.ReportMetric(float64(elapsed.Milliseconds())/float64(b.N), "ms/op")
+	}
+	b.Run("floor", func(b *testing.B) {
+		proxy.ResetStats()
+		start := time.Now()
+		for i := 0; i < b.N; i++ {
+			jobs := make(chan schema.BucketID)
+			var wg sync.WaitGroup
+			for range 8 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for id := range jobs {
+						if _, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(tbl.Name), Key: id.Key().AttributeValues(),
+							UpdateExpression: aws.String("SET #m = :m"), ConditionExpression: aws.String("attribute_exists(#pk)"),
+							ExpressionAttributeNames:  map[string]string{"#m": "bench_mark", "#pk": schema.AttrPK},
+							ExpressionAttributeValues: map[string]types.AttributeValue{":m": schema.Num(int64(i))}}); err != nil {
+							b.Error(err)
+						}
+					}
+				}()
+			}
+			for _, id := range ids {
+				jobs <- id
+			}
+			close(jobs)
+			wg.Wait()
+		}
+		report(b, time.Since(start))
+	})
+	b.Run("lowered", func(b *testing.B) {
+		proxy.ResetStats()
+		start := time.Now()
+		for i := 0; i < b.N; i++ {
+			c := int64(50)
+			if i%2 == 1 {
+				c = 100
+			}
+			p, err := ctl.SetResourceLimits(ctx, ns, res, rpm(c), "bench")
+			if err != nil || p.Stamped != n {
+				b.Fatalf("%+v, %v", p, err)
+			}
+		}
+		report(b, time.Since(start))
+	})
+	b.Run("unchanged", func(b *testing.B) {
+		cur, err := store.GetResourceLimits(ctx, ns, res)
+		if err != nil {
+			b.Fatal(err)
+		}
+		proxy.ResetStats()
+		start := time.Now()
+		for i := 0; i < b.N; i++ {
+			p, err := ctl.SetResourceLimits(ctx, ns, res, cur, "bench")
+			if err != nil || p.Unchanged != n || p.Stamped != 0 {
+				b.Fatalf("%+v, %v", p, err)
 			}
 		}
 		report(b, time.Since(start))

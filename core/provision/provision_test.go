@@ -280,6 +280,66 @@ entities:
 	}
 }
 
+// A manifest's change of limits at any level reaches the buckets in use
+// before the apply returns (docs/design.md §8, §12): a lowered system rpm
+// clamps the buckets that resolve from the system, a lowered resource rpm
+// the resource's, an entity's own limits its bucket; a level the manifest
+// stops giving limits to falls back to the next.
+func TestLimitChangesReachExistingBuckets(t *testing.T) {
+	e := newEnv(t)
+	e.apply(`
+namespace: tenant-alpha
+system: {limits: {rpm: {capacity: 100}}}
+resources: {r1: {limits: {rpm: {capacity: 100}}}}
+entities: {w: {resources: {r1: {limits: {rpm: {capacity: 100}}}}}}
+`)
+	for _, p := range [][2]string{{"u", "r1"}, {"u", "r2"}, {"w", "r1"}} {
+		e.acquire(p[0], p[1])
+	}
+	capacity := func(entity, resource string) (cp, tk string) {
+		it := e.bucket(entity, resource)
+		n := func(a schema.LimitField) string {
+			v, _ := it[schema.BucketAttr("rpm", a)].(*types.AttributeValueMemberN)
+			if v == nil {
+				return ""
+			}
+			return v.Value
+		}
+		return n(schema.LimitCapacity), n(schema.LimitTokens)
+	}
+	e.apply(`
+namespace: tenant-alpha
+system: {limits: {rpm: {capacity: 3}}}
+resources: {r1: {limits: {rpm: {capacity: 5}}}}
+entities: {w: {resources: {r1: {limits: {rpm: {capacity: 7}}}}}}
+`)
+	for _, c := range []struct{ entity, resource, cp, tk string }{
+		{"u", "r2", "3000", "3000"}, // system: 99 left, clamped to 3
+		{"u", "r1", "5000", "5000"}, // resource
+		{"w", "r1", "7000", "7000"}, // entity
+	} {
+		if cp, tk := capacity(c.entity, c.resource); cp != c.cp || tk != c.tk {
+			t.Errorf("%s/%s: rpm cp %s tk %s, want %s and %s", c.entity, c.resource, cp, tk, c.cp, c.tk)
+		}
+	}
+	// The resource's and the entity's limits no longer managed: their
+	// buckets fall back to the system's 3.
+	e.apply("namespace: tenant-alpha\nsystem: {limits: {rpm: {capacity: 3}}}")
+	for _, p := range [][2]string{{"u", "r1"}, {"w", "r1"}} {
+		if cp, tk := capacity(p[0], p[1]); cp != "3000" || tk != "3000" {
+			t.Errorf("%s/%s after the levels above the system went: rpm cp %s tk %s, want 3000 and 3000", p[0], p[1], cp, tk)
+		}
+	}
+	for range 3 {
+		if got := e.acquire("u", "r1"); got != "ok" {
+			t.Fatalf("u/r1: %s", got)
+		}
+	}
+	if got := e.acquire("u", "r1"); got != "429" {
+		t.Errorf("u/r1's fourth under the system's 3: %s", got)
+	}
+}
+
 // Unmanaged items survive every apply and the delete; what a manifest
 // stops naming is removed; a delete removes every managed item and leaves
 // bucket balances in place.
