@@ -29,11 +29,13 @@ import (
 
 // Reset and top-up (ADR-149, docs/design.md §8) change the balances of one
 // (entity, resource) in place: one transaction over every existing shard,
-// each shard a zero-consumption rf-locked pass (every limit materialised at
-// the parameters its schedule has in force, a calendar quota's pending
-// reset applied, the named limits changed by a token delta — never a set —
-// rf moved, vu = 0 so the next acquire materialises again, soft and bypass
-// stamps renewed from the fresh read), with the operation record (R14, put
+// each shard a zero-consumption rf-locked pass of the shard model
+// (core/internal/shard: every limit materialised at the parameters its
+// schedule has in force, the shard's own up to now and the configured ones
+// from now on, a calendar quota's pending reset applied, the named limits
+// changed by a token delta — never a set — rf moved, vu = 0 so the next
+// acquire materialises again, soft and bypass stamps renewed from the
+// fresh read, read after the shards), with the operation record (R14, put
 // only if absent: one commit per operation id) and the audit event in the
 // same transaction. tc, disabled, shard_count (only raised to the planned
 // count) and the parent are never touched.
@@ -44,8 +46,9 @@ import (
 // ceiling; a top-up of a calendar quota adds exactly N, spread over the
 // shards by the part of the allowance each one's grant stands for
 // (bucket.TopUpPortions), each portion also recorded in the shard's tu so
-// that its ceiling, C // gc + tu, holds it until the next reset. Session
-// quotas (windows) are refused.
+// that its ceiling, C // gc + tu, holds it until the next reset. A
+// session quota's reset ends its window now; its top-up adds to the live
+// window, or opens one now where none is live (ADR-149).
 
 // OperationOptions tune a reset or top-up.
 type OperationOptions struct {

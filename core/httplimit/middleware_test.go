@@ -536,6 +536,37 @@ func TestBadConfiguration(t *testing.T) {
 	problemOf(t, resp, body, http.StatusBadRequest)
 }
 
+// TestEntityLimitsThatDropALimit: an entity's own limits replace its
+// resource's (first level wins); a service whose cost names a limit they
+// leave out gets, for that entity only, the 500 that says so — the log
+// naming the entity level and what it gives — while other entities go on
+// (docs/design.md §7, §17).
+func TestEntityLimitsThatDropALimit(t *testing.T) {
+	e := newEnv(t)
+	e.limits("chat", limit.PerMinute("rpm", 10), limit.PerMinute("tpm", 1000))
+	if _, err := e.ops.SetEntityLimits(e.ctx, e.ns, "frank", "chat", []limit.Limit{limit.PerMinute("rpm", 100)}, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	mw := e.middleware(httplimit.Options{
+		Entity: httplimit.EntityFromHeader("X-Tenant"), Resource: httplimit.FixedResource("chat"),
+		Consume: limiter.Consume{"rpm": 1, "tpm": 100},
+	}, &logs)
+	call := serve(t, mw(http.HandlerFunc(ok)))
+	resp, body := call(http.MethodGet, "/", tenant("frank"))
+	if p := problemOf(t, resp, body, http.StatusInternalServerError); !strings.Contains(p.Detail, "do not include tpm") {
+		t.Errorf("detail %q", p.Detail)
+	}
+	for _, want := range []string{"limits=tpm", "limits_from=entity", "configured=rpm"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("the log lacks %s:\n%s", want, logs.String())
+		}
+	}
+	if resp, _ := call(http.MethodGet, "/", tenant("acme-corp")); resp.StatusCode != http.StatusOK {
+		t.Errorf("another entity: %s", resp.Status)
+	}
+}
+
 // TestPatternResource: through a ServeMux the resource is named after the
 // route's pattern; wrapping the mux instead (no pattern yet) is a 500.
 func TestPatternResource(t *testing.T) {
