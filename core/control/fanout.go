@@ -82,93 +82,136 @@ func (e *FanoutIncompleteError) Unwrap() error { return e.Err }
 // stamper builds the write of one bucket, or nil when it needs none.
 type stamper func(ctx context.Context, id schema.BucketID) (*dynamodb.UpdateItemInput, error)
 
-// fanout discovers the buckets of sc twice (a bucket an in-flight acquire
-// creates during the first pass is found by the second), de-duplicated,
-// and writes each with stamp on at most c.workers goroutines. Every write
-// must be conditioned on attribute_exists(PK): a condition failure counts
-// the bucket as vanished.
-func (c *Controls) fanout(ctx context.Context, ns string, sc Scope, stamp stamper) (Progress, error) {
-	var (
-		mu    sync.Mutex
-		p     Progress
-		first error
-		seen  = map[schema.Key]bool{}
-	)
-	// report tells OnProgress the counts; the caller holds mu.
-	report := func() {
-		if c.onProg != nil {
-			c.onProg(sc, p)
-		}
+// tally counts a fan-out's work as it goes and tells OnProgress; safe
+// for concurrent use.
+type tally struct {
+	mu     sync.Mutex
+	p      Progress
+	first  error
+	sc     Scope
+	onProg func(Scope, Progress)
+}
+
+// report tells OnProgress the counts; the caller holds mu.
+func (t *tally) report() {
+	if t.onProg != nil {
+		t.onProg(t.sc, t.p)
 	}
-	fail := func(err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		p.Failed++
-		if first == nil {
-			first = err
+}
+
+// found counts n buckets a discovery pass found, before the first of them
+// is written, so that a progress report always knows its total so far.
+func (t *tally) found(n int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.p.Buckets += n
+	t.report()
+}
+
+// record counts one bucket's outcome, or its failure.
+func (t *tally) record(out outcome, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case err != nil:
+		t.p.Failed++
+		if t.first == nil {
+			t.first = err
 		}
-		report()
+	case out == outVanished:
+		t.p.Vanished++
+	case out == outUnchanged:
+		t.p.Unchanged++
+	default:
+		t.p.Stamped++
 	}
-	for pass := 0; pass < 2; pass++ {
-		keys, err := c.discover(ctx, ns, sc)
+	t.report()
+}
+
+// result is the fan-out's answer: its counts, and a FanoutIncompleteError
+// when some bucket failed.
+func (t *tally) result(ns string) (Progress, error) {
+	if t.p.Failed > 0 {
+		return t.p, &FanoutIncompleteError{Namespace: ns, Scope: t.sc, Progress: t.p, Err: t.first}
+	}
+	return t.p, nil
+}
+
+// discoverNew lists the buckets of sc not in seen, and adds them to it.
+func (c *Controls) discoverNew(ctx context.Context, ns string, sc Scope, seen map[schema.Key]bool) ([]schema.BucketID, error) {
+	keys, err := c.discover(ctx, ns, sc)
+	if err != nil {
+		return nil, err
+	}
+	var found []schema.BucketID
+	for _, k := range keys {
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		id, err := schema.ParseBucketPK(k.PK)
 		if err != nil {
-			fail(err)
+			continue // not a bucket the index should hold; nothing to stamp
+		}
+		found = append(found, id)
+	}
+	return found, nil
+}
+
+// passes runs a fan-out's two discovery passes over the buckets of sc (a
+// bucket an in-flight acquire creates during the first is found by the
+// second): each pass's new buckets are counted found, then handed to
+// work, which records each one's outcome in t.
+func (c *Controls) passes(ctx context.Context, ns string, sc Scope, work func(t *tally, found []schema.BucketID)) (Progress, error) {
+	t := &tally{sc: sc, onProg: c.onProg}
+	seen := map[schema.Key]bool{}
+	for range 2 {
+		found, err := c.discoverNew(ctx, ns, sc, seen)
+		if err != nil {
+			t.record(0, err)
 			break
 		}
-		jobs := make(chan schema.BucketID)
-		var wg sync.WaitGroup
-		for range c.workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for id := range jobs {
-					out, err := c.stampOneSafely(ctx, id, stamp)
-					if err != nil {
-						fail(fmt.Errorf("%s: %w", id.PK(), err))
-						continue
-					}
-					mu.Lock()
-					switch out {
-					case outVanished:
-						p.Vanished++
-					case outUnchanged:
-						p.Unchanged++
-					default:
-						p.Stamped++
-					}
-					report()
-					mu.Unlock()
-				}
-			}()
-		}
-		var found []schema.BucketID
-		for _, k := range keys {
-			if seen[k] {
-				continue
+		t.found(len(found))
+		work(t, found)
+	}
+	return t.result(ns)
+}
+
+// onWorkers calls do for each of items on at most n goroutines, and
+// returns when every call has.
+func onWorkers[T any](n int, items []T, do func(T)) {
+	jobs := make(chan T)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for it := range jobs {
+				do(it)
 			}
-			seen[k] = true
-			id, err := schema.ParseBucketPK(k.PK)
+		}()
+	}
+	for _, it := range items {
+		jobs <- it
+	}
+	close(jobs)
+	wg.Wait()
+}
+
+// fanout writes each bucket of sc with stamp, on at most c.workers
+// goroutines, over both discovery passes. Every write must be conditioned
+// on attribute_exists(PK): a condition failure counts the bucket as
+// vanished.
+func (c *Controls) fanout(ctx context.Context, ns string, sc Scope, stamp stamper) (Progress, error) {
+	return c.passes(ctx, ns, sc, func(t *tally, found []schema.BucketID) {
+		onWorkers(c.workers, found, func(id schema.BucketID) {
+			out, err := c.stampOneSafely(ctx, id, stamp)
 			if err != nil {
-				continue // not a bucket the index should hold; nothing to stamp
+				err = fmt.Errorf("%s: %w", id.PK(), err)
 			}
-			found = append(found, id)
-		}
-		// The pass's buckets are counted before the first of them is
-		// stamped, so a progress report always knows its total so far.
-		mu.Lock()
-		p.Buckets += len(found)
-		report()
-		mu.Unlock()
-		for _, id := range found {
-			jobs <- id
-		}
-		close(jobs)
-		wg.Wait()
-	}
-	if p.Failed > 0 {
-		return p, &FanoutIncompleteError{Namespace: ns, Scope: sc, Progress: p, Err: first}
-	}
-	return p, nil
+			t.record(out, err)
+		})
+	})
 }
 
 // What became of one bucket of a fan-out.

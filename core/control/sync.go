@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime/debug"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -65,97 +64,43 @@ type pairShards struct {
 
 // syncLimits is SyncLimits without the cache invalidation.
 func (c *Controls) syncLimits(ctx context.Context, ns string, sc Scope) (Progress, error) {
-	var (
-		mu    sync.Mutex
-		p     Progress
-		first error
-		seen  = map[schema.Key]bool{}
-	)
-	record := func(out outcome, err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch {
-		case err != nil:
-			p.Failed++
-			if first == nil {
-				first = err
-			}
-		case out == outVanished:
-			p.Vanished++
-		case out == outUnchanged:
-			p.Unchanged++
-		default:
-			p.Stamped++
+	return c.passes(ctx, ns, sc, func(t *tally, found []schema.BucketID) {
+		onWorkers(c.workers, chunkPairs(found), func(ch []*pairShards) {
+			c.syncChunkSafely(ctx, ns, ch, t.record)
+		})
+	})
+}
+
+// chunkPairs groups shards by pair, and the pairs in chunks of at most
+// syncChunk shards (a pair is never split).
+func chunkPairs(ids []schema.BucketID) [][]*pairShards {
+	byPair := map[config.Pair]*pairShards{}
+	var pairs []*pairShards
+	for _, id := range ids {
+		pr := config.Pair{Entity: id.Entity, Resource: id.Resource}
+		ps := byPair[pr]
+		if ps == nil {
+			ps = &pairShards{pair: pr}
+			byPair[pr] = ps
+			pairs = append(pairs, ps)
 		}
-		if c.onProg != nil {
-			c.onProg(sc, p)
-		}
+		ps.ids = append(ps.ids, id)
 	}
-	for range 2 {
-		keys, err := c.discover(ctx, ns, sc)
-		if err != nil {
-			record(0, err)
-			break
+	var out [][]*pairShards
+	var chunk []*pairShards
+	n := 0
+	for _, ps := range pairs {
+		if n+len(ps.ids) > syncChunk && len(chunk) > 0 {
+			out = append(out, chunk)
+			chunk, n = nil, 0
 		}
-		byPair := map[config.Pair]*pairShards{}
-		var pairs []*pairShards
-		found := 0
-		for _, k := range keys {
-			if seen[k] {
-				continue
-			}
-			seen[k] = true
-			id, err := schema.ParseBucketPK(k.PK)
-			if err != nil {
-				continue // not a bucket the index should hold
-			}
-			pr := config.Pair{Entity: id.Entity, Resource: id.Resource}
-			ps := byPair[pr]
-			if ps == nil {
-				ps = &pairShards{pair: pr}
-				byPair[pr] = ps
-				pairs = append(pairs, ps)
-			}
-			ps.ids = append(ps.ids, id)
-			found++
-		}
-		mu.Lock()
-		p.Buckets += found
-		if c.onProg != nil {
-			c.onProg(sc, p)
-		}
-		mu.Unlock()
-		chunks := make(chan []*pairShards)
-		var wg sync.WaitGroup
-		for range c.workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for ch := range chunks {
-					c.syncChunkSafely(ctx, ns, ch, record)
-				}
-			}()
-		}
-		var chunk []*pairShards
-		n := 0
-		for _, ps := range pairs {
-			if n+len(ps.ids) > syncChunk && len(chunk) > 0 {
-				chunks <- chunk
-				chunk, n = nil, 0
-			}
-			chunk = append(chunk, ps)
-			n += len(ps.ids)
-		}
-		if len(chunk) > 0 {
-			chunks <- chunk
-		}
-		close(chunks)
-		wg.Wait()
+		chunk = append(chunk, ps)
+		n += len(ps.ids)
 	}
-	if p.Failed > 0 {
-		return p, &FanoutIncompleteError{Namespace: ns, Scope: sc, Progress: p, Err: first}
+	if len(chunk) > 0 {
+		out = append(out, chunk)
 	}
-	return p, nil
+	return out
 }
 
 // syncChunkSafely is syncChunk on a sync worker: a panic is recovered and
