@@ -265,6 +265,10 @@ func TestLocalUp(t *testing.T) {
 	if got := admitted(open(), "user-1", 7); got != 5 {
 		t.Errorf("capacity 5: %d of 7 admitted", got)
 	}
+	// user-0's bucket stays in use with 4 of 5 left, on the fast path.
+	if got := admitted(open(), "user-0", 1); got != 1 {
+		t.Errorf("capacity 5: %d of 1 admitted", got)
+	}
 	eventually(t, "usage snapshots from the aggregator", 15*time.Second, func() bool {
 		k, err := itemKinds(ctx, db, "zae-limiter")
 		return err == nil && k["USAGE"] > 0
@@ -299,7 +303,9 @@ func TestLocalUp(t *testing.T) {
 		t.Errorf("after a bad manifest, still capacity 5: %d of 6 admitted", got)
 	}
 
-	// The edited manifest is applied: a new pair gets the new limit.
+	// The edited manifest is applied: a new pair gets the new limit, and a
+	// bucket in use is brought in line before the pass ends (4 left clamped
+	// to the new capacity 2; design §8 "Limits reach the buckets in use").
 	before = state().LastManifest.At
 	writeManifest(t, manifestPath, "namespace: tenant-alpha\nresources:\n  gpt-4:\n    limits:\n      rpm: {capacity: 2, refill_amount: 2, refill_period: 3600}\n")
 	eventually(t, "the edited manifest applied", 15*time.Second, func() bool {
@@ -308,6 +314,9 @@ func TestLocalUp(t *testing.T) {
 	})
 	if got := admitted(open(), "user-3", 4); got != 2 {
 		t.Errorf("capacity 2: %d of 4 admitted", got)
+	}
+	if got := admitted(open(), "user-0", 4); got != 2 {
+		t.Errorf("a bucket in use after capacity 5 → 2: %d of 4 admitted, want 2", got)
 	}
 
 	// A second up is refused while this one runs.
