@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -254,5 +255,36 @@ func TestDeletedLevelIsAChange(t *testing.T) {
 	var nc *limiter.LimitNotConfiguredError
 	if !errors.As(err, &nc) || nc.Level != "resource" || fmt.Sprint(nc.Limits) != "[rpd]" || fmt.Sprint(nc.Configured) != "[rpm]" {
 		t.Errorf("an acquire of rpd after its delete: %v, want a LimitNotConfiguredError from the resource level", err)
+	}
+}
+
+// TestLastLevelDeleted: the system limits a bucket resolves from are
+// deleted and no level is left. The bucket in use keeps its counters but
+// carries no limits, so no path admits from the parameters it held: the
+// service's next acquire, even with the old limits in its cache, is a
+// validation error naming the pair, not an admission.
+func TestLastLevelDeleted(t *testing.T) {
+	tbl := ddbtest.NewTable(t)
+	r := newReach(t, tbl, limiter.Options{})
+	const e, res = "u", "gpt-4"
+	r.level("system", "", "", 100)
+	if got := r.take(e, res, 3); got != 3 {
+		t.Fatalf("%d of 3 admitted on rpm 100", got)
+	}
+	p, err := r.ops.DeleteSystemLimits(r.ctx, r.ns, "ops")
+	if err != nil || p.Stamped != 1 {
+		t.Fatalf("delete: %+v, %v", p, err)
+	}
+	it := bucketOf(t, tbl, r.ns, e, res)
+	if _, ok := it[schema.BucketAttr("rpm", schema.LimitCapacity)]; ok {
+		t.Error("rpm is still on the bucket after the last level was deleted")
+	}
+	if tc, _ := num(it, schema.BucketAttr("rpm", schema.LimitConsumed)); tc != 3000 {
+		t.Errorf("rpm tc %d, want 3000 kept", tc)
+	}
+	_, err = r.svc.Acquire(r.ctx, e, res, limiter.Consume{"rpm": 1})
+	var ve *schema.ValidationError
+	if !errors.As(err, &ve) || !strings.Contains(err.Error(), "no limits configured") {
+		t.Errorf("an acquire with no level left: %v, want a validation error", err)
 	}
 }

@@ -43,9 +43,10 @@ policy. A resource without limits falls back to the system limits.`,
 		Use:   "set RESOURCE LIMIT...",
 		Short: "Replace a resource's limits",
 		Long: `Replace a resource's limits with the ones given (every limit not given is
-removed), recorded in the resource's audit trail. A change of a limit's
-soft-ness reaches the buckets in use before the command returns; new
-capacities and rates reach them with their next acquires.
+removed), recorded in the resource's audit trail. Every bucket in use that
+resolves its limits from the resource is brought to the new ones before the
+command returns: a lowered capacity clamps its balance, a raise grants
+nothing at once, a new rate applies from now.
 
 ` + limitSyntaxHelp,
 		Example: `  zl resource set gpt-4 rpm:100/min tpm:100000/min:150000
@@ -65,7 +66,8 @@ capacities and rates reach them with their next acquires.
 		Use:   "delete RESOURCE",
 		Short: "Delete a resource's limits (asks first)",
 		Long: `Delete a resource's limits: its entities without limits of their own fall
-back to the system limits. Its access and cascade settings stay. Asks for
+back to the system limits, and their buckets in use are brought to them
+before the command returns. Its access and cascade settings stay. Asks for
 confirmation on a terminal; elsewhere it needs --yes.`,
 		Example: `  zl resource delete gpt-4 --yes`,
 		Args:    exactArgs("RESOURCE"),

@@ -39,9 +39,10 @@ when DynamoDB cannot answer.`,
 		Use:   "set LIMIT...",
 		Short: "Replace the system limits",
 		Long: `Replace the namespace's system limits with the ones given (every limit not
-given is removed), recorded in the namespace's audit trail. A change of a
-limit's soft-ness reaches the buckets in use before the command returns; new
-capacities and rates reach them with their next acquires.
+given is removed), recorded in the namespace's audit trail. Every bucket in use
+that resolves its limits from the system level is brought to the new ones
+before the command returns: a lowered capacity clamps its balance, a raise
+grants nothing at once, a new rate applies from now.
 
 ` + limitSyntaxHelp,
 		Example: `  zl system set rpm:1000/min tpm:1000000/min:1500000
@@ -56,9 +57,12 @@ capacities and rates reach them with their next acquires.
 	del := &cobra.Command{
 		Use:   "delete",
 		Short: "Delete the system limits (asks first)",
-		Long: `Delete the namespace's system limits: entities and resources with no limits
-of their own are then not limited. on_unavailable stays. Asks for confirmation
-on a terminal; elsewhere it needs --yes.`,
+		Long: `Delete the namespace's system limits: an acquire by an entity on a resource
+with no limits of its own at any level is then refused as misconfigured (no
+limits configured), and the buckets in use that resolved from the system level
+drop those limits before the command returns (their counters stay).
+on_unavailable stays. Asks for confirmation on a terminal; elsewhere it needs
+--yes.`,
 		Example: `  zl system delete --yes`,
 		Args:    noArgs,
 		RunE:    a.Bind(a.systemDelete),
