@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strconv"
 
+	"github.com/aws/smithy-go"
+
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
@@ -49,6 +51,36 @@ type VersionMismatchError struct {
 	// table's readers, lambda_version, are below ClientMinVersion, which
 	// the feature being stored needs.
 	Gate bool
+}
+
+// RatchetError is a raise of the table's client_min_version that failed:
+// the change that needed it was not written.
+type RatchetError struct {
+	// Need is the version the change needs; Stored the record's ("" when
+	// it has none or was not read).
+	Need, Stored string
+	// Err is the cause: DynamoDB's error, or ErrConflict after too many
+	// concurrent changes.
+	Err error
+}
+
+// Error implements error.
+func (e *RatchetError) Error() string {
+	msg := "raising the table's client_min_version to " + e.Need + " failed: " + e.Err.Error()
+	if e.Denied() {
+		msg += "; client_min_version is shared by every namespace, so a namespace-scoped role cannot raise it: " +
+			"make the change once with the platform's full access, or through the stack's provisioner"
+	}
+	return msg
+}
+
+// Unwrap returns the cause.
+func (e *RatchetError) Unwrap() error { return e.Err }
+
+// Denied reports whether IAM refused the write.
+func (e *RatchetError) Denied() bool {
+	var api smithy.APIError
+	return errors.As(e.Err, &api) && (api.ErrorCode() == "AccessDeniedException" || api.ErrorCode() == "AccessDenied")
 }
 
 // Error implements error.

@@ -61,12 +61,25 @@ func LaterVersion(a, b string) string {
 	return b
 }
 
+// Gate is the writer gate and its ratchet, both before the write they
+// protect (docs/design.md §2 "The writer gate"): RequireReaders, then
+// Ratchet. Raising client_min_version first means a write that then fails
+// leaves the table stricter than it needs, never a stored feature that
+// older clients misread; a retried or resent change passes through the
+// gate again and finishes a ratchet that failed.
+func (s *Store) Gate(ctx context.Context, min string) error {
+	if err := s.RequireReaders(ctx, min); err != nil {
+		return err
+	}
+	return s.Ratchet(ctx, min)
+}
+
 // RequireReaders is the writer gate: it reads the version record strongly
 // consistently and refuses, with a *VersionMismatchError, unless its
 // lambda_version is at least min or equals this build's own version; a
 // missing record is a *MissingVersionError and an absent or unparseable
-// lambda_version fails closed too. Call it before storing a gated feature,
-// and Ratchet after the write.
+// lambda_version fails closed too. Gate runs it with the ratchet, before
+// a gated feature is stored.
 func (s *Store) RequireReaders(ctx context.Context, min string) error {
 	want, err := version.Parse(min)
 	if err != nil {
@@ -93,7 +106,9 @@ func (s *Store) RequireReaders(ctx context.Context, min string) error {
 
 // Ratchet raises the record's client_min_version to min when it is lower,
 // with a read-compare-conditional update (retried on a concurrent change);
-// it never lowers it. Versions compare as semver.
+// it never lowers it. Versions compare as semver. A failed raise is a
+// *RatchetError; one refused by IAM (a namespace-scoped principal may read
+// the version record, never write it: docs/design.md §13) says who can.
 func (s *Store) Ratchet(ctx context.Context, min string) error {
 	want, err := version.Parse(min)
 	if err != nil {
@@ -126,20 +141,17 @@ func (s *Store) Ratchet(ctx context.Context, min string) error {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("ratchet client_min_version: %w", err)
+			return &RatchetError{Need: min, Stored: stored, Err: err}
 		}
 		return nil
 	}
-	return fmt.Errorf("ratchet client_min_version: %w", ErrConflict)
+	return &RatchetError{Need: min, Err: ErrConflict}
 }
 
-// gated runs write between the gate and the ratchet of min.
+// gated runs write after the gate and the ratchet of min.
 func (s *Store) gated(ctx context.Context, min string, write func() error) error {
-	if err := s.RequireReaders(ctx, min); err != nil {
+	if err := s.Gate(ctx, min); err != nil {
 		return err
 	}
-	if err := write(); err != nil {
-		return err
-	}
-	return s.Ratchet(ctx, min)
+	return write()
 }

@@ -186,14 +186,14 @@ func (c *Controls) operate(ctx context.Context, op, ns, entity, resource string,
 	if err := checkOperable(walk, entity, resource, names); err != nil {
 		return Operation{}, err
 	}
-	// The version gate before anything is read or written for a top-up
-	// that records tu (docs/design.md §8); the ratchet after it commits.
+	// The version gate and its ratchet before anything is written for a
+	// top-up that records tu (docs/design.md §8), a replay included.
 	gated := false
 	gate := func(w config.Walk) error {
 		if gated || op != opTopUp || !namesQuota(w, names) {
 			return nil
 		}
-		if err := c.store.RequireReaders(ctx, config.QuotaTopUpVersion); err != nil {
+		if err := c.store.Gate(ctx, config.QuotaTopUpVersion); err != nil {
 			return err
 		}
 		gated = true
@@ -220,13 +220,8 @@ func (c *Controls) operate(ctx context.Context, op, ns, entity, resource string,
 				return Operation{}, err
 			}
 		}
-		res, used, again, err := c.operateOnce(ctx, op, ns, entity, resource, pinc, opID, names, amounts, gate, o.Principal)
+		res, _, again, err := c.operateOnce(ctx, op, ns, entity, resource, pinc, opID, names, amounts, gate, o.Principal)
 		if !again {
-			if err == nil && !res.Replayed && op == opTopUp && namesQuota(used, names) {
-				if rerr := c.store.Ratchet(ctx, config.QuotaTopUpVersion); rerr != nil {
-					return res, fmt.Errorf("control: top-up %s committed, but raising client_min_version failed: %w", opID, rerr)
-				}
-			}
 			return res, err
 		}
 		last = err // the next attempt reads the shards and the config again

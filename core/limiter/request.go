@@ -117,10 +117,7 @@ func (l *Limiter) requireReaders(ctx context.Context, need string) error {
 	if passed != "" && config.LaterVersion(passed, need) == passed {
 		return nil
 	}
-	if err := l.store.RequireReaders(ctx, need); err != nil {
-		return err
-	}
-	if err := l.store.Ratchet(ctx, need); err != nil {
+	if err := l.store.Gate(ctx, need); err != nil {
 		return err
 	}
 	l.gateMu.Lock()

@@ -101,7 +101,8 @@ func (p *Provisioner) Release(ctx context.Context, ns string, req Request) (*Res
 // ApplyPlan applies a plan made by Plan (docs/design.md §12 gives the order).
 // A manifest whose features need newer readers than the table's (a soft
 // limit, a bypass, a cascade policy, a session quota: ReadersNeeded) is
-// refused by the version gate before anything is written.
+// refused by the version gate before anything is written, and
+// client_min_version is raised to them before the first write.
 func (p *Provisioner) ApplyPlan(ctx context.Context, pl *Plan) (*Result, error) {
 	res := &Result{Namespace: pl.Namespace, Changes: pl.Changes, AppliedHash: pl.Hash, TakenOver: len(pl.TakenOver)}
 	for _, c := range pl.Changes {
@@ -114,22 +115,24 @@ func (p *Provisioner) ApplyPlan(ctx context.Context, pl *Plan) (*Result, error) 
 			res.Deleted++
 		}
 	}
+	ns, m := pl.Namespace, pl.Manifest
+
+	// 1. The version gate and its ratchet, before any write and whether
+	// or not anything changes: a resent request whose first pass stored
+	// the config but failed to raise client_min_version finishes the raise
+	// here (docs/design.md §12).
+	if need := m.ReadersNeeded(); need != "" {
+		if err := p.store.Gate(ctx, need); err != nil {
+			return nil, fmt.Errorf("provision: %w", err)
+		}
+	}
 	if pl.Empty() {
 		return res, nil
 	}
-	ns, m := pl.Namespace, pl.Manifest
 	var writes []Change
 	for _, c := range pl.Changes {
 		if c.write {
 			writes = append(writes, c)
-		}
-	}
-
-	// 1. The version gate, before any write.
-	need := m.ReadersNeeded()
-	if len(writes) > 0 && need != "" {
-		if err := p.store.RequireReaders(ctx, need); err != nil {
-			return nil, fmt.Errorf("provision: %w", err)
 		}
 	}
 
@@ -186,11 +189,6 @@ func (p *Provisioner) ApplyPlan(ctx context.Context, pl *Plan) (*Result, error) 
 			if err := p.writeTarget(ctx, ns, c); err != nil {
 				return nil, &ConfigWriteError{Target: c.Target, Err: err}
 			}
-		}
-	}
-	if len(writes) > 0 && need != "" {
-		if err := p.store.Ratchet(ctx, need); err != nil {
-			res.Errors = append(res.Errors, "ratchet client_min_version: "+err.Error())
 		}
 	}
 	// One audit event per written target, Workers at once.

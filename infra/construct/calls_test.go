@@ -24,6 +24,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/limiter"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 	"github.com/zae-limiter/zae-limiter-go/core/streampoll"
+	"github.com/zae-limiter/zae-limiter-go/core/usage"
 	aggregatorhandler "github.com/zae-limiter/zae-limiter-go/functions/aggregator/handler"
 	"github.com/zae-limiter/zae-limiter-go/functions/provisioner/customresource"
 	"github.com/zae-limiter/zae-limiter-go/functions/provisioner/handler"
@@ -32,38 +33,57 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/internal/iamcalls"
 )
 
-// observed is what the real code did on DynamoDB Local: the calls of the
-// operator controls, of the acquire path and of the aggregator, and the
+// observed is what the real code did on DynamoDB Local, each principal
+// through its own recording client: the platform's operator (namespace
+// registration, the table's client_min_version), a tenant's operator, a
+// tenant's reader and a tenant's service (the acquire path), all in the
+// tenant's namespace ns, the aggregator and the provisioner; and the
 // aggregator's EMF documents.
 type observed struct {
-	operator, limiter, aggregator, provisioner *iamcalls.Recorder
-	emf                                        [][]byte
+	platform, operator, reader, limiter, aggregator, provisioner *iamcalls.Recorder
+
+	ns  string // the tenant namespace's id
+	emf [][]byte
 }
 
 // runTheCode drives the acquire path through every branch core/limiter has
-// (open, create, fast path, rejection, refill pass, lease adjust, commit
-// and rollback, cascade cold and warm with a parent refund, bypass,
+// (open by name, create, fast path, rejection, refill pass, lease adjust,
+// commit and rollback, cascade cold and warm with a parent refund, bypass,
 // disabled, soft overdraft, a WithLimits override, a wcu doubling and a
 // second process creating the new shard), then the aggregator with its
 // maintainer over the table's real stream, then operator calls the setup
-// did not make (audit reads, reset, top-up, entity deletion). Each part
-// goes through its own recording client. It fails the test if a branch it
-// means to reach is not reached.
+// did not make (audit reads, reset, top-up, entity deletion, listing) and
+// a tenant reader's calls (configs, entities, audit trail, live buckets,
+// top consumers, snapshots and summaries). Each principal goes through its
+// own recording client; the platform registers the namespace and raises
+// client_min_version to what the tenant's soft limits and cascade need,
+// which a tenant's role cannot (docs/design.md §13). It fails the test if
+// a branch it means to reach is not reached.
 func runTheCode(t *testing.T) observed {
 	t.Helper()
 	ctx := context.Background()
 	tbl := ddbtest.NewTable(t, ddbtest.WithStream())
-	out := observed{operator: iamcalls.New(), limiter: iamcalls.New(), aggregator: iamcalls.New(), provisioner: iamcalls.New()}
-	ops := control.New(dynamodb.New(tbl.DB.Options(), out.operator.Option()), tbl.Name, control.Options{Logger: slog.New(slog.DiscardHandler)})
-	ns, err := ops.RegisterNamespace(ctx, "iam", "iam")
+	out := observed{platform: iamcalls.New(), operator: iamcalls.New(), reader: iamcalls.New(),
+		limiter: iamcalls.New(), aggregator: iamcalls.New(), provisioner: iamcalls.New()}
+	quiet := control.Options{Logger: slog.New(slog.DiscardHandler)}
+	platform := control.New(dynamodb.New(tbl.DB.Options(), out.platform.Option()), tbl.Name, quiet)
+	ns, err := platform.RegisterNamespace(ctx, "iam", "iam")
 	if err != nil {
 		t.Fatal(err)
 	}
+	out.ns = ns
 	check := func(_ any, err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+	for _, v := range []string{config.SoftBypassVersion, config.CascadePolicyVersion, config.QuotaTopUpVersion} {
+		check(nil, platform.Store().Ratchet(ctx, v))
+	}
+	ops := control.New(dynamodb.New(tbl.DB.Options(), out.operator.Option()), tbl.Name, quiet)
+	if id, err := ops.Store().ResolveNamespace(ctx, "iam"); err != nil || id != ns {
+		t.Fatalf("the tenant operator resolves its namespace: %q, %v", id, err)
 	}
 	check(ops.SetResourceLimits(ctx, ns, "api", []limit.Limit{limit.PerMinute("rpm", 10), limit.PerMinute("tpm", 1000)}, "test"))
 	check(ops.SetResourceLimits(ctx, ns, "busy", []limit.Limit{limit.PerMinute("rpm", 1000)}, "test"))
@@ -77,7 +97,7 @@ func runTheCode(t *testing.T) observed {
 
 	db := dynamodb.New(tbl.DB.Options(), out.limiter.Option())
 	clk := clock.NewManual(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
-	lim, err := limiter.Open(ctx, db, tbl.Name, ns, limiter.Options{Clock: clk.Now, Rand: func(int) int { return 0 }, Logger: slog.New(slog.DiscardHandler)})
+	lim, err := limiter.Open(ctx, db, tbl.Name, "iam", limiter.Options{Clock: clk.Now, Rand: func(int) int { return 0 }, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,9 +215,64 @@ func runTheCode(t *testing.T) observed {
 	check(ops.TopUp(ctx, ns, "u", "api", map[string]int64{"rpm": 1}, control.OperationOptions{Principal: "test"}))
 	check(ops.CreateEntity(ctx, ns, "gone", config.EntityOptions{}, "test"))
 	check(nil, ops.DeleteEntity(ctx, ns, "gone", "test"))
+	if ents, _, err := ops.Store().ListEntities(ctx, ns, "", 10); err != nil || len(ents) == 0 {
+		t.Fatalf("list entities: %v, %v", ents, err)
+	}
+	check(ops.SyncLimits(ctx, ns, control.Scope{Resource: "api"}))
+	runTheReader(t, dynamodb.New(tbl.DB.Options(), out.reader.Option()), tbl.Name, clk.Now())
 
 	runTheProvisioner(t, dynamodb.New(tbl.DB.Options(), out.provisioner.Option()), tbl.Name)
 	return out
+}
+
+// runTheReader makes the calls of a tenant's read-only principal in the
+// namespace "iam" runTheCode filled: its name resolved, configs, entities
+// and their children, the audit trail, a live bucket, top consumers,
+// snapshots of an entity and of a resource, a summary.
+func runTheReader(t *testing.T, db *dynamodb.Client, table string, now time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	check := func(_ any, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	rd := control.New(db, table, control.Options{Logger: slog.New(slog.DiscardHandler)})
+	st := rd.Store()
+	ns, err := st.ResolveNamespace(ctx, "iam")
+	check(nil, err)
+	check(st.NamespaceName(ctx, ns))
+	check(st.GetEntity(ctx, ns, "key"))
+	check(st.Children(ctx, ns, "org"))
+	check(st.EntityConfigs(ctx, ns, "key"))
+	check(st.GetResourceConfig(ctx, ns, "api"))
+	check(st.ListResources(ctx, ns))
+	if _, _, err := st.ListEntities(ctx, ns, "", 10); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.GetSystemLimits(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	check(rd.AuditEvents(ctx, ns, "org"))
+	r, err := usage.New(db, table, ns, usage.Options{Clock: func() time.Time { return now }})
+	check(nil, err)
+	check(r.Bucket(ctx, "u", "api"))
+	check(r.Top(ctx, "api", "rpm", 5))
+	// Snapshot windows come from the stream records' times, the machine's
+	// clock, not the test's: select every window there can be.
+	from, to := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)
+	n := 0
+	for _, sel := range []usage.Selection{usage.ForEntity("u", "api", usage.Hourly, from, to), usage.ForResource("api", usage.Hourly, from, to)} {
+		for _, err := range r.Snapshots(ctx, sel) {
+			check(nil, err)
+			n++
+		}
+		check(r.Summary(ctx, sel))
+	}
+	if n == 0 {
+		t.Fatal("the reader found no snapshot: the run no longer covers the snapshot reads")
+	}
 }
 
 // runTheProvisioner drives the provisioner function's handler as

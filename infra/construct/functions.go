@@ -111,6 +111,7 @@ func (b *builder) buildAggregator() {
 	roleArn := jsii.String(s.AggregatorRoleArn)
 	if s.aggregatorRole {
 		statements := []any{
+			logsTo(lg),
 			allow("TableWrites", AggregatorTableActions(), b.tableArn()),
 			allow("StreamRead", StreamReadActions(), b.streamArn()),
 			allow("StreamList", dynamo("ListStreams"), jsii.String("*")),
@@ -119,7 +120,7 @@ func (b *builder) buildAggregator() {
 		if s.tracing {
 			statements = append(statements, allow("Tracing", []string{"xray:PutTraceSegments", "xray:PutTelemetryRecords"}, jsii.String("*")))
 		}
-		r := b.role("AggregatorRole", s.AggregatorRoleName, "-aggr", lambdaTrust(), []any{basicExecution()},
+		r := b.role("AggregatorRole", s.AggregatorRoleName, "-aggr", lambdaTrust(), nil,
 			[]any{inlinePolicy("Aggregator", doc{"Version": "2012-10-17", "Statement": statements})})
 		roleArn = r.AttrArn()
 	}
@@ -166,8 +167,8 @@ func (b *builder) buildProvisioner() {
 		return
 	}
 	lg := b.logGroup("ProvisionerLogGroup", provisionerFunctionSuffix)
-	r := b.role("ProvisionerRole", s.ProvisionerRoleName, "-prov", lambdaTrust(), []any{basicExecution()},
-		[]any{inlinePolicy("Provisioner", policy(allow("Table", ProvisionerActions(), b.tableArn(), b.indexArns())))})
+	r := b.role("ProvisionerRole", s.ProvisionerRoleName, "-prov", lambdaTrust(), nil,
+		[]any{inlinePolicy("Provisioner", policy(append([]doc{logsTo(lg)}, b.tableAccess("Table", ProvisionerActions())...)...))})
 	b.l.Provisioner, b.provisioner = b.function("ProvisionerFunction", provisionerFunctionSuffix, s.ProvisionerCode, r.AttrArn(), lg,
 		ProvisionerMemorySize, ProvisionerTimeoutSeconds, provisionerEnv(s, *b.table.Ref()), "")
 

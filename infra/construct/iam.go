@@ -1,11 +1,15 @@
 package construct
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
 // The DynamoDB IAM actions of each principal (docs/design.md §13,
@@ -16,15 +20,16 @@ import (
 
 // AcquireActions are what the acquire path of core/limiter calls: Open,
 // fast path, refill passes, slow path and creates, cascade, doubling and
-// leases. TestAcquirePolicyIsWhatTheLimiterCalls derives the list by running
-// the limiter on DynamoDB Local.
+// leases. TestPoliciesAreWhatTheCodeCalls derives the list by running the
+// limiter on DynamoDB Local.
 func AcquireActions() []string {
 	return dynamo("GetItem", "BatchGetItem", "PutItem", "UpdateItem")
 }
 
-// SharedReadActions are the acquire path's calls on the table's own
-// namespace `_` (the version record), the shared statement of the
-// namespace-scoped acquire policy; derived by the same test.
+// SharedReadActions are every namespace-scoped principal's calls on the
+// table's own records (partition SharedPartition: the version record and
+// the namespace registry), derived by the same test: reads of one item by
+// its key, never a Query that would list the registry and never a write.
 func SharedReadActions() []string { return dynamo("GetItem") }
 
 // FullAccessActions are every data-plane call of the core: the acquire path,
@@ -39,16 +44,24 @@ func ReadOnlyActions() []string {
 	return dynamo("GetItem", "BatchGetItem", "Query", "Scan", "DescribeTable")
 }
 
-// NamespaceFullAccessActions are FullAccessActions without the calls that
-// name no key (Scan, DescribeTable): a dynamodb:LeadingKeys condition cannot
-// scope those, so a namespace-scoped policy never grants them.
+// NamespaceFullAccessActions are what a tenant's operator and service call
+// in their own namespace (core/control and core/limiter), as the same test
+// records them. No Scan or DescribeTable: a dynamodb:LeadingKeys condition
+// cannot scope a call that names no key (IAM's ForAllValues holds for an
+// empty set), so a namespace-scoped policy never grants one.
 func NamespaceFullAccessActions() []string {
 	return dynamo("GetItem", "BatchGetItem", "Query",
-		"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "ConditionCheckItem")
+		"PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem")
 }
 
-// NamespaceReadOnlyActions are ReadOnlyActions less the keyless ones.
+// NamespaceReadOnlyActions are what a tenant's reader calls in its own
+// namespace: configs, entities, the audit trail, live buckets, snapshots.
 func NamespaceReadOnlyActions() []string { return dynamo("GetItem", "BatchGetItem", "Query") }
+
+// IndexActions are the only actions that name an index: a Query or a Scan
+// of one. A write or a GetItem is authorised on the table alone, so no
+// statement grants one on the indexes.
+func IndexActions() []string { return dynamo("Query", "Scan") }
 
 // AggregatorTableActions are what core/aggregator and its maintainer call;
 // TestAggregatorRoleIsWhatTheAggregatorCalls derives them from a run on a
@@ -69,6 +82,11 @@ func ProvisionerActions() []string {
 func StreamReadActions() []string {
 	return dynamo("DescribeStream", "GetRecords", "GetShardIterator")
 }
+
+// LogActions are what a function's runtime calls on its own log group: a
+// stream, then its events. The group is the stack's, created before the
+// function, so no CreateLogGroup.
+func LogActions() []string { return []string{"logs:CreateLogStream", "logs:PutLogEvents"} }
 
 // NamespaceTag is the principal tag the namespace-scoped policies read.
 const NamespaceTag = "zael_namespace_id"
@@ -98,12 +116,52 @@ func leadingKeys(st doc, patterns ...string) doc {
 	return st
 }
 
-// namespaceKeys and sharedKeys are the LeadingKeys patterns of the caller's
-// namespace and of the table's own namespace `_`.
+// onIndexes is IndexActions among actions.
+func onIndexes(actions []string) []string {
+	var out []string
+	for _, a := range actions {
+		if slices.Contains(IndexActions(), a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// The LeadingKeys patterns of the namespace-scoped policies (docs/design.md
+// §13 "Who may do what"): the caller's namespace (every partition key of
+// its items and of GSI1–GSI3 starts "{ns}/"; GSI4's, which lists a
+// namespace's items, is the bare id), and the one partition of the table's
+// own records. Every namespace id is 11 characters without "/", so no
+// namespace's pattern covers another's.
 const (
-	namespaceKeys = "${aws:PrincipalTag/" + NamespaceTag + "}/*"
-	sharedKeys    = "_/*"
+	namespaceKeys     = "${aws:PrincipalTag/" + NamespaceTag + "}/*"
+	namespaceIndexKey = "${aws:PrincipalTag/" + NamespaceTag + "}"
+	// SharedPartition is the partition key of the version record and the
+	// namespace registry (core/schema.TableSystemPK).
+	SharedPartition = schema.TableSystemPK
 )
+
+// tableAccess is a platform policy's statements: actions on the table
+// (sid), and the index actions among them on the indexes (sid+"Indexes").
+func (b *builder) tableAccess(sid string, actions []string) []doc {
+	out := []doc{allow(sid, actions, b.tableArn())}
+	if ix := onIndexes(actions); len(ix) > 0 {
+		out = append(out, allow(sid+"Indexes", ix, b.indexArns()))
+	}
+	return out
+}
+
+// namespaceAccess is a namespace-scoped policy's statements: actions on
+// the caller's items (sid), the index actions among them on its index
+// partitions (sid+"Indexes"), and the reads of the shared partition
+// (SharedReadAccess).
+func (b *builder) namespaceAccess(sid string, actions []string) []doc {
+	out := []doc{leadingKeys(allow(sid, actions, b.tableArn()), namespaceKeys)}
+	if ix := onIndexes(actions); len(ix) > 0 {
+		out = append(out, leadingKeys(allow(sid+"Indexes", ix, b.indexArns()), namespaceKeys, namespaceIndexKey))
+	}
+	return append(out, leadingKeys(allow("SharedReadAccess", SharedReadActions(), b.tableArn()), SharedPartition))
+}
 
 func (b *builder) managedPolicy(id, customName, defaultSuffix, description string, d doc) *string {
 	name := named(defaultSuffix)
@@ -126,28 +184,25 @@ func (b *builder) buildPolicies() {
 		return
 	}
 	s := b.s
-	table := []*string{b.tableArn(), b.indexArns()}
 	l := b.l
 	l.AcquireOnlyPolicy = b.managedPolicy("AcquireOnlyPolicy", s.AcquireOnlyPolicyName, "-acq",
 		"Rate limiter: the acquire path on the whole table",
-		policy(allow("AcquireAccess", AcquireActions(), table...)))
+		policy(b.tableAccess("AcquireAccess", AcquireActions())...))
 	l.FullAccessPolicy = b.managedPolicy("FullAccessPolicy", s.FullAccessPolicyName, "-full",
 		"Rate limiter: every operation on the whole table",
-		policy(allow("FullAccess", FullAccessActions(), table...)))
+		policy(b.tableAccess("FullAccess", FullAccessActions())...))
 	l.ReadOnlyPolicy = b.managedPolicy("ReadOnlyPolicy", s.ReadOnlyPolicyName, "-read",
 		"Rate limiter: read the whole table",
-		policy(allow("ReadAccess", ReadOnlyActions(), table...)))
+		policy(b.tableAccess("ReadAccess", ReadOnlyActions())...))
 	l.NamespaceAcquirePolicy = b.managedPolicy("NamespaceAcquirePolicy", s.NamespaceAcquirePolicyName, "-ns-acq",
 		"Rate limiter: the acquire path in the namespace of the caller's "+NamespaceTag+" tag",
-		policy(
-			leadingKeys(allow("NamespaceAcquireAccess", AcquireActions(), table...), namespaceKeys),
-			leadingKeys(allow("SharedReadAccess", SharedReadActions(), table...), sharedKeys)))
+		policy(b.namespaceAccess("NamespaceAcquireAccess", AcquireActions())...))
 	l.NamespaceFullAccessPolicy = b.managedPolicy("NamespaceFullAccessPolicy", s.NamespaceFullAccessPolicyName, "-ns-full",
-		"Rate limiter: every keyed operation in the namespace of the caller's "+NamespaceTag+" tag",
-		policy(leadingKeys(allow("NamespaceFullAccess", NamespaceFullAccessActions(), table...), namespaceKeys, sharedKeys)))
+		"Rate limiter: a tenant's operator and service in the namespace of the caller's "+NamespaceTag+" tag",
+		policy(b.namespaceAccess("NamespaceFullAccess", NamespaceFullAccessActions())...))
 	l.NamespaceReadOnlyPolicy = b.managedPolicy("NamespaceReadOnlyPolicy", s.NamespaceReadOnlyPolicyName, "-ns-read",
 		"Rate limiter: read the namespace of the caller's "+NamespaceTag+" tag",
-		policy(leadingKeys(allow("NamespaceReadAccess", NamespaceReadOnlyActions(), table...), namespaceKeys, sharedKeys)))
+		policy(b.namespaceAccess("NamespaceReadAccess", NamespaceReadOnlyActions())...))
 
 	if !s.iamRoles {
 		return
@@ -170,10 +225,9 @@ func (b *builder) buildPolicies() {
 // lambdaTrust lets Lambda assume a role.
 func lambdaTrust() doc { return doc{"Service": "lambda.amazonaws.com"} }
 
-// basicExecution is the AWS managed policy that lets a function write its logs.
-func basicExecution() *string {
-	return jsii.String("arn:" + *awscdk.Aws_PARTITION() + ":iam::aws:policy/service-role/AWSLambdaBasicExecutionRole")
-}
+// logsTo is the statement that lets a function write to its own log
+// group (the group's Arn attribute ends in ":*", which covers its streams).
+func logsTo(lg awslogs.CfnLogGroup) doc { return allow("Logs", LogActions(), lg.AttrArn()) }
 
 // role adds an IAM role named customName, or RoleNameFormat applied to
 // "{stack}{suffix}", with the permission boundary when one is set.
@@ -190,7 +244,9 @@ func (b *builder) role(id, customName, suffix string, principal doc, managed []a
 		AssumeRolePolicyDocument: policy(doc{
 			"Effect": "Allow", "Principal": principal, "Action": "sts:AssumeRole",
 		}),
-		ManagedPolicyArns: &managed,
+	}
+	if len(managed) > 0 {
+		props.ManagedPolicyArns = &managed
 	}
 	if pb := b.permissionBoundary(); pb != nil {
 		props.PermissionsBoundary = pb

@@ -2,6 +2,7 @@ package construct_test
 
 import (
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -22,6 +23,20 @@ func sorted(s []string) []string {
 // inline policy in an evaluated stack, by Sid.
 func statements(t *testing.T, s *cfneval.Stack, id string) map[string]map[string]any {
 	t.Helper()
+	out := map[string]map[string]any{}
+	for _, d := range policyDocs(t, s, id) {
+		for _, st := range asList(d.(map[string]any)["Statement"]) {
+			m := st.(map[string]any)
+			out[m["Sid"].(string)] = m
+		}
+	}
+	return out
+}
+
+// policyDocs are the identity policy documents of a managed policy or of
+// a role (its inline policies) in an evaluated stack.
+func policyDocs(t *testing.T, s *cfneval.Stack, id string) []any {
+	t.Helper()
 	r, ok := s.Resources[id]
 	if !ok {
 		t.Fatalf("no %s", id)
@@ -33,14 +48,7 @@ func statements(t *testing.T, s *cfneval.Stack, id string) map[string]map[string
 	for _, p := range asList(r.Properties["Policies"]) {
 		docs = append(docs, p.(map[string]any)["PolicyDocument"])
 	}
-	out := map[string]map[string]any{}
-	for _, d := range docs {
-		for _, st := range asList(d.(map[string]any)["Statement"]) {
-			m := st.(map[string]any)
-			out[m["Sid"].(string)] = m
-		}
-	}
-	return out
+	return docs
 }
 
 func asList(v any) []any {
@@ -96,7 +104,7 @@ func TestPoliciesAreWhatTheCodeCalls(t *testing.T) {
 		for _, a := range construct.FullAccessActions() {
 			full[a] = true
 		}
-		for _, a := range append(obs.operator.Actions(), obs.limiter.Actions()...) {
+		for _, a := range slices.Concat(obs.platform.Actions(), obs.operator.Actions(), obs.reader.Actions(), obs.limiter.Actions()) {
 			if !full[a] {
 				t.Errorf("full access lacks %s, which the code calls", a)
 			}

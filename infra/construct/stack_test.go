@@ -113,41 +113,52 @@ func TestDefaultStack(t *testing.T) {
 	hasProps(t, tpl, "AWS::CloudWatch::Dashboard", obj{
 		"DashboardName": stackNamed("-limiter"), "DashboardBody": obj{"Fn::Sub": construct.DashboardBody()},
 	})
-	table := []any{getAtt("RateLimitsTable", "Arn"), joined(getAtt("RateLimitsTable", "Arn"), "/index/*")}
+	table := []any{getAtt("RateLimitsTable", "Arn")}
+	indexes := []any{joined(getAtt("RateLimitsTable", "Arn"), "/index/*")}
+	hasProps(t, tpl, "AWS::IAM::ManagedPolicy", obj{"ManagedPolicyName": stackNamed("-acq"), "PolicyDocument": obj{"Statement": []any{
+		obj{"Sid": "AcquireAccess", "Effect": "Allow", "Action": construct.AcquireActions(), "Resource": table, "Condition": assertions.Match_Absent()},
+	}}})
 	for _, p := range []struct {
-		suffix  string
-		actions []string
+		suffix, sid string
+		actions     []string
 	}{
-		{"-acq", construct.AcquireActions()},
-		{"-full", construct.FullAccessActions()},
-		{"-read", construct.ReadOnlyActions()},
+		{"-full", "FullAccess", construct.FullAccessActions()},
+		{"-read", "ReadAccess", construct.ReadOnlyActions()},
 	} {
 		hasProps(t, tpl, "AWS::IAM::ManagedPolicy", obj{
 			"ManagedPolicyName": stackNamed(p.suffix),
-			"PolicyDocument": obj{"Statement": []any{obj{"Effect": "Allow", "Action": p.actions, "Resource": table,
-				"Condition": assertions.Match_Absent()}}},
+			"PolicyDocument": obj{"Statement": []any{
+				obj{"Sid": p.sid, "Effect": "Allow", "Action": p.actions, "Resource": table, "Condition": assertions.Match_Absent()},
+				obj{"Sid": p.sid + "Indexes", "Effect": "Allow", "Action": construct.IndexActions(), "Resource": indexes, "Condition": assertions.Match_Absent()},
+			}},
 		})
 	}
 	leading := func(keys ...string) obj {
 		return obj{"ForAllValues:StringLike": obj{"dynamodb:LeadingKeys": keys}}
 	}
 	ns := "${aws:PrincipalTag/" + construct.NamespaceTag + "}/*"
+	nsIndex := "${aws:PrincipalTag/" + construct.NamespaceTag + "}"
+	shared := obj{"Sid": "SharedReadAccess", "Action": construct.SharedReadActions(), "Resource": table, "Condition": leading(construct.SharedPartition)}
 	hasProps(t, tpl, "AWS::IAM::ManagedPolicy", obj{"ManagedPolicyName": stackNamed("-ns-acq"), "PolicyDocument": obj{"Statement": []any{
-		obj{"Action": construct.AcquireActions(), "Resource": table, "Condition": leading(ns)},
-		obj{"Action": construct.SharedReadActions(), "Resource": table, "Condition": leading("_/*")},
+		obj{"Sid": "NamespaceAcquireAccess", "Action": construct.AcquireActions(), "Resource": table, "Condition": leading(ns)},
+		shared,
 	}}})
 	hasProps(t, tpl, "AWS::IAM::ManagedPolicy", obj{"ManagedPolicyName": stackNamed("-ns-full"), "PolicyDocument": obj{"Statement": []any{
-		obj{"Action": construct.NamespaceFullAccessActions(), "Resource": table, "Condition": leading(ns, "_/*")},
+		obj{"Sid": "NamespaceFullAccess", "Action": construct.NamespaceFullAccessActions(), "Resource": table, "Condition": leading(ns)},
+		obj{"Sid": "NamespaceFullAccessIndexes", "Action": []any{"dynamodb:Query"}, "Resource": indexes, "Condition": leading(ns, nsIndex)},
+		shared,
 	}}})
 	hasProps(t, tpl, "AWS::IAM::ManagedPolicy", obj{"ManagedPolicyName": stackNamed("-ns-read"), "PolicyDocument": obj{"Statement": []any{
-		obj{"Action": construct.NamespaceReadOnlyActions(), "Resource": table, "Condition": leading(ns, "_/*")},
+		obj{"Sid": "NamespaceReadAccess", "Action": construct.NamespaceReadOnlyActions(), "Resource": table, "Condition": leading(ns)},
+		obj{"Sid": "NamespaceReadAccessIndexes", "Action": []any{"dynamodb:Query"}, "Resource": indexes, "Condition": leading(ns, nsIndex)},
+		shared,
 	}}})
 	lambdaTrust := obj{"Statement": []any{obj{"Effect": "Allow", "Action": "sts:AssumeRole", "Principal": obj{"Service": "lambda.amazonaws.com"}}}}
-	basic := []any{joined("arn:", ref("AWS::Partition"), ":iam::aws:policy/service-role/AWSLambdaBasicExecutionRole")}
 	hasProps(t, tpl, "AWS::IAM::Role", obj{
-		"RoleName": stackNamed("-aggr"), "AssumeRolePolicyDocument": lambdaTrust, "ManagedPolicyArns": basic,
+		"RoleName": stackNamed("-aggr"), "AssumeRolePolicyDocument": lambdaTrust, "ManagedPolicyArns": assertions.Match_Absent(),
 		"PermissionsBoundary": assertions.Match_Absent(),
 		"Policies": []any{obj{"PolicyName": "Aggregator", "PolicyDocument": obj{"Statement": []any{
+			obj{"Sid": "Logs", "Action": construct.LogActions(), "Resource": []any{getAtt("AggregatorLogGroup", "Arn")}},
 			obj{"Sid": "TableWrites", "Action": construct.AggregatorTableActions(), "Resource": []any{getAtt("RateLimitsTable", "Arn")}},
 			obj{"Sid": "StreamRead", "Action": construct.StreamReadActions(), "Resource": []any{getAtt("RateLimitsTable", "StreamArn")}},
 			obj{"Sid": "StreamList", "Action": []any{"dynamodb:ListStreams"}, "Resource": []any{"*"}},
@@ -155,9 +166,11 @@ func TestDefaultStack(t *testing.T) {
 		}}}},
 	})
 	hasProps(t, tpl, "AWS::IAM::Role", obj{
-		"RoleName": stackNamed("-prov"), "AssumeRolePolicyDocument": lambdaTrust, "ManagedPolicyArns": basic,
+		"RoleName": stackNamed("-prov"), "AssumeRolePolicyDocument": lambdaTrust, "ManagedPolicyArns": assertions.Match_Absent(),
 		"Policies": []any{obj{"PolicyName": "Provisioner", "PolicyDocument": obj{"Statement": []any{
+			obj{"Sid": "Logs", "Action": construct.LogActions(), "Resource": []any{getAtt("ProvisionerLogGroup", "Arn")}},
 			obj{"Sid": "Table", "Action": construct.ProvisionerActions(), "Resource": table},
+			obj{"Sid": "TableIndexes", "Action": []any{"dynamodb:Query"}, "Resource": indexes},
 		}}}},
 	})
 }

@@ -15,6 +15,7 @@ import (
 const (
 	nsDynamoDB     = "com.amazonaws.dynamodb.v20120810"
 	nsAvailability = "com.amazon.coral.availability"
+	nsCoralService = "com.amazon.coral.service"
 )
 
 // jsonContentType is the content type of every DynamoDB (and Streams) answer.
@@ -29,6 +30,7 @@ const (
 	kindRequestLimitExceeded
 	kindInternalServerError
 	kindServiceUnavailable
+	kindAccessDenied
 	kindTransactionConflict
 	kindHang
 	kindDelay
@@ -62,6 +64,9 @@ func wireErrorOf(k kind) wireError {
 	case kindServiceUnavailable:
 		return wireError{http.StatusServiceUnavailable, nsDynamoDB, "ServiceUnavailable",
 			"The service is currently unavailable or busy."}
+	case kindAccessDenied:
+		return wireError{http.StatusBadRequest, nsCoralService, "AccessDeniedException",
+			"User: arn:aws:sts::123456789012:assumed-role/tenant/session is not authorized to perform this action because no identity-based policy allows it"}
 	case kindTransactionConflict:
 		return wireError{http.StatusBadRequest, nsDynamoDB, "TransactionCanceledException", ""}
 	}
@@ -104,6 +109,12 @@ func InternalServerError() Fault { return Fault{kind: kindInternalServerError} }
 // "ServiceUnavailable" wrapping an HTTP response error of status 503, and
 // retries it by status code.
 func ServiceUnavailable() Fault { return Fault{kind: kindServiceUnavailable} }
+
+// AccessDenied answers 400 with com.amazon.coral.service#AccessDeniedException,
+// IAM's refusal of a call the caller's policies do not allow (DynamoDB
+// Local enforces no IAM). The SDK has no modeled type for it: it returns a
+// generic API error with ErrorCode "AccessDeniedException", not retried.
+func AccessDenied() Fault { return Fault{kind: kindAccessDenied} }
 
 // TransactionConflict answers 400 with
 // com.amazonaws.dynamodb.v20120810#TransactionCanceledException carrying one
@@ -162,6 +173,8 @@ func (f Fault) String() string {
 		s = "InternalServerError"
 	case kindServiceUnavailable:
 		s = "ServiceUnavailable"
+	case kindAccessDenied:
+		s = "AccessDenied"
 	case kindTransactionConflict:
 		s = "TransactionConflict("
 		if f.conflicts == nil {

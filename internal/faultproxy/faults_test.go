@@ -41,6 +41,8 @@ func TestErrorFaultsReachSDKAsAWSErrors(t *testing.T) {
 			func(err error) bool { var e *types.InternalServerError; return errors.As(err, &e) }},
 		{ServiceUnavailable(), 503, "ServiceUnavailable", false,
 			func(err error) bool { var e *smithy.GenericAPIError; return errors.As(err, &e) }},
+		{AccessDenied(), 400, "AccessDeniedException", false,
+			func(err error) bool { var e *smithy.GenericAPIError; return errors.As(err, &e) }},
 	}
 	variants := []struct {
 		name string
@@ -86,8 +88,9 @@ func TestErrorFaultsReachSDKAsAWSErrors(t *testing.T) {
 				if got := retry.IsErrorThrottles(retry.DefaultThrottles).IsErrorThrottle(err) == aws.TrueTernary; got != c.throttle {
 					t.Errorf("SDK classifies as throttle = %v, want %v", got, c.throttle)
 				}
-				if !retry.NewStandard().IsErrorRetryable(err) {
-					t.Error("the standard retryer would not retry this error; DynamoDB's would be retried")
+				// IAM's refusal is final; DynamoDB's own errors are retried.
+				if retryable := c.code != "AccessDeniedException"; retry.NewStandard().IsErrorRetryable(err) != retryable {
+					t.Errorf("the standard retryer retries this error: %v, want %v", !retryable, retryable)
 				}
 				if got, want := p.StatsFor("PutItem"), (OpStats{Requests: 1, Injected: 1}); got != want {
 					t.Errorf("stats = %+v, want %+v", got, want)

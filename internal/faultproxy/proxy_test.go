@@ -264,6 +264,7 @@ func TestFaultString(t *testing.T) {
 		"RequestLimitExceeded":              RequestLimitExceeded(),
 		"InternalServerError":               InternalServerError(),
 		"ServiceUnavailable":                ServiceUnavailable(),
+		"AccessDenied":                      AccessDenied(),
 		"TransactionConflict(all)":          TransactionConflict(),
 		"TransactionConflict(0,2)":          TransactionConflict(0, 2),
 		"Hang":                              Hang(),

@@ -11,10 +11,12 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
@@ -39,11 +41,12 @@ type Recorder struct {
 	mu         sync.Mutex
 	actions    map[Action]int
 	operations map[string]int
+	requests   map[string]Request
 }
 
 // New returns an empty recorder.
 func New() *Recorder {
-	return &Recorder{actions: map[Action]int{}, operations: map[string]int{}}
+	return &Recorder{actions: map[Action]int{}, operations: map[string]int{}, requests: map[string]Request{}}
 }
 
 // Option installs the recorder on a DynamoDB client:
@@ -64,12 +67,36 @@ func (r *Recorder) Option() func(*dynamodb.Options) {
 
 func (r *Recorder) record(op string, input any) {
 	acts := ActionsOf(input)
+	reqs := RequestsOf(input)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.operations[op]++
 	for _, a := range acts {
 		r.actions[a]++
 	}
+	for _, q := range reqs {
+		k := q.Action + "\x00" + q.Index + "\x00" + strings.Join(q.LeadingKeys, "\x00")
+		if _, ok := r.requests[k]; !ok {
+			r.requests[k] = q
+		}
+	}
+}
+
+// Requests are the distinct authorisations recorded, sorted by action,
+// index and keys.
+func (r *Recorder) Requests() []Request {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	keys := make([]string, 0, len(r.requests))
+	for k := range r.requests {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]Request, len(keys))
+	for i, k := range keys {
+		out[i] = r.requests[k]
+	}
+	return out
 }
 
 // Actions are the distinct IAM actions recorded, sorted.
@@ -106,74 +133,108 @@ func (r *Recorder) names(keep func(Action) bool) []string {
 	return out
 }
 
-// ActionsOf returns the IAM actions a DynamoDB input needs, one per item
-// it names. An input of another service, or an operation without a case
-// here, yields "dynamodb:Unknown<type>", which no policy grants.
-func ActionsOf(input any) []Action {
-	one := func(name string, key map[string]types.AttributeValue) []Action {
-		return []Action{{Name: "dynamodb:" + name, Key: pk(key)}}
+// Request is one authorisation DynamoDB makes for a call: an IAM action on
+// the table or on one of its indexes, with the partition key values the
+// request names (the dynamodb:LeadingKeys of IAM's condition). A batch is
+// one request with every key it names, so a statement that allows it must
+// allow all of them at once; a transaction is one request per member.
+type Request struct {
+	Action string // "dynamodb:UpdateItem"
+	// Index is the index a Query or Scan reads ("" for the table).
+	Index string
+	// LeadingKeys are the partition key values the request names, sorted
+	// and distinct; nil for a call that names none (Scan, DescribeTable).
+	LeadingKeys []string
+}
+
+// RequestsOf returns the authorisations a DynamoDB input needs. An input
+// of another service, or an operation without a case here, yields
+// "dynamodb:Unknown<type>", which no policy grants.
+func RequestsOf(input any) []Request {
+	one := func(name string, keys ...map[string]types.AttributeValue) Request {
+		r := Request{Action: "dynamodb:" + name, LeadingKeys: []string{}}
+		for _, k := range keys {
+			r.LeadingKeys = append(r.LeadingKeys, pk(k))
+		}
+		sort.Strings(r.LeadingKeys)
+		r.LeadingKeys = slices.Compact(r.LeadingKeys)
+		return r
 	}
 	switch in := input.(type) {
 	case *dynamodb.GetItemInput:
-		return one("GetItem", in.Key)
+		return []Request{one("GetItem", in.Key)}
 	case *dynamodb.PutItemInput:
-		return one("PutItem", in.Item)
+		return []Request{one("PutItem", in.Item)}
 	case *dynamodb.UpdateItemInput:
-		return one("UpdateItem", in.Key)
+		return []Request{one("UpdateItem", in.Key)}
 	case *dynamodb.DeleteItemInput:
-		return one("DeleteItem", in.Key)
+		return []Request{one("DeleteItem", in.Key)}
 	case *dynamodb.QueryInput:
-		return []Action{{Name: "dynamodb:Query", Key: queryKey(in)}}
+		return []Request{{Action: "dynamodb:Query", Index: aws.ToString(in.IndexName), LeadingKeys: []string{queryKey(in)}}}
 	case *dynamodb.ScanInput:
-		return []Action{{Name: "dynamodb:Scan"}}
+		return []Request{{Action: "dynamodb:Scan", Index: aws.ToString(in.IndexName)}}
 	case *dynamodb.DescribeTableInput:
-		return []Action{{Name: "dynamodb:DescribeTable"}}
+		return []Request{{Action: "dynamodb:DescribeTable"}}
 	case *dynamodb.BatchGetItemInput:
-		var out []Action
+		var keys []map[string]types.AttributeValue
 		for _, ka := range in.RequestItems {
-			for _, k := range ka.Keys {
-				out = append(out, one("BatchGetItem", k)...)
-			}
+			keys = append(keys, ka.Keys...)
 		}
-		return out
+		return []Request{one("BatchGetItem", keys...)}
 	case *dynamodb.BatchWriteItemInput:
-		var out []Action
+		var keys []map[string]types.AttributeValue
 		for _, reqs := range in.RequestItems {
 			for _, w := range reqs {
 				switch {
 				case w.PutRequest != nil:
-					out = append(out, one("BatchWriteItem", w.PutRequest.Item)...)
+					keys = append(keys, w.PutRequest.Item)
 				case w.DeleteRequest != nil:
-					out = append(out, one("BatchWriteItem", w.DeleteRequest.Key)...)
+					keys = append(keys, w.DeleteRequest.Key)
 				}
 			}
 		}
-		return out
+		return []Request{one("BatchWriteItem", keys...)}
 	case *dynamodb.TransactWriteItemsInput:
-		var out []Action
+		var out []Request
 		for _, it := range in.TransactItems {
 			switch {
 			case it.Put != nil:
-				out = append(out, one("PutItem", it.Put.Item)...)
+				out = append(out, one("PutItem", it.Put.Item))
 			case it.Update != nil:
-				out = append(out, one("UpdateItem", it.Update.Key)...)
+				out = append(out, one("UpdateItem", it.Update.Key))
 			case it.Delete != nil:
-				out = append(out, one("DeleteItem", it.Delete.Key)...)
+				out = append(out, one("DeleteItem", it.Delete.Key))
 			case it.ConditionCheck != nil:
-				out = append(out, one("ConditionCheckItem", it.ConditionCheck.Key)...)
+				out = append(out, one("ConditionCheckItem", it.ConditionCheck.Key))
 			}
 		}
 		return out
 	case *dynamodb.TransactGetItemsInput:
-		var out []Action
+		var out []Request
 		for _, it := range in.TransactItems {
 			if it.Get != nil {
-				out = append(out, one("GetItem", it.Get.Key)...)
+				out = append(out, one("GetItem", it.Get.Key))
 			}
 		}
 		return out
 	}
-	return []Action{{Name: "dynamodb:Unknown" + strings.TrimSuffix(strings.TrimPrefix(fmt.Sprintf("%T", input), "*dynamodb."), "Input")}}
+	return []Request{{Action: "dynamodb:Unknown" + strings.TrimSuffix(strings.TrimPrefix(fmt.Sprintf("%T", input), "*dynamodb."), "Input")}}
+}
+
+// ActionsOf returns the IAM actions a DynamoDB input needs, one per item
+// it names (RequestsOf, a batch split by key).
+func ActionsOf(input any) []Action {
+	var out []Action
+	for _, r := range RequestsOf(input) {
+		if r.LeadingKeys == nil {
+			out = append(out, Action{Name: r.Action})
+			continue
+		}
+		for _, k := range r.LeadingKeys {
+			out = append(out, Action{Name: r.Action, Key: k})
+		}
+	}
+	return out
 }
 
 func pk(key map[string]types.AttributeValue) string {

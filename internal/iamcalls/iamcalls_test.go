@@ -40,7 +40,7 @@ func TestActionsOf(t *testing.T) {
 		}, []iamcalls.Action{{Name: "dynamodb:Query", Key: "ns/ENTITY#e"}}},
 		{&dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
 			"t": {Keys: []map[string]types.AttributeValue{key("ns/D"), key("_/E")}},
-		}}, []iamcalls.Action{{Name: "dynamodb:BatchGetItem", Key: "ns/D"}, {Name: "dynamodb:BatchGetItem", Key: "_/E"}}},
+		}}, []iamcalls.Action{{Name: "dynamodb:BatchGetItem", Key: "_/E"}, {Name: "dynamodb:BatchGetItem", Key: "ns/D"}}},
 		{&dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{
 			"t": {{DeleteRequest: &types.DeleteRequest{Key: key("ns/F")}}, {PutRequest: &types.PutRequest{Item: key("ns/G")}}},
 		}}, []iamcalls.Action{{Name: "dynamodb:BatchWriteItem", Key: "ns/F"}, {Name: "dynamodb:BatchWriteItem", Key: "ns/G"}}},
@@ -97,5 +97,48 @@ func TestRecorderSeesWhatTheClientSends(t *testing.T) {
 	}
 	if got := rec.Operations(); !reflect.DeepEqual(got, map[string]int{"PutItem": 1, "TransactWriteItems": 1, "GetItem": 1}) {
 		t.Errorf("operations %v", got)
+	}
+	wantReqs := []iamcalls.Request{
+		{Action: "dynamodb:ConditionCheckItem", LeadingKeys: []string{"ns/a"}},
+		{Action: "dynamodb:GetItem", LeadingKeys: []string{"_/SYSTEM#"}},
+		{Action: "dynamodb:PutItem", LeadingKeys: []string{"ns/a"}},
+		{Action: "dynamodb:UpdateItem", LeadingKeys: []string{"ns/b"}},
+	}
+	if got := rec.Requests(); !reflect.DeepEqual(got, wantReqs) {
+		t.Errorf("requests %v, want %v", got, wantReqs)
+	}
+}
+
+// TestRequestsOf: a batch is one authorisation with every key it names
+// (distinct, sorted), a transaction one per member, a Query one on the
+// partition key of the table or index it reads, a Scan one with no key.
+func TestRequestsOf(t *testing.T) {
+	cases := []struct {
+		in   any
+		want []iamcalls.Request
+	}{
+		{&dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
+			"t": {Keys: []map[string]types.AttributeValue{key("ns/D"), key("_/E"), key("ns/D")}},
+		}}, []iamcalls.Request{{Action: "dynamodb:BatchGetItem", LeadingKeys: []string{"_/E", "ns/D"}}}},
+		{&dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{
+			"t": {{DeleteRequest: &types.DeleteRequest{Key: key("ns/F")}}, {PutRequest: &types.PutRequest{Item: key("ns/G")}}},
+		}}, []iamcalls.Request{{Action: "dynamodb:BatchWriteItem", LeadingKeys: []string{"ns/F", "ns/G"}}}},
+		{&dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+			{Put: &types.Put{Item: key("ns/1")}}, {ConditionCheck: &types.ConditionCheck{Key: key("_/2")}},
+		}}, []iamcalls.Request{
+			{Action: "dynamodb:PutItem", LeadingKeys: []string{"ns/1"}},
+			{Action: "dynamodb:ConditionCheckItem", LeadingKeys: []string{"_/2"}},
+		}},
+		{&dynamodb.QueryInput{
+			IndexName:                 aws.String("GSI4"),
+			KeyConditionExpression:    aws.String("GSI4PK = :p"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":p": s("ns")},
+		}, []iamcalls.Request{{Action: "dynamodb:Query", Index: "GSI4", LeadingKeys: []string{"ns"}}}},
+		{&dynamodb.ScanInput{IndexName: aws.String("GSI4")}, []iamcalls.Request{{Action: "dynamodb:Scan", Index: "GSI4"}}},
+	}
+	for _, c := range cases {
+		if got := iamcalls.RequestsOf(c.in); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%T: got %v, want %v", c.in, got, c.want)
+		}
 	}
 }
