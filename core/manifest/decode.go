@@ -42,6 +42,7 @@ var (
 	fTableName     = field{"table_name", "TableName"}
 	fServiceToken  = field{"service_token", "ServiceToken"}
 	fTakeOverFrom  = field{"take_over_from", "TakeOverFrom"}
+	fAllowTakeOver = field{"allow_take_over_by", "AllowTakeOverBy"}
 	fSystem        = field{"system", "System"}
 	fResources     = field{"resources", "Resources"}
 	fEntities      = field{"entities", "Entities"}
@@ -220,7 +221,7 @@ func sortedKeys[V any](m map[string]V) []string {
 func (d *decoder) manifest(in map[string]any, cfn bool) *Manifest {
 	top := []field{fNamespace, fNamespaceID, fTableName, fSystem, fResources, fEntities}
 	if cfn {
-		top = append(top, fServiceToken, fTakeOverFrom)
+		top = append(top, fServiceToken, fTakeOverFrom, fAllowTakeOver)
 	}
 	obj, ok := d.object("", in, top, nil)
 	if !ok {

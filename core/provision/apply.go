@@ -82,15 +82,16 @@ func (p *Provisioner) Apply(ctx context.Context, ns string, m *manifest.Manifest
 // before the owner took it (a target it created is deleted), a target it
 // took from another owner goes back to that owner as it was, handovers
 // from it are confirmed, and its owner record is deleted. A Release whose
-// req.PhysicalID is not the incarnation the owner record names, or of an
-// owner with no record, changes nothing (Result.Skipped).
+// req.PhysicalID is not the incarnation the owner record names, from
+// another stack than the record's (req.Owner.StackID), or of an owner with
+// no record, changes nothing (Result.Skipped).
 func (p *Provisioner) Release(ctx context.Context, ns string, req Request) (*Result, error) {
 	pl, err := p.plan(ctx, ns, manifest.Empty(""), req, true)
 	if err != nil {
 		return nil, err
 	}
 	legacy := req.AdoptLegacy && pl.legacy.found
-	if !legacy && (!pl.Previous.Found || (req.PhysicalID != "" && pl.Previous.PhysicalID != req.PhysicalID)) {
+	if !legacy && (!pl.Previous.Found || (req.PhysicalID != "" && pl.Previous.PhysicalID != req.PhysicalID) || pl.Previous.stackMismatch(req.Owner)) {
 		p.log.Info("provision: release of an incarnation that holds nothing here: nothing to do", "namespace", ns,
 			"owner", req.Owner.Key(), "physical_id", req.PhysicalID, "recorded", pl.Previous.PhysicalID)
 		return &Result{Namespace: ns, Skipped: true}, nil
@@ -240,7 +241,7 @@ func (p *Provisioner) ApplyPlan(ctx context.Context, pl *Plan) (*Result, error) 
 func (p *Provisioner) recordIntent(ctx context.Context, pl *Plan) error {
 	ns, req, me := pl.Namespace, pl.Request, pl.Request.Owner.Key()
 	prev := pl.Previous
-	if err := p.putOwner(ctx, p.ownerItem(ns, req, statusApplying, pl.Hash, prev.Committed(), prev.LastApplied, prev.MovingTo)); err != nil {
+	if err := p.putOwner(ctx, p.ownerItem(ns, req, statusApplying, pl.Hash, prev.Committed(), prev.LastApplied, prev.MovingTo, prev.TakeOverGranted)); err != nil {
 		return err
 	}
 	var ws []claimWrite
@@ -355,7 +356,7 @@ func (p *Provisioner) commit(ctx context.Context, pl *Plan, failed map[manifest.
 		}
 		return nil
 	}
-	return p.putOwner(ctx, p.ownerItem(ns, pl.Request, statusApplied, pl.Hash, "", p.nowString(), ""))
+	return p.putOwner(ctx, p.ownerItem(ns, pl.Request, statusApplied, pl.Hash, "", p.nowString(), "", pl.Previous.TakeOverGranted))
 }
 
 // createEntities writes, in batches, the entity configs the plan creates on

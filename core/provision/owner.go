@@ -3,6 +3,7 @@ package provision
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/zae-limiter/zae-limiter-go/core/manifest"
@@ -18,8 +19,11 @@ type Owner struct {
 	Stack string
 	// Name is the resource's logical id, or the manifest owner's name.
 	Name string
-	// StackID is the stack's ARN, when known: for messages only (a stack
-	// deleted and created again under its name is the same owner).
+	// StackID is the stack's ARN, when known. It is part of the owner's
+	// identity: the owner record keeps it, and a request of the same stack
+	// name and logical id from another stack (one deleted and created
+	// again under its name without its Delete releasing, or another
+	// account's) is refused (docs/design.md §12 "Ownership").
 	StackID string
 }
 
@@ -147,10 +151,18 @@ type Request struct {
 	// Release of another id changes nothing. "" for a manifest owner.
 	PhysicalID string
 	// TakeOverFrom names owners whose targets this apply may take over
-	// (moving limits between stacks). Targets held by another resource of
-	// the same stack are taken over without being named (a renamed logical
-	// id, a replacement).
+	// (moving limits between stacks); each must consent (its own
+	// AllowTakeOverBy naming this owner, or an operator's
+	// Provisioner.AllowTakeOver), unless it has no owner record left (its
+	// resource was deleted). Targets held by another resource of the same
+	// stack (the same StackID) are taken over without being named (a
+	// renamed logical id, a replacement).
 	TakeOverFrom []Owner
+	// AllowTakeOverBy are the owners this owner consents to hand its
+	// targets to: a later apply of one of them that names this owner in
+	// TakeOverFrom may take them. The owner record keeps the list each
+	// apply gives.
+	AllowTakeOverBy []Owner
 	// AdoptLegacy makes an earlier provisioner's state record the owner's
 	// own: its targets become the owner's previous targets (what this
 	// manifest no longer names is removed) and the record is deleted when
@@ -174,17 +186,46 @@ func (r Request) validate() error {
 }
 
 // mayTakeOver reports whether the request may take a target held by the
-// owner key from.
-func (r Request) mayTakeOver(from string) bool {
-	if sameStack(from, r.Owner.Key()) {
-		return true
+// owner key from, whose record is holder; why says what is missing when
+// it may not.
+func (r Request) mayTakeOver(from string, holder State) (ok bool, why string) {
+	if sameStack(from, r.Owner.Key()) && (holder.StackID == "" || r.Owner.StackID == "" || holder.StackID == r.Owner.StackID) {
+		return true, ""
 	}
+	named := false
 	for _, o := range r.TakeOverFrom {
-		if o.Key() == from {
-			return true
-		}
+		named = named || o.Key() == from
 	}
-	return false
+	switch {
+	case !named:
+		return false, "remove it from this manifest, or name its owner in TakeOverFrom to move it"
+	case from == LegacyOwnerKey || !holder.Found:
+		// An earlier provisioner's record, or an owner whose resource was
+		// deleted: nobody is left to consent.
+		return true, ""
+	case slices.Contains(holder.AllowTakeOverBy, r.Owner.Key()), slices.Contains(holder.TakeOverGranted, r.Owner.Key()):
+		return true, ""
+	}
+	return false, "its owner has not consented: add " + r.Owner.takeOverName() + " to the AllowTakeOverBy of its owner, or run zl limits allow-take-over"
+}
+
+// allowTakeOverKeys are the keys of r.AllowTakeOverBy, sorted and
+// distinct (nil for none), as the owner record keeps them.
+func (r Request) allowTakeOverKeys() []string {
+	var keys []string
+	for _, o := range r.AllowTakeOverBy {
+		keys = append(keys, o.Key())
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
+// takeOverName is the owner as TakeOverFrom and AllowTakeOverBy name it.
+func (o Owner) takeOverName() string {
+	if o.Stack == "" {
+		return o.Key()
+	}
+	return o.Stack + "/" + o.Name
 }
 
 // Conflict is one target a request names that another owner holds.
@@ -193,6 +234,8 @@ type Conflict struct {
 	Target manifest.Target
 	// Owner is the holder's key; Holder names it for a person.
 	Owner, Holder string
+	// Why says what the request lacks to take it.
+	Why string
 }
 
 // OwnershipError refuses an apply that names targets another owner holds
@@ -213,7 +256,31 @@ func (e *OwnershipError) Error() string {
 			b.WriteString("; ")
 		}
 		fmt.Fprintf(&b, "%s %s is managed by %s", c.Target.Kind, c.Target, c.Holder)
+		if c.Why != "" && (i == len(e.Conflicts)-1 || e.Conflicts[i+1].Why != c.Why || e.Conflicts[i+1].Owner != c.Owner) {
+			fmt.Fprintf(&b, " (%s)", c.Why)
+		}
 	}
-	b.WriteString(" (remove them from this manifest, or name the owner in TakeOverFrom to move them)")
 	return b.String()
+}
+
+// StackMismatchError refuses a request whose owner (stack name and logical
+// id) is recorded in the namespace for another stack: the same name in
+// another account or region, or a stack deleted and created again whose
+// Delete never reached the provisioner. Nothing was written. The recorded
+// stack's Delete releases it; if that stack is gone, an operator releases
+// it (zl limits release --owner).
+type StackMismatchError struct {
+	// Namespace is the namespace's id.
+	Namespace string
+	// Owner is the request's owner.
+	Owner Owner
+	// Recorded is the StackId the owner record names.
+	Recorded string
+}
+
+// Error implements error.
+func (e *StackMismatchError) Error() string {
+	return fmt.Sprintf("provision: namespace %s: %s is held by the stack %s, not by %s; "+
+		"delete that stack (its Delete releases what it holds), or, if it no longer exists, "+
+		"release it with zl limits release --owner %s", e.Namespace, e.Owner.Key(), e.Recorded, e.Owner.StackID, e.Owner.takeOverName())
 }

@@ -3,6 +3,7 @@ package provision_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/zae-limiter/zae-limiter-go/core/control"
 	"github.com/zae-limiter/zae-limiter-go/core/internal/capability"
 	"github.com/zae-limiter/zae-limiter-go/core/limit"
 	"github.com/zae-limiter/zae-limiter-go/core/provision"
@@ -200,12 +202,13 @@ func TestRenameWithinAStack(t *testing.T) {
 	}
 }
 
-// Moving limits to another stack: the new stack's resource names the old
-// one in TakeOverFrom; after that, the old stack's Delete removes nothing
-// that moved.
+// Moving limits to another stack: the old stack's resource consents
+// (AllowTakeOverBy), the new stack's resource names it in TakeOverFrom;
+// after that, the old stack's Delete removes nothing that moved.
 func TestTakeOverFromAnotherStack(t *testing.T) {
 	e := newEnv(t)
 	a, b := resource("stack-a", "Limits"), resource("stack-b", "Limits")
+	a.AllowTakeOverBy = []provision.Owner{b.Owner}
 	e.mustApplyAs(a, "namespace: tenant-alpha\nresources: {r1: {limits: {rpm: {capacity: 10}}}, r2: {limits: {rpm: {capacity: 20}}}}")
 	b.TakeOverFrom = []provision.Owner{a.Owner}
 	e.mustApplyAs(b, "namespace: tenant-alpha\nresources: {r1: {limits: {rpm: {capacity: 10}}}}")
@@ -216,6 +219,102 @@ func TestTakeOverFromAnotherStack(t *testing.T) {
 	if got := e.held(b); got != "r1" {
 		t.Fatalf("b holds %q", got)
 	}
+}
+
+// TestTakeOverNeedsConsent: naming an owner in TakeOverFrom is not enough
+// (an unrelated stack could name any owner): its owner must consent, by
+// its own AllowTakeOverBy or an operator's AllowTakeOver (audited). A
+// refused take-over writes nothing.
+func TestTakeOverNeedsConsent(t *testing.T) {
+	e := newEnv(t)
+	a, b, c := resource("alpha-limits", "TenantLimits"), resource("stranger", "Limits"), resource("stack-c", "Limits")
+	e.mustApplyAs(a, "namespace: tenant-alpha\nresources: {gpt-4: {limits: {rpm: {capacity: 10}}}}")
+	b.TakeOverFrom = []provision.Owner{a.Owner}
+	const grab = "namespace: tenant-alpha\nresources: {gpt-4: {disabled: true}}"
+	e.proxy.ResetStats()
+	_, err := e.applyAs(b, grab)
+	var oe *provision.OwnershipError
+	if !errors.As(err, &oe) || len(oe.Conflicts) != 1 || !strings.Contains(err.Error(), "has not consented") ||
+		!strings.Contains(err.Error(), "add stranger/Limits to the AllowTakeOverBy") {
+		t.Fatalf("a take-over without consent: %v", err)
+	}
+	if w := e.proxy.Writes(); w != "" {
+		t.Fatalf("the refused take-over wrote %s", w)
+	}
+	if got := e.held(a); got != "gpt-4" {
+		t.Fatalf("a holds %q", got)
+	}
+	// The operator consents for a; the audit trail says so.
+	if err := e.prov.AllowTakeOver(e.ctx, e.ns, a.Owner, []provision.Owner{b.Owner}, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := control.New(e.tbl.DB, e.tbl.Name, control.Options{}).AuditEvents(e.ctx, e.ns, control.SystemTrail)
+	if err != nil || !slices.ContainsFunc(evs, func(ev control.AuditEvent) bool {
+		return ev.Action == "limits_take_over_allowed" && ev.Principal == "ops" && ev.Details["allowed"] == b.Owner.Key()
+	}) {
+		t.Fatalf("the consent is not in the audit trail: %v, %v", evs, err)
+	}
+	// a applies again without naming b: the operator's consent stays.
+	e.mustApplyAs(a, "namespace: tenant-alpha\nresources: {gpt-4: {limits: {rpm: {capacity: 10}}}}\nsystem: {limits: {rpm: {capacity: 90}}}")
+	e.mustApplyAs(b, grab)
+	if got := e.held(a) + " | " + e.held(b); got != "system | gpt-4" {
+		t.Fatalf("held %q", got)
+	}
+	if err := e.prov.AllowTakeOver(e.ctx, e.ns, c.Owner, []provision.Owner{a.Owner}, "ops"); !errors.As(err, new(*provision.OwnerNotFoundError)) {
+		t.Fatalf("consent for an owner with no record: %v", err)
+	}
+	// b's Delete before a's hands gpt-4 back to a, as it was.
+	e.release(b)
+	if got := e.held(a) + " " + e.rpm(schema.ResourceConfigKey(e.ns, "gpt-4")); got != "system; gpt-4 10" {
+		t.Fatalf("after b's release: %q", got)
+	}
+}
+
+// TestOwnerIsItsStack: an owner is its stack (StackId), not only its name.
+// A request with the same stack name and logical id from another stack —
+// a Create, an Update, a Delete — changes nothing: an apply is refused
+// naming the recorded stack, a Delete is answered as done with nothing
+// released. Renaming a logical id within the stack still takes over
+// without naming it; a namesake stack does not.
+func TestOwnerIsItsStack(t *testing.T) {
+	e := newEnv(t)
+	a := resource("alpha-limits", "TenantLimits")
+	e.mustApplyAs(a, "namespace: tenant-alpha\nsystem: {limits: {rpm: {capacity: 100}}}\nresources: {gpt-4: {limits: {rpm: {capacity: 10}}}}\nentities: {u: {resources: {gpt-4: {limits: {rpm: {capacity: 1}}}}}, v: {resources: {gpt-4: {limits: {rpm: {capacity: 2}}}}}}")
+	impostor := a
+	impostor.Owner.StackID = "arn:aws:cloudformation:us-east-1:999999999999:stack/alpha-limits/other"
+	e.proxy.ResetStats()
+	_, err := e.applyAs(impostor, "namespace: tenant-alpha\nresources: {gpt-4: {limits: {rpm: {capacity: 1000}}}}")
+	var sm *provision.StackMismatchError
+	if !errors.As(err, &sm) || sm.Recorded != a.Owner.StackID || !strings.Contains(err.Error(), "zl limits release --owner alpha-limits/TenantLimits") {
+		t.Fatalf("an apply from a namesake stack: %v", err)
+	}
+	if res := e.release(impostor); !res.Skipped {
+		t.Fatalf("a Delete from a namesake stack: %+v", res)
+	}
+	if w := e.proxy.Writes(); w != "" {
+		t.Fatalf("the namesake's requests wrote %s", w)
+	}
+	if got := e.held(a); got != "system; gpt-4; u/gpt-4; v/gpt-4" {
+		t.Fatalf("a holds %q", got)
+	}
+	renamed := resource("alpha-limits", "Renamed")
+	renamed.Owner.StackID = impostor.Owner.StackID
+	if _, err := e.applyAs(renamed, "namespace: tenant-alpha\nresources: {gpt-4: {limits: {rpm: {capacity: 1000}}}}"); !errors.As(err, new(*provision.OwnershipError)) {
+		t.Fatalf("a namesake stack's other resource took a's targets: %v", err)
+	}
+	// The real stack's own rename takes over.
+	renamed.Owner.StackID = a.Owner.StackID
+	if res := e.mustApplyAs(renamed, "namespace: tenant-alpha\nresources: {gpt-4: {limits: {rpm: {capacity: 12}}}}"); res.TakenOver != 1 {
+		t.Fatalf("a rename within the stack: %+v", res)
+	}
+	// The recorded stack is gone without its Delete: an operator releases
+	// it (zl limits release --owner), then the new stack of that name may
+	// apply.
+	res, err := e.prov.Release(e.ctx, e.ns, provision.Request{Owner: provision.Owner{Stack: "alpha-limits", Name: "TenantLimits"}, Principal: "ops"})
+	if err != nil || res.Skipped {
+		t.Fatalf("the operator's release: %+v, %v", res, err)
+	}
+	e.mustApplyAs(impostor, "namespace: tenant-alpha\nsystem: {limits: {rpm: {capacity: 50}}}")
 }
 
 // An item that exists when nobody holds it is adopted with its prior

@@ -105,6 +105,9 @@ func (pl *Plan) Empty() bool {
 	if !prev.Found || prev.Applying || prev.AppliedHash != pl.Hash || prev.MovingTo != "" || prev.PhysicalID != pl.Request.PhysicalID {
 		return false
 	}
+	if !slices.Equal(prev.AllowTakeOverBy, pl.Request.allowTakeOverKeys()) {
+		return false // the owner record's consent changes
+	}
 	if pl.legacy.found && pl.Request.AdoptLegacy {
 		return false
 	}
@@ -161,6 +164,9 @@ func (p *Provisioner) plan(ctx context.Context, ns string, m *manifest.Manifest,
 	if err != nil {
 		return nil, err
 	}
+	if !release && prev.stackMismatch(req.Owner) {
+		return nil, &StackMismatchError{Namespace: ns, Owner: req.Owner, Recorded: prev.StackID}
+	}
 	claims, err := p.readClaims(ctx, ns)
 	if err != nil {
 		return nil, err
@@ -191,15 +197,24 @@ func (p *Provisioner) plan(ctx context.Context, ns string, m *manifest.Manifest,
 	var conflicts []Conflict
 	wanted := m.Targets()
 	inManifest := map[manifest.Target]bool{}
+	holders := map[string]State{}
 	for _, t := range wanted {
 		inManifest[t] = true
 		c, held := claims[t]
-		switch {
-		case !held || c.owner == me:
-		case req.mayTakeOver(c.owner):
-			pl.TakenOver = append(pl.TakenOver, Conflict{Target: t, Owner: c.owner, Holder: describeOwner(c.owner, "")})
-		default:
-			conflicts = append(conflicts, Conflict{Target: t, Owner: c.owner, Holder: describeOwner(c.owner, "")})
+		if !held || c.owner == me {
+			continue
+		}
+		holder, read := holders[c.owner]
+		if !read && c.owner != LegacyOwnerKey {
+			if holder, err = p.readOwner(ctx, ns, c.owner); err != nil {
+				return nil, err
+			}
+			holders[c.owner] = holder
+		}
+		if ok, why := req.mayTakeOver(c.owner, holder); ok {
+			pl.TakenOver = append(pl.TakenOver, Conflict{Target: t, Owner: c.owner, Holder: describeOwner(c.owner, holder.StackID)})
+		} else {
+			conflicts = append(conflicts, Conflict{Target: t, Owner: c.owner, Holder: describeOwner(c.owner, holder.StackID), Why: why})
 		}
 	}
 	if len(conflicts) > 0 {

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/zae-limiter/zae-limiter-go/core/control"
 	"github.com/zae-limiter/zae-limiter-go/core/manifest"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
@@ -44,6 +46,12 @@ const (
 	// attrFanoutOwed marks a held target whose bucket fan-outs did not
 	// finish; the next apply runs them even when its config is unchanged.
 	attrFanoutOwed = "fanout_owed"
+	// attrAllowTakeOverBy is an owner record's consent: the owner keys
+	// that may take its targets (Request.AllowTakeOverBy).
+	attrAllowTakeOverBy = "allow_take_over_by"
+	// attrTakeOverGranted is the consent an operator gave for the owner
+	// (Provisioner.AllowTakeOver), kept across the owner's applies.
+	attrTakeOverGranted = "take_over_granted"
 )
 
 // Owner record statuses.
@@ -86,6 +94,13 @@ func (p *Provisioner) readOwner(ctx context.Context, ns, owner string) (State, e
 	s.LastApplied = str(out.Item[attrLastApplied])
 	s.AppliedHash = str(out.Item[attrAppliedHash])
 	s.committedHash = str(out.Item[attrCommittedHash])
+	s.StackID = str(out.Item[attrStackID])
+	if ss, ok := out.Item[attrAllowTakeOverBy].(*types.AttributeValueMemberSS); ok {
+		s.AllowTakeOverBy = slices.Sorted(slices.Values(ss.Value))
+	}
+	if ss, ok := out.Item[attrTakeOverGranted].(*types.AttributeValueMemberSS); ok {
+		s.TakeOverGranted = slices.Sorted(slices.Values(ss.Value))
+	}
 	return s, nil
 }
 
@@ -148,7 +163,7 @@ func claimKey(ns string, t manifest.Target) schema.Key {
 }
 
 // ownerItem is an owner record.
-func (p *Provisioner) ownerItem(ns string, req Request, status, hash, committed, lastApplied, movingTo string) map[string]types.AttributeValue {
+func (p *Provisioner) ownerItem(ns string, req Request, status, hash, committed, lastApplied, movingTo string, granted []string) map[string]types.AttributeValue {
 	key := req.Owner.Key()
 	it := schema.ProvisionerItemKeys(ns, schema.ProvisionerOwnerKey(ns, key)).Item()
 	it[attrOwner] = schema.Str(key)
@@ -170,6 +185,12 @@ func (p *Provisioner) ownerItem(ns string, req Request, status, hash, committed,
 	}
 	if movingTo != "" {
 		it[attrMovingTo] = schema.Str(movingTo)
+	}
+	if keys := req.allowTakeOverKeys(); len(keys) > 0 {
+		it[attrAllowTakeOverBy] = &types.AttributeValueMemberSS{Value: keys}
+	}
+	if len(granted) > 0 {
+		it[attrTakeOverGranted] = &types.AttributeValueMemberSS{Value: granted}
 	}
 	return it
 }
@@ -392,4 +413,55 @@ func (p *Provisioner) OwnerRecord(ctx context.Context, ns string, owner Owner) (
 		return State{}, err
 	}
 	return p.readOwner(ctx, ns, owner.Key())
+}
+
+// AllowTakeOver records on owner's record in namespace ns its consent that
+// the owners by may take its targets (a later apply of one of them naming
+// owner in TakeOverFrom), as an apply with Request.AllowTakeOverBy would,
+// and records it in the namespace's audit trail for principal. It is the
+// operator's door for an owner that cannot apply again itself (a stack
+// that cannot be updated). An owner with no record is an
+// *OwnerNotFoundError: with nobody left to consent, a TakeOverFrom naming
+// it needs no consent.
+func (p *Provisioner) AllowTakeOver(ctx context.Context, ns string, owner Owner, by []Owner, principal string) error {
+	if err := schema.ValidateNamespaceID(ns); err != nil {
+		return err
+	}
+	if len(by) == 0 {
+		return errors.New("provision: allow take-over: no owner to allow")
+	}
+	keys := make([]string, 0, len(by))
+	for _, o := range by {
+		keys = append(keys, o.Key())
+	}
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	_, err := p.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(p.table), Key: schema.ProvisionerOwnerKey(ns, owner.Key()).AttributeValues(),
+		UpdateExpression:          aws.String("ADD #a :by"),
+		ConditionExpression:       aws.String("attribute_exists(#pk)"),
+		ExpressionAttributeNames:  map[string]string{"#a": attrTakeOverGranted, "#pk": schema.AttrPK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":by": &types.AttributeValueMemberSS{Value: keys}},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return &OwnerNotFoundError{Namespace: ns, Owner: owner}
+	}
+	if err != nil {
+		return fmt.Errorf("provision: allow take-over: %w", err)
+	}
+	return p.controls.Record(ctx, ns, control.AuditEvent{EntityID: control.SystemTrail, Action: "limits_take_over_allowed",
+		Principal: principal, Details: map[string]string{"owner": owner.Key(), "allowed": strings.Join(keys, ", ")}})
+}
+
+// OwnerNotFoundError is an owner with no record in a namespace: it holds
+// nothing there.
+type OwnerNotFoundError struct {
+	Namespace string
+	Owner     Owner
+}
+
+// Error implements error.
+func (e *OwnerNotFoundError) Error() string {
+	return "provision: namespace " + e.Namespace + ": " + e.Owner.Key() + " holds nothing here (no owner record)"
 }

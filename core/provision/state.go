@@ -47,8 +47,24 @@ type State struct {
 	Targets []manifest.Target
 	// Pending are held targets whose fan-outs are owed.
 	Pending []manifest.Target
+	// StackID is the ARN of the stack whose resource the owner is ("" for
+	// a manifest owner, or a record written before stacks were recorded).
+	StackID string
+	// AllowTakeOverBy are the owners (keys) this owner consents to hand
+	// its targets to (Request.AllowTakeOverBy of its last apply).
+	AllowTakeOverBy []string
+	// TakeOverGranted are the owners (keys) an operator allowed to take
+	// this owner's targets (Provisioner.AllowTakeOver); the owner's own
+	// applies keep them.
+	TakeOverGranted []string
 
 	committedHash string // while Applying: the hash of the last commit
+}
+
+// stackMismatch reports a record of another stack than o's: both name a
+// stack, and not the same one.
+func (s State) stackMismatch(o Owner) bool {
+	return s.Found && s.StackID != "" && o.StackID != "" && s.StackID != o.StackID
 }
 
 // Committed is the manifest hash of the owner's last commit: AppliedHash

@@ -166,10 +166,11 @@ func TestDeleteOfAnotherResourcesID(t *testing.T) {
 }
 
 // Moving a namespace's limits to another stack through CloudFormation: the
-// new stack's resource names the old one in TakeOverFrom and takes what it
+// old stack's resource consents (AllowTakeOverBy, an Update of its stack),
+// the new stack's resource names it in TakeOverFrom and takes what it
 // names; the old stack's Delete then removes only what did not move, and
 // the limits that moved stay in force, held by the new resource, whose own
-// Delete removes them.
+// Delete removes them. Without the consent, the take-over is refused.
 func TestTakeOverFromThroughCloudFormation(t *testing.T) {
 	e := newEnv(t)
 	if resp := e.invoke(e.event("cfn-limits-create.json", nil)); resp.Status != cfn.StatusSuccess {
@@ -178,11 +179,24 @@ func TestTakeOverFromThroughCloudFormation(t *testing.T) {
 	beta := provision.Owner{Stack: "tenant-beta-limits", Name: "TenantLimits"}
 	// The new stack declares the Update sample's limits (gpt-4 at 200, no
 	// gpt-3.5) and takes them over.
-	moved := e.invoke(e.event("cfn-limits-create.json", with(as(beta.Stack, beta.Name, "beta-create"), func(ev map[string]any) {
+	takeOver := with(as(beta.Stack, beta.Name, "beta-create"), func(ev map[string]any) {
 		props := e.eventProps("cfn-limits-update.json")
 		props["TakeOverFrom"] = "tenant-alpha-limits/TenantLimits"
 		ev["ResourceProperties"] = props
-	})))
+	})
+	refused := e.invoke(e.event("cfn-limits-create.json", takeOver))
+	if refused.Status != cfn.StatusFailed || !strings.Contains(refused.Reason, "has not consented") {
+		t.Fatalf("a take-over without consent: %+v", refused)
+	}
+	consent := e.invoke(e.event("cfn-limits-update.json", func(ev map[string]any) {
+		props := e.eventProps("cfn-limits-create.json")
+		props["AllowTakeOverBy"] = []any{"tenant-beta-limits/TenantLimits"}
+		ev["ResourceProperties"], ev["OldResourceProperties"] = props, e.eventProps("cfn-limits-create.json")
+	}))
+	if consent.Status != cfn.StatusSuccess || consent.PhysicalResourceID != e.sampleID() {
+		t.Fatalf("the old stack's consent %+v", consent)
+	}
+	moved := e.invoke(e.event("cfn-limits-create.json", takeOver))
 	if moved.Status != cfn.StatusSuccess || moved.Data["TakenOver"] != "4" ||
 		!strings.HasPrefix(moved.PhysicalResourceID, e.tbl.Name+"/"+e.ns+"/limits/tenant-beta-limits/TenantLimits/") {
 		t.Fatalf("takeover %+v", moved)
@@ -412,5 +426,37 @@ func TestPanicInAnApplyWorkerIsFailed(t *testing.T) {
 	}
 	if got, _ := e.held(sampleOwner); got != "" {
 		t.Fatalf("the resource still holds %q", got)
+	}
+}
+
+// TestAnotherStackOfTheSameName: a request with the sample's stack name,
+// logical id and physical id from another stack (StackId) — an attacker's
+// stack of the same name, or the stack created again after a deletion the
+// provisioner never saw — changes nothing: its Delete is answered SUCCESS
+// with nothing released (a Delete never wedges a stack), its Update FAILED
+// naming the stack that holds the targets.
+func TestAnotherStackOfTheSameName(t *testing.T) {
+	e := newEnv(t)
+	if resp := e.invoke(e.event("cfn-limits-create.json", nil)); resp.Status != cfn.StatusSuccess {
+		t.Fatalf("create %+v", resp)
+	}
+	before, _ := e.held(sampleOwner)
+	namesake := func(ev map[string]any) {
+		ev["StackId"] = "arn:aws:cloudformation:us-east-1:999999999999:stack/tenant-alpha-limits/another-guid"
+	}
+	e.proxy.ResetStats()
+	del := e.invoke(e.event("cfn-limits-delete.json", namesake))
+	if del.Status != cfn.StatusSuccess || del.Data["Status"] != "skipped" {
+		t.Fatalf("the namesake's Delete %+v", del)
+	}
+	upd := e.invoke(e.event("cfn-limits-update.json", namesake))
+	if upd.Status != cfn.StatusFailed || !strings.Contains(upd.Reason, "is held by the stack arn:aws:cloudformation:us-east-1:123456789012:stack/tenant-alpha-limits/") {
+		t.Fatalf("the namesake's Update %+v", upd)
+	}
+	if w := e.proxy.Writes(); w != "" {
+		t.Fatalf("the namesake's requests wrote %s", w)
+	}
+	if got, _ := e.held(sampleOwner); got != before {
+		t.Fatalf("the sample holds %q, held %q", got, before)
 	}
 }

@@ -25,7 +25,7 @@ type event struct {
 }
 
 // invocation is the direct form: {action, manifest, table_name,
-// namespace_id, owner, take_over_from}. owner names the manifest owner
+// namespace_id, owner, take_over_from, allow_take_over_by}. owner names the manifest owner
 // (default "default", docs/design.md §12).
 type invocation struct {
 	Action       string         `json:"action"`
@@ -34,6 +34,9 @@ type invocation struct {
 	NamespaceID  string         `json:"namespace_id"`
 	Owner        string         `json:"owner"`
 	TakeOverFrom []string       `json:"take_over_from"`
+	// AllowTakeOverBy are the owners this owner consents to hand its
+	// targets to.
+	AllowTakeOverBy []string `json:"allow_take_over_by"`
 }
 
 // EventError reports an invocation payload that is neither form.

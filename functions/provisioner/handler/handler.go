@@ -195,7 +195,14 @@ func (h *Handler) applyLimits(ctx context.Context, ev cfn.Event) (string, map[st
 	if err != nil {
 		return "", nil, err
 	}
-	takeOver, adoptLegacy, err := takeOverFrom(ev.ResourceProperties)
+	takeOver, adoptLegacy, err := owners(ev.ResourceProperties, "TakeOverFrom")
+	if err != nil {
+		return "", nil, err
+	}
+	allowBy, allowLegacy, err := owners(ev.ResourceProperties, "AllowTakeOverBy")
+	if err == nil && allowLegacy {
+		err = errors.New("provisioner: AllowTakeOverBy: legacy names no owner that could take over")
+	}
 	if err != nil {
 		return "", nil, err
 	}
@@ -235,7 +242,7 @@ func (h *Handler) applyLimits(ctx context.Context, ev cfn.Event) (string, map[st
 		id = physicalID(table, ns, owner, ev.RequestID)
 	}
 	customresource.SetPhysicalID(ctx, id)
-	req := provision.Request{Owner: owner, PhysicalID: id, TakeOverFrom: takeOver, Principal: principal(ev),
+	req := provision.Request{Owner: owner, PhysicalID: id, TakeOverFrom: takeOver, AllowTakeOverBy: allowBy, Principal: principal(ev),
 		AdoptLegacy: adoptLegacy || (hasPrev && prev.legacy && prev.table == table && prev.ns == ns)}
 
 	// A move to another table or namespace: the old incarnation's record
@@ -369,11 +376,11 @@ func sameButToken(a, b map[string]any) bool {
 	return reflect.DeepEqual(strip(a), strip(b))
 }
 
-// takeOverFrom reads the TakeOverFrom property: one owner or a list
-// (`{stack}/{logical id}`, `manifest:{name}`, `legacy`).
-func takeOverFrom(props map[string]any) (owners []provision.Owner, legacy bool, err error) {
+// owners reads the TakeOverFrom or AllowTakeOverBy property (prop): one
+// owner or a list (`{stack}/{logical id}`, `manifest:{name}`, `legacy`).
+func owners(props map[string]any, prop string) (owners []provision.Owner, legacy bool, err error) {
 	var names []string
-	switch v := props["TakeOverFrom"].(type) {
+	switch v := props[prop].(type) {
 	case nil:
 		return nil, false, nil
 	case string:
@@ -384,17 +391,17 @@ func takeOverFrom(props map[string]any) (owners []provision.Owner, legacy bool, 
 		for _, x := range v {
 			s, ok := x.(string)
 			if !ok {
-				return nil, false, fmt.Errorf("provisioner: TakeOverFrom: %v is not a string", x)
+				return nil, false, fmt.Errorf("provisioner: %s: %v is not a string", prop, x)
 			}
 			names = append(names, s)
 		}
 	default:
-		return nil, false, fmt.Errorf("provisioner: TakeOverFrom: %v is neither a string nor a list of strings", v)
+		return nil, false, fmt.Errorf("provisioner: %s: %v is neither a string nor a list of strings", prop, v)
 	}
 	for _, n := range names {
 		o, isLegacy, err := provision.ParseOwner(strings.TrimSpace(n))
 		if err != nil {
-			return nil, false, fmt.Errorf("provisioner: TakeOverFrom: %w", err)
+			return nil, false, fmt.Errorf("provisioner: %s: %w", prop, err)
 		}
 		if isLegacy {
 			legacy = true
@@ -609,6 +616,16 @@ func (h *Handler) invoke(ctx context.Context, inv invocation) (*invocationResult
 		} else {
 			req.TakeOverFrom = append(req.TakeOverFrom, o)
 		}
+	}
+	for _, n := range inv.AllowTakeOverBy {
+		o, legacy, err := provision.ParseOwner(n)
+		if err == nil && legacy {
+			err = errors.New("provisioner: allow_take_over_by: legacy names no owner that could take over")
+		}
+		if err != nil {
+			return nil, err
+		}
+		req.AllowTakeOverBy = append(req.AllowTakeOverBy, o)
 	}
 	if inv.Action == "plan" {
 		pl, err := p.Plan(ctx, ns, m, req)

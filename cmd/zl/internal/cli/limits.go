@@ -24,6 +24,7 @@ type manifestFlags struct {
 	file     string
 	owner    string
 	takeOver []string
+	allowBy  []string
 }
 
 func (f *manifestFlags) register(cmd *cobra.Command, owners bool) {
@@ -31,8 +32,26 @@ func (f *manifestFlags) register(cmd *cobra.Command, owners bool) {
 	_ = cmd.MarkFlagFilename("file", "yaml", "yml", "json")
 	if owners {
 		cmd.Flags().StringVar(&f.owner, "owner", provision.DefaultManifestOwner, "the manifest owner: what it applied, a later apply of the same owner replaces or removes")
-		cmd.Flags().StringSliceVar(&f.takeOver, "take-over-from", nil, "owners whose targets this manifest may take: {stack}/{logical id}, manifest:{name} or legacy")
+		cmd.Flags().StringSliceVar(&f.takeOver, "take-over-from", nil, "owners whose targets this manifest may take (each must consent): {stack}/{logical id}, manifest:{name} or legacy")
+		cmd.Flags().StringSliceVar(&f.allowBy, "allow-take-over-by", nil, "owners this owner consents to hand its targets to: {stack}/{logical id} or manifest:{name}")
 	}
+}
+
+// parseOwners reads owner names as TakeOverFrom and AllowTakeOverBy give
+// them; legacy is reported apart.
+func parseOwners(flag string, names []string) (owners []provision.Owner, legacy bool, err error) {
+	for _, n := range names {
+		o, isLegacy, err := provision.ParseOwner(strings.TrimSpace(n))
+		if err != nil {
+			return nil, false, &UsageError{Err: fmt.Errorf("--%s: %w", flag, err)}
+		}
+		if isLegacy {
+			legacy = true
+		} else {
+			owners = append(owners, o)
+		}
+	}
+	return owners, legacy, nil
 }
 
 // limitsCommand is `zl limits`: the declarative limits manifest of a
@@ -97,7 +116,9 @@ stack's exports ({stack}-ProvisionerArn, {stack}-TableName), the stack's name a
 parameter that defaults to --stack (or the table's name: a limiter's table is
 named after its stack). Deploying it makes the resource the owner of what the
 manifest names; to take over targets applied with zl limits apply, pass
---take-over-from manifest:default. Nothing is read or written here.`,
+--take-over-from manifest:default, after that owner's consent (zl limits
+allow-take-over --owner manifest:default --by {stack}/{logical id}). Nothing is
+read or written here.`,
 		Example: `  zl limits cfn-template -f limits.yaml --stack my-limiter > tenant-limits.yaml
   aws cloudformation deploy --template-file tenant-limits.yaml --stack-name tenant-alpha-limits`,
 		Args: noArgs,
@@ -110,11 +131,50 @@ manifest names; to take over targets applied with zl limits apply, pass
 	tmplCmd.Flags().StringVar(&stack, "stack", "", "the limiter stack's name (default: the table's name)")
 	tmplCmd.Flags().StringVar(&logicalID, "logical-id", "Limits", "the resource's logical id in the template")
 
+	var owner string
+	var by []string
+	allowCmd := &cobra.Command{
+		Use:   "allow-take-over --owner OWNER --by OWNER[,OWNER…]",
+		Short: "Let owners take the targets another owner holds (its consent, given by an operator)",
+		Long: `Record, on the owner record of --owner in the namespace of --namespace, its
+consent that the owners of --by may take its targets: a later apply of one of
+them that names --owner in TakeOverFrom (--take-over-from) moves them. An owner
+gives the same consent itself with AllowTakeOverBy (--allow-take-over-by); this
+is the operator's door for an owner that cannot apply again, such as a stack
+that cannot be updated. The consent stays across that owner's own applies, and
+is recorded in the namespace's audit trail. Owners are {stack}/{logical id} or
+manifest:{name}.`,
+		Example: `  zl -N tenant-alpha limits allow-take-over --owner alpha-limits/TenantLimits --by beta-limits/TenantLimits`,
+		Args:    noArgs,
+		RunE: a.Bind(func(ctx context.Context, _ *cobra.Command, _ []string) error {
+			return a.limitsAllowTakeOver(ctx, owner, by)
+		}),
+	}
+	allowCmd.Flags().StringVar(&owner, "owner", "", "the owner whose targets may be taken")
+	allowCmd.Flags().StringSliceVar(&by, "by", nil, "the owners that may take them")
+	var released string
+	releaseCmd := &cobra.Command{
+		Use:   "release --owner OWNER",
+		Short: "Release what an owner holds, as its stack's Delete would",
+		Long: `Release everything --owner holds in the namespace of --namespace, as a
+CloudFormation Delete of its resource would: each target goes back to the config
+it had before the owner took it (a target it created is deleted), a target it
+took goes back to the owner it came from, and its owner record is deleted. Every
+change is recorded in the audit trail and reaches the buckets in use. Use it for
+a stack that no longer exists whose Delete never reached the provisioner: a new
+stack of the same name is refused until then. Asks first (--yes off a
+terminal).`,
+		Example: `  zl -N tenant-alpha limits release --owner alpha-limits/TenantLimits --yes`,
+		Args:    noArgs,
+		RunE:    a.Bind(func(ctx context.Context, _ *cobra.Command, _ []string) error { return a.limitsRelease(ctx, released) }),
+	}
+	releaseCmd.Flags().StringVar(&released, "owner", "", "the owner to release: {stack}/{logical id} or manifest:{name}")
+
 	return group("limits", "Plan, diff and apply limits manifests; write them as CloudFormation",
 		`A limits manifest declares a namespace's limits and access settings
 (docs/design.md §12). zl plans and applies it with the engine of the stack's
 provisioner, or writes the CloudFormation template that has the stack apply it.`,
-		planCmd, diffCmd, applyCmd, tmplCmd)
+		planCmd, diffCmd, applyCmd, tmplCmd, allowCmd, releaseCmd)
 }
 
 // readManifest reads and validates the manifest of f.file: a missing -f
@@ -153,16 +213,15 @@ func (a *App) request(f *manifestFlags) (provision.Request, error) {
 		return provision.Request{}, &UsageError{Err: fmt.Errorf("--owner: %w", err)}
 	}
 	req := provision.Request{Owner: owner, Principal: a.Principal()}
-	for _, n := range f.takeOver {
-		o, legacy, err := provision.ParseOwner(strings.TrimSpace(n))
-		if err != nil {
-			return provision.Request{}, &UsageError{Err: fmt.Errorf("--take-over-from: %w", err)}
-		}
-		if legacy {
-			req.AdoptLegacy = true
-		} else {
-			req.TakeOverFrom = append(req.TakeOverFrom, o)
-		}
+	if req.TakeOverFrom, req.AdoptLegacy, err = parseOwners("take-over-from", f.takeOver); err != nil {
+		return provision.Request{}, err
+	}
+	var legacy bool
+	if req.AllowTakeOverBy, legacy, err = parseOwners("allow-take-over-by", f.allowBy); err != nil {
+		return provision.Request{}, err
+	}
+	if legacy {
+		return provision.Request{}, usageErrorf("--allow-take-over-by: legacy names no owner that could take over")
 	}
 	return req, nil
 }
@@ -223,6 +282,9 @@ func explainPlan(err error) error {
 			if !slices.Contains(from, name) {
 				from = append(from, name)
 			}
+		}
+		if strings.Contains(err.Error(), "has not consented") {
+			return withHint(err, "the owner consents with --allow-take-over-by (AllowTakeOverBy in a stack), or an operator runs zl limits allow-take-over --owner %s --by %s", from[0], "OWNER")
 		}
 		return withHint(err, "in zl, pass --take-over-from %s to take them over", strings.Join(from, ","))
 	}
@@ -554,4 +616,102 @@ func (v applyView) Tables() []output.Table {
 		ts = append(ts, e)
 	}
 	return ts
+}
+
+// ownerFlag reads the one owner an --owner flag names.
+func ownerFlag(name string) (provision.Owner, error) {
+	if name == "" {
+		return provision.Owner{}, usageErrorf("no owner: pass --owner {stack}/{logical id} or manifest:{name}")
+	}
+	os, legacy, err := parseOwners("owner", []string{name})
+	if err != nil {
+		return provision.Owner{}, err
+	}
+	if legacy {
+		return provision.Owner{}, usageErrorf("--owner: legacy is an earlier provisioner's record, not an owner")
+	}
+	return os[0], nil
+}
+
+// ownerChanged is what allow-take-over and release did.
+type ownerChanged struct {
+	Namespace string   `json:"namespace"`
+	Owner     string   `json:"owner"`
+	Allowed   []string `json:"allowed,omitempty"`
+	Released  bool     `json:"released,omitempty"`
+	Deleted   int      `json:"deleted,omitempty"`
+	Restored  int      `json:"restored,omitempty"`
+}
+
+func (v ownerChanged) Tables() []output.Table {
+	if v.Released {
+		return []output.Table{{Title: fmt.Sprintf("Released %s in namespace %s: %d target(s) deleted, %d restored or handed back", v.Owner, v.Namespace, v.Deleted, v.Restored)}}
+	}
+	return []output.Table{{Title: fmt.Sprintf("%s in namespace %s may now be taken over by %s", v.Owner, v.Namespace, strings.Join(v.Allowed, ", "))}}
+}
+
+// namespaceProvisioner is the id of the namespace --namespace names and
+// the provisioner.
+func (a *App) namespaceProvisioner(ctx context.Context) (string, *provision.Provisioner, error) {
+	_, ns, err := a.Namespace(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	p, err := a.Provisioner(ctx)
+	return ns, p, err
+}
+
+func (a *App) limitsAllowTakeOver(ctx context.Context, ownerName string, byNames []string) error {
+	owner, err := ownerFlag(ownerName)
+	if err != nil {
+		return err
+	}
+	by, legacy, err := parseOwners("by", byNames)
+	if err != nil {
+		return err
+	}
+	if len(by) == 0 || legacy {
+		return usageErrorf("--by: name the owners that may take over: {stack}/{logical id} or manifest:{name}")
+	}
+	ns, p, err := a.namespaceProvisioner(ctx)
+	if err != nil {
+		return err
+	}
+	if err := p.AllowTakeOver(ctx, ns, owner, by, a.Principal()); err != nil {
+		return err
+	}
+	v := ownerChanged{Namespace: a.flags.namespace, Owner: owner.Key()}
+	for _, o := range by {
+		v.Allowed = append(v.Allowed, o.Key())
+	}
+	return a.Render(v)
+}
+
+func (a *App) limitsRelease(ctx context.Context, ownerName string) error {
+	owner, err := ownerFlag(ownerName)
+	if err != nil {
+		return err
+	}
+	ns, p, err := a.namespaceProvisioner(ctx)
+	if err != nil {
+		return err
+	}
+	if err := a.Confirm("limits release", fmt.Sprintf("Release everything %s holds in namespace %s?", owner.Key(), a.flags.namespace)); err != nil {
+		return err
+	}
+	res, err := p.Release(ctx, ns, provision.Request{Owner: owner, Principal: a.Principal()})
+	if err != nil {
+		return err
+	}
+	if res.Skipped {
+		return withHint(fmt.Errorf("%s holds nothing in namespace %s", owner.Key(), a.flags.namespace), "zl namespace show %s lists the owners", a.flags.namespace)
+	}
+	if err := a.Render(ownerChanged{Namespace: a.flags.namespace, Owner: owner.Key(), Released: true, Deleted: res.Deleted, Restored: res.Updated}); err != nil {
+		return err
+	}
+	if len(res.Errors) > 0 {
+		return withHint(fmt.Errorf("%d problem(s) after the config was written: %s", len(res.Errors), strings.Join(res.Errors, "; ")),
+			"run zl limits apply for the owners that hold these targets now to finish bringing the buckets in line")
+	}
+	return nil
 }
