@@ -300,18 +300,90 @@ func (s *Store) resourceRegistryUpdate(ns, resource string, add bool) *types.Upd
 }
 
 // cleanupEntityRegistry removes R9's counter for resource once it is ≤ 0
-// (conditional; a positive counter is left alone).
+// (conditional; a positive counter is left alone), and the item itself
+// once it counts nothing: a namespace whose entity configs are all gone
+// keeps no empty registry.
 func (s *Store) cleanupEntityRegistry(ctx context.Context, ns, resource string) error {
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	k := schema.EntityConfigRegistryKey(ns)
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
-		Key:                       schema.EntityConfigRegistryKey(ns).AttributeValues(),
+		Key:                       k.AttributeValues(),
 		UpdateExpression:          aws.String("REMOVE #r"),
 		ConditionExpression:       aws.String("#r <= :zero"),
 		ExpressionAttributeNames:  map[string]string{"#r": resource},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":zero": schema.Num(0)},
+		ReturnValues:              types.ReturnValueAllNew,
+	})
+	if isConditionFailed(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("clean up entity config registry for %s: %w", resource, err)
+	}
+	if counters(out.Attributes) > 0 {
+		return nil
+	}
+	// Empty: delete it. A counter another writer ADDs between the two calls
+	// names no attribute the condition can see, so the delete returns what
+	// it removed and any counter in it is added back (ADD commutes with the
+	// other writer's own); until then ListResources misses that resource.
+	del, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName: aws.String(s.table), Key: k.AttributeValues(),
+		ConditionExpression:      aws.String("attribute_not_exists(#r)"),
+		ExpressionAttributeNames: map[string]string{"#r": resource},
+		ReturnValues:             types.ReturnValueAllOld,
+	})
+	if isConditionFailed(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("clean up entity config registry: %w", err)
+	}
+	for a, v := range del.Attributes {
+		if n, ok := parseN(v); ok && !isKeyAttr(a) {
+			if err := s.readdEntityRegistry(ctx, ns, a, n); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// counters counts an R9 image's counters (every attribute but its keys).
+func counters(it map[string]types.AttributeValue) int {
+	n := 0
+	for a := range it {
+		if !isKeyAttr(a) {
+			n++
+		}
+	}
+	return n
+}
+
+// readdEntityRegistry adds back a counter a cleanup's delete removed.
+func (s *Store) readdEntityRegistry(ctx context.Context, ns, resource string, n int64) error {
+	u := s.entityRegistryUpdate(ns, resource, n)
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: u.TableName, Key: u.Key, UpdateExpression: u.UpdateExpression,
+		ExpressionAttributeNames: u.ExpressionAttributeNames, ExpressionAttributeValues: u.ExpressionAttributeValues,
+	})
+	if err != nil {
+		return fmt.Errorf("entity config registry: add back %s: %w", resource, err)
+	}
+	return nil
+}
+
+// cleanupResourceRegistry deletes R8 once its set is empty (DynamoDB
+// removes a set's attribute with its last element): conditional, so a
+// resource another writer registers meanwhile keeps it.
+func (s *Store) cleanupResourceRegistry(ctx context.Context, ns string) error {
+	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName: aws.String(s.table), Key: schema.ResourceRegistryKey(ns).AttributeValues(),
+		ConditionExpression:      aws.String("attribute_exists(#pk) AND attribute_not_exists(#res)"),
+		ExpressionAttributeNames: map[string]string{"#pk": schema.AttrPK, "#res": schema.AttrResources},
 	})
 	if err != nil && !isConditionFailed(err) {
-		return fmt.Errorf("clean up entity config registry for %s: %w", resource, err)
+		return fmt.Errorf("clean up resource registry: %w", err)
 	}
 	return nil
 }
@@ -439,7 +511,7 @@ func (s *Store) deleteLimits(ctx context.Context, t target) error {
 			if err != nil {
 				return s.wrap(t, "delete limits", err)
 			}
-			return nil
+			return s.cleanupResourceRegistry(ctx, t.ns)
 		default:
 			return nil // only siblings: no limits to delete
 		}
@@ -447,8 +519,11 @@ func (s *Store) deleteLimits(ctx context.Context, t target) error {
 			return s.wrap(t, "delete limits", err)
 		}
 		if done {
-			if t.level == LevelEntity || t.level == LevelEntityDefault {
+			switch t.level {
+			case LevelEntity, LevelEntityDefault:
 				return s.cleanupEntityRegistry(ctx, t.ns, t.resource)
+			case LevelResource:
+				return s.cleanupResourceRegistry(ctx, t.ns)
 			}
 			return nil
 		}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -438,5 +440,44 @@ func TestSetOnUnavailable(t *testing.T) {
 	}
 	if err := st.Writer(capability.ConfigWrite{}).SetOnUnavailable(ctx, ns, "maybe"); !schema.IsValidationError(err) {
 		t.Fatalf("bad value: %v", err)
+	}
+}
+
+// TestEmptyRegistriesAreDeleted: once the last resource config and the
+// last entity config are gone, neither registry item is left (a namespace
+// released whole keeps no empty R8 or R9). A counter another writer adds
+// between the cleanup's two calls survives it.
+func TestEmptyRegistriesAreDeleted(t *testing.T) {
+	e := newEnv(t)
+	ctx, ns := e.ctx, e.ns
+	ls := []limit.Limit{limit.PerMinute("rpm", 1)}
+	w := e.store().Writer(capability.ConfigWrite{})
+	must(t, w.SetResourceLimits(ctx, ns, "gpt-4", ls))
+	must(t, w.SetEntityLimits(ctx, ns, "e1", "gpt-4", ls))
+	must(t, w.DeleteResourceLimits(ctx, ns, "gpt-4"))
+	if it := e.get(t, schema.ResourceRegistryKey(ns)); it != nil {
+		t.Errorf("R8 left after its last resource: %v", it)
+	}
+	must(t, w.DeleteEntityLimits(ctx, ns, "e1", "gpt-4"))
+	if it := e.get(t, schema.EntityConfigRegistryKey(ns)); it != nil {
+		t.Errorf("R9 left after its last entity config: %v", it)
+	}
+
+	// A concurrent writer registers e2/claude just before the cleanup's
+	// delete reaches DynamoDB: its counter is added back.
+	proxy := faultproxy.Start(t, e.tbl.Endpoint)
+	racing := config.NewStore(proxy.DynamoDB(), e.tbl.Name).Writer(capability.ConfigWrite{})
+	must(t, racing.SetEntityLimits(ctx, ns, "e1", "gpt-4", ls))
+	var once sync.Once
+	proxy.Add(faultproxy.Rule{Operation: "DeleteItem", Fault: faultproxy.InternalServerError(), Match: func(_ string, body []byte) bool {
+		if strings.Contains(string(body), schema.SKEntityConfigResources) {
+			once.Do(func() { must(t, w.SetEntityLimits(ctx, ns, "e2", "claude", ls)) })
+		}
+		return false
+	}})
+	must(t, racing.DeleteEntityLimits(ctx, ns, "e1", "gpt-4"))
+	reg := e.get(t, schema.EntityConfigRegistryKey(ns))
+	if nAttr(reg, "claude") != "1" || nAttr(reg, "gpt-4") != "" {
+		t.Errorf("R9 after a cleanup raced by a new entity config: %v", reg)
 	}
 }

@@ -128,9 +128,15 @@ type decoder struct {
 	problems []Problem
 }
 
+// add records a problem. Its path and message repeat the input, so each
+// is cut to an excerpt: a megabyte key or value makes a problem of a few
+// hundred bytes, marked as cut.
 func (d *decoder) add(path, format string, args ...any) {
-	d.problems = append(d.problems, Problem{Path: path, Message: fmt.Sprintf(format, args...)})
+	d.problems = append(d.problems, Problem{Path: schema.Excerpt(path, maxProblemText), Message: schema.Excerpt(fmt.Sprintf(format, args...), maxProblemText)})
 }
+
+// maxProblemText bounds a problem's path and message, in bytes.
+const maxProblemText = 2 * schema.MaxEcho
 
 func (d *decoder) name(f field) string { return f.in(d.style) }
 

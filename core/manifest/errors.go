@@ -37,7 +37,12 @@ func (e *InvalidManifestError) Error() string {
 	return problemsText("invalid limits manifest", e.Problems)
 }
 
-// problemsText is `{head} (N problem(s)): path: message; …`.
+// maxListedProblems is how many problems an error's text lists; the
+// Problems field holds them all.
+const maxListedProblems = 50
+
+// problemsText is `{head} (N problem(s)): path: message; …`, listing the
+// first maxListedProblems.
 func problemsText(head string, problems []Problem) string {
 	var b strings.Builder
 	b.WriteString(head)
@@ -49,6 +54,10 @@ func problemsText(head string, problems []Problem) string {
 		b.WriteString(" problems): ")
 	}
 	for i, p := range problems {
+		if i == maxListedProblems {
+			b.WriteString("; … and " + strconv.Itoa(len(problems)-i) + " more")
+			break
+		}
 		if i > 0 {
 			b.WriteString("; ")
 		}

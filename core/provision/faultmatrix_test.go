@@ -62,14 +62,6 @@ func (e *env) snapshot(params bool) map[string]string {
 		if strings.Contains(k.PK, "/AUDIT#") {
 			continue
 		}
-		// An empty registry is no registry.
-		if k.SK == schema.SKResources || k.SK == schema.SKEntityConfigResources {
-			if l, ok := it["resources"].(*types.AttributeValueMemberSS); !ok || len(l.Value) == 0 {
-				if _, isL := it["resources"].(*types.AttributeValueMemberL); !isL {
-					continue
-				}
-			}
-		}
 		delete(it, "vu")
 		delete(it, "gen")
 		delete(it, "committed_gen")

@@ -38,6 +38,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/cfn"
 	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/zae-limiter/zae-limiter-go/core/schema"
 )
 
 // Handler handles one request. It returns the physical resource id (""
@@ -264,7 +266,9 @@ func response(ctx context.Context, ev cfn.Event, id string, data map[string]stri
 	}
 	if err != nil {
 		r.Status = cfn.StatusFailed
-		r.Reason = err.Error()
+		// The reason repeats input; what CloudFormation can take (MaxBody)
+		// is also what the log line and the function's result carry.
+		r.Reason = schema.Excerpt(err.Error(), MaxBody)
 		if r.PhysicalResourceID == "" {
 			r.PhysicalResourceID = FailedPhysicalID
 		}

@@ -140,6 +140,32 @@ func TestPanicBecomesFailed(t *testing.T) {
 	}
 }
 
+// A handler's error of megabytes (it repeats input) becomes a Reason that
+// the response, the log line and the returned response all carry cut to
+// MaxBody bytes, marked.
+func TestLongErrorIsCut(t *testing.T) {
+	rc := newReceiver(t)
+	ev := fixture(t, "create.json", rc.srv.URL)
+	var logs bytes.Buffer
+	long := strings.Repeat("bad value ", 500_000)
+	h := func(context.Context, cfn.Event) (string, map[string]string, error) { return "", nil, errors.New(long) }
+	resp, err := customresource.Run(context.Background(), ev, h, opts(customresource.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Reason) > customresource.MaxBody+50 || !strings.HasPrefix(resp.Reason, "bad value bad value") || !strings.Contains(resp.Reason, "…[cut") {
+		t.Fatalf("returned reason: %d bytes, %.100q", len(resp.Reason), resp.Reason)
+	}
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if len(line) > 2*customresource.MaxBody {
+			t.Fatalf("a log line of %d bytes", len(line))
+		}
+	}
+	if p := rc.got()[0].resp; p.Status != cfn.StatusFailed {
+		t.Fatalf("response %+v", p)
+	}
+}
+
 // The physical id: the handler's; else the incoming one; else, on failure,
 // "failed", on success the logical id (outside Lambda).
 func TestPhysicalIDFallback(t *testing.T) {

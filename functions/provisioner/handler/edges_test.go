@@ -2,6 +2,7 @@ package handler_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -458,5 +459,50 @@ func TestAnotherStackOfTheSameName(t *testing.T) {
 	}
 	if got, _ := e.held(sampleOwner); got != before {
 		t.Fatalf("the sample holds %q, held %q", got, before)
+	}
+}
+
+// TestHugeValuesAreNotEchoed: a Create whose manifest holds a 5 MB bad
+// value, a 5 MB unknown field and thousands of bad entries answers FAILED
+// with a reason, a log line and a function result of a few kilobytes
+// each, the cuts marked; a direct invocation's error too.
+func TestHugeValuesAreNotEchoed(t *testing.T) {
+	e := newEnv(t)
+	huge := strings.Repeat("9", 5<<20)
+	many := map[string]any{}
+	for i := range 5000 {
+		many[fmt.Sprintf("r%04d", i)] = map[string]any{"Limits": map[string]any{"rpm": map[string]any{"Capacity": "-1"}}}
+	}
+	many["gpt-4"] = map[string]any{"Limits": map[string]any{"rpm": map[string]any{"Capacity": huge}}}
+	edit := func(ev map[string]any) {
+		props := ev["ResourceProperties"].(map[string]any)
+		props["Resources"] = many
+		props[strings.Repeat("X", 5<<20)] = "unknown"
+	}
+	raw := e.event("cfn-limits-create.json", edit)
+	res, err := e.h.Invoke(e.ctx, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, size := e.cf.last(t)
+	if resp.Status != cfn.StatusFailed || !strings.Contains(resp.Reason, "…[cut") {
+		t.Fatalf("the answer: %s %.300s", resp.Status, resp.Reason)
+	}
+	if size > customresource.MaxBody {
+		t.Errorf("the response body has %d bytes", size)
+	}
+	result, _ := json.Marshal(res)
+	if len(result) > 2*customresource.MaxBody {
+		t.Errorf("the function's result has %d bytes", len(result))
+	}
+	for _, line := range strings.Split(e.logs.String(), "\n") {
+		if len(line) > 3*customresource.MaxBody {
+			t.Errorf("a log line of %d bytes: %.200s", len(line), line)
+		}
+	}
+	e.logs.Reset()
+	_, err = e.h.Invoke(e.ctx, []byte(`{"action":"apply","manifest":{"namespace":"tenant-alpha","resources":{"gpt-4":{"limits":{"rpm":{"capacity":"`+huge+`"}}}}}}`))
+	if err == nil || len(err.Error()) > customresource.MaxBody || !strings.Contains(err.Error(), "…[cut") {
+		t.Fatalf("a direct invocation's error: %d bytes: %.300v", len(fmt.Sprint(err)), err)
 	}
 }
