@@ -258,8 +258,14 @@ func (p *Provisioner) plan(ctx context.Context, ns string, m *manifest.Manifest,
 		cl := claims[t]
 		held := cl.owner == me
 		// An apply that did not commit owes every fan-out of what it held
-		// and named.
-		owed := (held && cl.pending) || (prev.Applying && (held || inManifest[t]))
+		// and named: its retry may find a target's config already as it
+		// wants it, written by the pass that did not fan it out. A release
+		// does not: a target it leaves as it is now was not changed by the
+		// pass that failed (what that pass wrote differs from what the
+		// release restores, and is written and fanned out again), so its
+		// work grows with what the failed pass wrote, not with the
+		// manifest (docs/design.md §12).
+		owed := (held && cl.pending) || (!release && prev.Applying && (held || inManifest[t]))
 		want, inM := m.Desired(t)
 		c := Change{Target: t, cur: cur, pending: owed}
 		switch {

@@ -23,6 +23,7 @@ import (
 	"github.com/zae-limiter/zae-limiter-go/core/provision"
 	"github.com/zae-limiter/zae-limiter-go/core/schema"
 	"github.com/zae-limiter/zae-limiter-go/internal/ddbtest"
+	"github.com/zae-limiter/zae-limiter-go/internal/faultproxy"
 )
 
 func TestMain(m *testing.M) { ddbtest.Main(m, ddbtest.SustainedLoad()) }
@@ -113,5 +114,69 @@ func count(t *testing.T, tbl *ddbtest.Table, ns string) (configs, claims, owners
 			return
 		}
 		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+}
+
+// A CloudFormation Create of a 98,923-resource manifest (4 MB) whose
+// claims stop after 28,500 (the write cut from there on) is rolled back by
+// its Delete, the release of what it wrote: the release's calls grow with
+// the claims written, not with the manifest — it reads the claims and
+// their targets, deletes the claims, and owes no fan-out for a target it
+// leaves as it is (docs/design.md §12). The bound below is about 3 calls a
+// hundred claims; the fan-outs the release used to owe every held target
+// made it about 6 calls a claim.
+func TestRollbackOfAFailedHugeCreate(t *testing.T) {
+	const resources, transactions = 98_923, 285 // 100 claims a transaction
+	ctx := context.Background()
+	tbl := ddbtest.NewTable(t)
+	proxy := faultproxy.Start(t, tbl.Endpoint)
+	ns, _, err := config.NewStore(tbl.DB, tbl.Name).Writer(capability.ConfigWrite{}).RegisterNamespace(ctx, "tenant-alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := func() time.Time { return time.Date(2028, 2, 29, 0, 30, 0, 0, time.UTC) }
+	db := proxy.DynamoDB(func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
+	prov := provision.New(db, tbl.Name, provision.Options{Clock: clk, Workers: 16,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	req := provision.Request{Owner: provision.Owner{Stack: "stack-a", Name: "Limits", StackID: "arn:aws:cloudformation:us-east-1:123456789012:stack/stack-a/guid"},
+		PhysicalID: "T/NS/limits/stack-a/Limits/000000000000", Principal: "cfn:stack-a"}
+	var doc strings.Builder
+	doc.WriteString("namespace: tenant-alpha\nresources:\n")
+	for i := range resources {
+		fmt.Fprintf(&doc, "  r%05d: {limits: {rpm: {capacity: 1}}}\n", i)
+	}
+	m, err := manifest.Parse([]byte(doc.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := proxy.Add(faultproxy.Rule{Operation: "TransactWriteItems", After: transactions, Fault: faultproxy.InternalServerError()})
+	if _, err := prov.Apply(ctx, ns, m, req); err == nil {
+		t.Fatal("the cut Create succeeded")
+	}
+	proxy.Remove(cut)
+	if _, claims, owners := count(t, tbl, ns); claims != 100*transactions || owners != 1 {
+		t.Fatalf("the failed Create left %d claims and %d owner records, want %d and 1", claims, owners, 100*transactions)
+	}
+	// Past the bound every call fails, so a release that would make more
+	// fails at once instead of running for an hour.
+	const limit = 3*transactions + 50
+	proxy.ResetStats()
+	over := proxy.Add(faultproxy.Rule{After: limit, Fault: faultproxy.InternalServerError()})
+	start := time.Now()
+	res, err := prov.Release(ctx, ns, req)
+	took := time.Since(start)
+	calls := 0
+	for _, s := range proxy.Stats() {
+		calls += s.Requests
+	}
+	if proxy.Fired(over) > 0 {
+		t.Fatalf("the release needed more than %d calls for %d claims: %v", limit, 100*transactions, err)
+	}
+	if err != nil || len(res.Errors) > 0 {
+		t.Fatalf("the rollback's release: %v %+v", err, res)
+	}
+	t.Logf("released %d claims in %s with %d calls (%.3f a claim)", 100*transactions, took.Round(time.Millisecond), calls, float64(calls)/(100*transactions))
+	if configs, claims, owners := count(t, tbl, ns); configs+claims+owners != 0 {
+		t.Fatalf("after the release: %d configs, %d claims, %d owner records", configs, claims, owners)
 	}
 }
