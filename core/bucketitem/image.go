@@ -65,6 +65,26 @@ const Phase2Fields = FieldGrantShards | FieldTopUp | FieldWindowStart | FieldRes
 // Has reports whether every field of f is in s.
 func (s LimitFields) Has(f LimitFields) bool { return s&f == f }
 
+// fieldAttrs are the per-limit attributes by field, in bit order.
+var fieldAttrs = [...]schema.LimitField{
+	schema.LimitTokens, schema.LimitCapacity, schema.LimitRefillAmount, schema.LimitRefillPeriod,
+	schema.LimitConsumed, schema.LimitGrantShards, schema.LimitTopUp, schema.LimitWindowStart,
+	schema.LimitResetAfter, schema.LimitWindowAnchor, schema.LimitWindowConsumed, schema.LimitSchedule,
+	schema.LimitResetSchedule, schema.LimitSoft,
+}
+
+// Attrs are the item's attribute names of l's fields in mask that the
+// item holds (b_{n}_tk, …): what a write removes to clear them.
+func (l *LimitImage) Attrs(mask LimitFields) []string {
+	var out []string
+	for i, f := range fieldAttrs {
+		if bit := LimitFields(1) << i; l.Fields&mask&bit != 0 {
+			out = append(out, schema.BucketAttr(l.Name, f))
+		}
+	}
+	return out
+}
+
 // LimitImage is one limit's attributes on a bucket item. A field's value is
 // meaningful only when its bit is in Fields (an absent field is zero).
 type LimitImage struct {

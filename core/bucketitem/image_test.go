@@ -2,6 +2,7 @@ package bucketitem
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -657,5 +658,22 @@ func TestCascades(t *testing.T) {
 		if got := c.img.Cascades(); got != c.want {
 			t.Errorf("%s: Cascades() = %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// TestAttrs: each field's attribute is the one decoding reads into it, and
+// Attrs lists those of the mask the image holds.
+func TestAttrs(t *testing.T) {
+	for i, f := range fieldAttrs {
+		if got := fieldBit(f); got != LimitFields(1)<<i {
+			t.Errorf("fieldAttrs[%d] = %s decodes into field %b, want %b", i, f, got, LimitFields(1)<<i)
+		}
+	}
+	l := LimitImage{Name: "rpm", Fields: FieldTokens | FieldConsumed | FieldWindowStart | FieldWindowAnchor}
+	if got := fmt.Sprint(l.Attrs(WindowFields)); got != "[b_rpm_ws b_rpm_wa]" {
+		t.Errorf("window attrs %s", got)
+	}
+	if got := fmt.Sprint(l.Attrs(^FieldConsumed)); got != "[b_rpm_tk b_rpm_ws b_rpm_wa]" {
+		t.Errorf("all but tc %s", got)
 	}
 }

@@ -553,18 +553,10 @@ func (p *pass) stampRF() int64 {
 func (p *pass) windowWrites(u *expr.Builder, pl planned, li *bucketitem.LimitImage) {
 	w := pl.window
 	if w == nil {
-		if li != nil && li.Fields&bucketitem.WindowFields != 0 {
+		if li != nil {
 			// No longer a session quota: its window goes with it.
-			for _, f := range [...]struct {
-				field bucketitem.LimitFields
-				attr  schema.LimitField
-			}{
-				{bucketitem.FieldWindowStart, schema.LimitWindowStart}, {bucketitem.FieldResetAfter, schema.LimitResetAfter},
-				{bucketitem.FieldWindowAnchor, schema.LimitWindowAnchor}, {bucketitem.FieldWindowConsumed, schema.LimitWindowConsumed},
-			} {
-				if li.Fields.Has(f.field) {
-					u.Remove(schema.BucketAttr(pl.lim.Name, f.attr))
-				}
+			for _, a := range li.Attrs(bucketitem.WindowFields) {
+				u.Remove(a)
 			}
 		}
 		return

@@ -247,10 +247,8 @@ func (p *Pass) windowWrites(b *expr.Builder, lp *Limit) {
 	li := lp.Stored
 	name := li.Name
 	if lp.RemoveWindow {
-		for _, f := range windowFields {
-			if li.Fields.Has(f.field) {
-				b.Remove(schema.BucketAttr(name, f.attr))
-			}
+		for _, a := range li.Attrs(bucketitem.WindowFields) {
+			b.Remove(a)
 		}
 		return
 	}
@@ -268,36 +266,11 @@ func (p *Pass) windowWrites(b *expr.Builder, lp *Limit) {
 	}
 }
 
-// windowFields are a session quota's window attributes.
-var windowFields = [...]struct {
-	field bucketitem.LimitFields
-	attr  schema.LimitField
-}{
-	{bucketitem.FieldWindowStart, schema.LimitWindowStart}, {bucketitem.FieldResetAfter, schema.LimitResetAfter},
-	{bucketitem.FieldWindowAnchor, schema.LimitWindowAnchor}, {bucketitem.FieldWindowConsumed, schema.LimitWindowConsumed},
-}
-
 // drop removes every attribute of a limit the config no longer resolves,
 // but its consumption counter: tc never moves backwards, and a limit set
 // again later adds to it (docs/design.md §2).
 func drop(b *expr.Builder, li *bucketitem.LimitImage) {
-	for _, f := range allFields {
-		if f.field != bucketitem.FieldConsumed && li.Fields.Has(f.field) {
-			b.Remove(schema.BucketAttr(li.Name, f.attr))
-		}
+	for _, a := range li.Attrs(^bucketitem.FieldConsumed) {
+		b.Remove(a)
 	}
-}
-
-// allFields are the per-limit attributes of docs/design.md §2.
-var allFields = [...]struct {
-	field bucketitem.LimitFields
-	attr  schema.LimitField
-}{
-	{bucketitem.FieldTokens, schema.LimitTokens}, {bucketitem.FieldCapacity, schema.LimitCapacity},
-	{bucketitem.FieldRefillAmount, schema.LimitRefillAmount}, {bucketitem.FieldRefillPeriod, schema.LimitRefillPeriod},
-	{bucketitem.FieldConsumed, schema.LimitConsumed}, {bucketitem.FieldGrantShards, schema.LimitGrantShards},
-	{bucketitem.FieldTopUp, schema.LimitTopUp}, {bucketitem.FieldWindowStart, schema.LimitWindowStart},
-	{bucketitem.FieldResetAfter, schema.LimitResetAfter}, {bucketitem.FieldWindowAnchor, schema.LimitWindowAnchor},
-	{bucketitem.FieldWindowConsumed, schema.LimitWindowConsumed}, {bucketitem.FieldSchedule, schema.LimitSchedule},
-	{bucketitem.FieldResetSchedule, schema.LimitResetSchedule}, {bucketitem.FieldSoft, schema.LimitSoft},
 }
